@@ -1,0 +1,177 @@
+// ivytrace record -o TRACE -- PROGRAM [ARGS...]
+//
+// Runs the program with the recorder loaded through a sitecustomize shipped in the ivytrace
+// Python package (no change to the program). The recorder writes a temporary file beside TRACE;
+// once the program has ended, however it ended, a trace that holds at least its header is renamed
+// to TRACE, so a killed program still leaves the records it flushed. The program's stdin, stdout,
+// stderr and exit status pass through.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cli/common.h"
+#include "core/io/trace_reader.h"
+#include "core/util/atomic_file.h"
+
+extern char** environ;
+
+namespace ivytrace::cli {
+namespace {
+
+struct RecordOptions {
+  std::string output;
+  std::string python;
+  std::vector<std::string> frameworks;
+  std::vector<std::string> command;
+};
+
+bool LooksLikePython(const std::string& program) {
+  const std::string base = std::filesystem::path(program).filename().string();
+  return base.rfind("python", 0) == 0;
+}
+
+// Runs `python -c ...` to find the directory holding the package's sitecustomize.py.
+Status FindBootDir(const std::string& python, std::string* dir) {
+  const std::string cmd = "'" + python +
+                          "' -c 'import ivytrace, sys; sys.stdout.write(ivytrace.boot_dir())' 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return Status::IOError("cannot run '" + python + "'");
+  std::string out;
+  char buf[512];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int status = pclose(p);
+  if (status != 0 || out.empty() || !std::filesystem::is_directory(out)) {
+    return Status::NotFound("the ivytrace Python package cannot be imported by '" + python +
+                            "' (install it with `pip install ./python`, or name the interpreter "
+                            "with --python): " + out.substr(0, 300));
+  }
+  *dir = out;
+  return Status::Ok();
+}
+
+bool HasHeader(const std::string& path) {
+  TraceReader r;
+  if (!r.Open(path).ok()) return false;
+  v1::Record rec;
+  bool eof = false;
+  return r.Next(&rec, &eof).ok() && !eof && rec.has_header();
+}
+
+int RunRecord(const RecordOptions& o) {
+  static const std::set<std::string> kKnown = {"torch", "numpy", "jax"};
+  static const std::set<std::string> kSupported = {"torch"};
+  for (const auto& f : o.frameworks) {
+    if (!kKnown.count(f)) {
+      return Fail("record", Status::InvalidArgument("unknown framework '" + f + "' (known: torch, numpy, jax)"), kExitUsage);
+    }
+    if (!kSupported.count(f)) {
+      return Fail("record", Status::InvalidArgument("recording '" + f + "' is not supported yet (supported: torch)"), kExitUsage);
+    }
+  }
+  if (o.command.empty()) {
+    return Fail("record", Status::InvalidArgument("give the program to run after --, e.g. "
+                                                  "ivytrace record -o t.ivt -- python3 prog.py"), kExitUsage);
+  }
+  Status st = CheckWritable(o.output);
+  if (!st.ok()) return Fail("record", st, kExitOutput);
+
+  const std::string python = !o.python.empty() ? o.python
+                             : LooksLikePython(o.command[0]) ? o.command[0]
+                                                             : std::string("python3");
+  std::string boot;
+  st = FindBootDir(python, &boot);
+  if (!st.ok()) return Fail("record", st, kExitUsage);
+
+  const std::string partial = o.output + ".partial-" + std::to_string(getpid());
+  std::vector<std::string> env;
+  std::string pythonpath = boot;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (kv.rfind("PYTHONPATH=", 0) == 0) {
+      pythonpath += ":" + kv.substr(11);
+      continue;
+    }
+    if (kv.rfind("IVYTRACE_RECORD_TO=", 0) == 0 || kv.rfind("IVYTRACE_FRAMEWORKS=", 0) == 0) continue;
+    env.push_back(kv);
+  }
+  env.push_back("PYTHONPATH=" + pythonpath);
+  env.push_back("IVYTRACE_RECORD_TO=" + partial);
+  if (!o.frameworks.empty()) {
+    std::string fw;
+    for (const auto& f : o.frameworks) fw += (fw.empty() ? "" : ",") + f;
+    env.push_back("IVYTRACE_FRAMEWORKS=" + fw);
+  }
+  std::vector<char*> envp, argv;
+  for (auto& kv : env) envp.push_back(kv.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = o.command;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  spdlog::debug("running {} with the recorder writing {}", o.command[0], partial);
+  pid_t pid;
+  int err = posix_spawnp(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data());
+  if (err != 0) {
+    return Fail("record", Status::NotFound("cannot run '" + o.command[0] + "': " + std::strerror(err)),
+                err == ENOENT ? 127 : 126);
+  }
+  // Like system(): while the program runs, Ctrl-C is its business; we wait and keep the trace.
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  int wstatus = 0;
+  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+
+  if (!std::filesystem::exists(partial) || !HasHeader(partial)) {
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+    std::fprintf(stderr, "ivytrace record: error: '%s' ended (status %d) before the recorder started; "
+                 "no trace written to '%s'\n", o.command[0].c_str(), code, o.output.c_str());
+    return code == 0 ? kExitBadInput : code;
+  }
+  if (std::rename(partial.c_str(), o.output.c_str()) != 0) {
+    std::fprintf(stderr, "ivytrace record: error: cannot write '%s': %s\n", o.output.c_str(), std::strerror(errno));
+    return kExitOutput;
+  }
+  if (WIFSIGNALED(wstatus)) {
+    std::fprintf(stderr, "ivytrace record: '%s' was killed by signal %d; '%s' holds the records "
+                 "written until then (no footer)\n", o.command[0].c_str(), WTERMSIG(wstatus), o.output.c_str());
+  }
+  spdlog::debug("trace written to {}", o.output);
+  return code;
+}
+
+}  // namespace
+
+void SetupRecord(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<RecordOptions>();
+  auto* sub = app.add_subcommand("record", "Run a Python program and record its framework calls into a trace");
+  sub->add_option("-o,--output", opts->output, "Trace file to write")->required();
+  sub->add_option("--python", opts->python, "Python interpreter that has the ivytrace package "
+                                             "(default: PROGRAM when it is a python, else python3)");
+  sub->add_option("--frameworks", opts->frameworks, "Frameworks to record (default: torch)")->delimiter(',');
+  sub->add_option("command", opts->command, "The program and its arguments, after --")->required();
+  sub->footer("Example: ivytrace record -o model.ivt -- python3 train.py --epochs 1\n"
+              "Exit status: the program's own; 126/127 if it cannot be run; 2 usage error; "
+              "4 the trace cannot be written.");
+  sub->callback([opts, exit_code] { *exit_code = RunRecord(*opts); });
+}
+
+}  // namespace ivytrace::cli

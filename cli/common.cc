@@ -1,0 +1,44 @@
+#include "cli/common.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace ivytrace::cli {
+
+int Fail(const std::string& command, const Status& status, int code) {
+  std::fprintf(stderr, "ivytrace %s: error: %s\n", command.c_str(), status.message().c_str());
+  return code;
+}
+
+int InputErrorCode(const Status& status) {
+  switch (status.kind()) {
+    case Status::Kind::kInvalidArgument: return kExitUsage;
+    case Status::Kind::kUnsupported: return kExitUnsupported;
+    default: return kExitBadInput;
+  }
+}
+
+Status LoadForCommand(const std::string& path, const std::string& region, bool optimize,
+                      LoadedGraph* out) {
+  BuildOptions options;
+  options.region = region;
+  IVY_RETURN_IF_ERROR(LoadGraph(path, options, out));
+  if (out->kind == FileKind::kTrace) {
+    if (region.empty() && out->build.regions_in_trace > 1) {
+      spdlog::warn("trace '{}' has several regions; using '{}' (choose one with --region NAME[:K])",
+                   path, out->build.region_chosen);
+    }
+    if (out->graph.outputs.kind_case() == v1::Arg::KIND_NOT_SET) {
+      spdlog::warn("trace '{}' marks no region, so nothing is an output: every op is kept "
+                   "(mark one with ivytrace.region or record with ivytrace.trace_graph)",
+                   path);
+    }
+    if (optimize) {
+      IVY_RETURN_IF_ERROR(RunPipeline(PipelineOptions{}, &out->graph, nullptr));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace ivytrace::cli

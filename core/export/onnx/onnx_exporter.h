@@ -1,0 +1,28 @@
+// Lowering a graph to an ONNX model.
+//
+// Each node is lowered through its schema's `onnx` entry: either a one-to-one op_type (inputs in
+// order) or a named lowering function (lowerings.cc) for ops that need attribute logic.
+// Constants become initializers named after them (parameter names such as
+// "layer1.0.conv1.weight"); region inputs and outputs become graph inputs and outputs, named after
+// the region's input names ("x") and "output" / "output.<i>".
+#pragma once
+
+#include <string>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+#include "onnx/onnx_pb.h"
+
+namespace ivytrace {
+
+struct OnnxExportOptions {
+  int opset = 17;            // libonnx 1.12's checker knows opsets up to 17
+  bool dynamic_batch = true; // first dimension of inputs/outputs is symbolic ("batch")
+};
+
+// Lowers `graph` into `model` and runs onnx::checker::check_model on the result.
+// When some ops cannot be lowered, returns Unsupported whose message lists every such op with
+// its count and the source lines that called it, and leaves `model` unspecified.
+Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::ModelProto* model);
+
+}  // namespace ivytrace

@@ -1,0 +1,113 @@
+#include "core/export/plan_exporter.h"
+
+#include <vector>
+
+#include "core/export/unsupported_ops.h"
+#include "core/ir/arg.h"
+#include "core/schema/schema_registry.h"
+
+namespace ivytrace {
+namespace {
+
+// First disallowed symbol in `arg`, or "".
+std::string DisallowedSymbol(const v1::Arg& arg, const SchemaRegistry& reg) {
+  switch (arg.kind_case()) {
+    case v1::Arg::kSymbol: return reg.IsAllowedSymbol(arg.symbol()) ? "" : arg.symbol();
+    case v1::Arg::kOpaque: return "<" + arg.opaque() + ">";
+    case v1::Arg::kList:
+      for (const auto& a : arg.list().items()) {
+        if (auto s = DisallowedSymbol(a, reg); !s.empty()) return s;
+      }
+      return "";
+    case v1::Arg::kTuple:
+      for (const auto& a : arg.tuple().items()) {
+        if (auto s = DisallowedSymbol(a, reg); !s.empty()) return s;
+      }
+      return "";
+    case v1::Arg::kDict:
+      for (const auto& a : arg.dict().values()) {
+        if (auto s = DisallowedSymbol(a, reg); !s.empty()) return s;
+      }
+      return "";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+Status ExportPlan(const Graph& g, v1::Plan* plan) {
+  const auto& reg = SchemaRegistry::Default();
+  UnsupportedOps unsupported;
+  for (const Node& n : g.nodes) {
+    if (n.erased) continue;
+    if (!n.schema) {
+      unsupported.Add(n, "not in schemas/: the runtime's allow-list refuses it");
+      continue;
+    }
+    std::string bad;
+    for (const auto& a : n.args) {
+      if (bad.empty()) bad = DisallowedSymbol(a, reg);
+    }
+    for (const auto& kw : n.kwargs) {
+      if (bad.empty()) bad = DisallowedSymbol(kw.value(), reg);
+    }
+    if (!bad.empty()) unsupported.Add(n, "argument " + bad + " cannot be replayed");
+  }
+  if (!unsupported.empty()) return Status::Unsupported(unsupported.Message("a plan"));
+
+  plan->Clear();
+  plan->set_name(g.name);
+  plan->set_framework("torch");
+  plan->set_num_slots(static_cast<uint32_t>(g.values.size()));
+  *plan->mutable_source() = g.source;
+  for (const auto& in : g.inputs) *plan->add_inputs() = in;
+  // Only constants something reads travel with the plan.
+  std::vector<char> needed(g.values.size(), 0);
+  for (const Node& n : g.nodes) {
+    if (n.erased) continue;
+    for (ValueId in : n.inputs) needed[in] = 1;
+  }
+  for (ValueId v : g.OutputValues()) needed[v] = 1;
+  for (size_t i = 0; i < g.values.size(); ++i) {
+    const Value& v = g.values[i];
+    if (v.kind != v1::CONSTANT_VALUE || !needed[i]) continue;
+    auto* c = plan->add_constants();
+    c->set_slot(static_cast<uint32_t>(i));
+    *c->mutable_value() = g.constants[v.constant];
+  }
+  // Last step reading each slot, so the runtime can drop what it no longer needs.
+  std::vector<int> last_use(g.values.size(), -1);
+  std::vector<const Node*> live;
+  for (const Node& n : g.nodes) {
+    if (!n.erased) live.push_back(&n);
+  }
+  for (size_t s = 0; s < live.size(); ++s) {
+    for (ValueId in : live[s]->inputs) last_use[in] = static_cast<int>(s);
+  }
+  for (ValueId v : g.OutputValues()) last_use[v] = static_cast<int>(live.size());  // never freed
+  for (ValueId v : g.InputValues()) {
+    if (last_use[v] < 0) last_use[v] = static_cast<int>(live.size());
+  }
+  std::vector<std::vector<uint32_t>> frees(live.size());
+  for (size_t v = 0; v < last_use.size(); ++v) {
+    if (last_use[v] >= 0 && last_use[v] < static_cast<int>(live.size()) &&
+        g.values[v].kind != v1::CONSTANT_VALUE) {
+      frees[last_use[v]].push_back(static_cast<uint32_t>(v));
+    }
+  }
+  for (size_t s = 0; s < live.size(); ++s) {
+    const Node& n = *live[s];
+    auto* step = plan->add_steps();
+    step->set_function(n.op);
+    for (const auto& a : n.args) *step->add_args() = a;
+    for (const auto& kw : n.kwargs) *step->add_kwargs() = kw;
+    *step->mutable_result() = n.result;
+    *step->mutable_loc() = n.loc;
+    for (uint32_t f : frees[s]) step->add_free_after(f);
+  }
+  *plan->mutable_outputs() = g.outputs;
+  for (const auto& gd : g.guards) *plan->add_guards() = gd;
+  return Status::Ok();
+}
+
+}  // namespace ivytrace

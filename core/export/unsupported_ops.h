@@ -1,0 +1,29 @@
+// Collects the ops an exporter cannot handle, so one error can list them all with counts and
+// the source lines that called them.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/ir/graph.h"
+
+namespace ivytrace {
+
+class UnsupportedOps {
+ public:
+  void Add(const Node& node, const std::string& reason);
+  bool empty() const { return ops_.empty(); }
+  // "cannot export to <target>: N ops ...\n  <op>  x<count>  (<reason>)  at a.py:3, a.py:9"
+  std::string Message(const std::string& target) const;
+
+ private:
+  struct Entry {
+    size_t count = 0;
+    std::string reason;
+    std::set<std::string> sites;
+  };
+  std::map<std::string, Entry> ops_;
+};
+
+}  // namespace ivytrace

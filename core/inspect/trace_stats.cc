@@ -1,0 +1,70 @@
+#include "core/inspect/trace_stats.h"
+
+#include <filesystem>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/io/trace_reader.h"
+
+namespace ivytrace {
+
+Status CollectTraceStats(const std::string& path, TraceStats* stats) {
+  TraceReader reader;
+  IVY_RETURN_IF_ERROR(reader.Open(path));
+  std::error_code ec;
+  stats->bytes = std::filesystem::file_size(path, ec);
+  // Counting by interned id keeps the per-op cost to an array increment.
+  std::vector<uint64_t> by_id;
+  std::unordered_set<uint64_t> threads;
+  uint64_t last_thread = ~0ull;
+  std::unordered_map<uint64_t, size_t> open_regions;  // region id -> index in stats->regions
+  std::unordered_map<std::string, uint64_t> instances;
+  v1::Record rec;
+  bool eof = false;
+  while (true) {
+    IVY_RETURN_IF_ERROR(reader.Next(&rec, &eof));
+    if (eof) break;
+    switch (rec.kind_case()) {
+      case v1::Record::kHeader: stats->header = rec.header(); break;
+      case v1::Record::kOp: {
+        const uint32_t id = rec.op().op();
+        if (id >= by_id.size()) by_id.resize(id + 1, 0);
+        ++by_id[id];
+        ++stats->op_events;
+        if (rec.op().thread() != last_thread) {
+          last_thread = rec.op().thread();
+          threads.insert(last_thread);
+        }
+        for (auto& [rid, idx] : open_regions) ++stats->regions[idx].ops;
+        break;
+      }
+      case v1::Record::kTensor:
+        ++stats->tensor_records;
+        stats->tensor_bytes += rec.tensor().value().data().size();
+        break;
+      case v1::Record::kGuard: ++stats->guards; break;
+      case v1::Record::kShapeRead: ++stats->shape_reads; break;
+      case v1::Record::kRegionBegin: {
+        RegionStats r;
+        r.name = rec.region_begin().name();
+        r.instance = instances[r.name]++;
+        r.inputs = rec.region_begin().inputs_size();
+        open_regions[rec.region_begin().region()] = stats->regions.size();
+        stats->regions.push_back(r);
+        break;
+      }
+      case v1::Record::kRegionEnd: open_regions.erase(rec.region_end().region()); break;
+      case v1::Record::kFooter: stats->footer_error = rec.footer().error(); break;
+      default: break;
+    }
+  }
+  stats->records = reader.records_read();
+  stats->complete = reader.saw_footer();
+  stats->threads = threads.size();
+  for (uint32_t id = 0; id < by_id.size(); ++id) {
+    if (by_id[id]) stats->ops[reader.String(id)] += by_id[id];
+  }
+  return Status::Ok();
+}
+
+}  // namespace ivytrace

@@ -1,0 +1,19 @@
+// Telling ivytrace's file formats apart by their 8-byte magic.
+#pragma once
+
+#include <string>
+
+#include "core/util/status.h"
+
+namespace ivytrace {
+
+enum class FileKind { kTrace, kGraph, kPlan, kOnnx };
+
+inline constexpr char kGraphMagic[] = "IVYGRF01";
+inline constexpr char kPlanMagic[] = "IVYPLN01";
+
+// Identifies `path`. NotFound for a missing file; Corruption (naming the file and what was
+// expected) for anything that is not a trace, graph or plan.
+Status SniffFile(const std::string& path, FileKind* kind);
+
+}  // namespace ivytrace

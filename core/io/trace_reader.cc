@@ -1,0 +1,146 @@
+#include "core/io/trace_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ivytrace {
+
+namespace pbio = google::protobuf::io;
+
+TraceReader::TraceReader() : strings_(1) {}
+
+TraceReader::~TraceReader() {
+  coded_.reset();
+  file_.reset();
+  if (fd_ >= 0) close(fd_);
+}
+
+Status TraceReader::Fail(const std::string& what) const {
+  return Status::Corruption("trace '" + path_ + "': " + what);
+}
+
+Status TraceReader::Open(const std::string& path) {
+  path_ = path;
+  fd_ = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    if (errno == ENOENT) return Status::NotFound("trace '" + path + "': no such file");
+    return Status::IOError("trace '" + path + "': " + std::strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd_, &st) != 0 || S_ISDIR(st.st_mode)) {
+    return Status::IOError("trace '" + path + "': is a directory or cannot be read");
+  }
+  char magic[kMagicSize];
+  ssize_t n = pread(fd_, magic, kMagicSize, 0);
+  if (n != static_cast<ssize_t>(kMagicSize) || std::memcmp(magic, kTraceMagic, 6) != 0) {
+    return Fail("not an ivytrace trace (expected the bytes \"IVYTRC01\" at offset 0)");
+  }
+  if (std::memcmp(magic, kTraceMagic, kMagicSize) != 0) {
+    return Fail("trace format version '" + std::string(magic + 6, 2) +
+                "' is not supported (this ivytrace reads version 01)");
+  }
+  if (lseek(fd_, kMagicSize, SEEK_SET) < 0) return Status::IOError("trace '" + path + "': seek failed");
+  // 1 MiB blocks: few syscalls, bounded memory.
+  file_ = std::make_unique<pbio::FileInputStream>(fd_, 1 << 20);
+  offset_ = kMagicSize;
+  return Status::Ok();
+}
+
+const std::string& TraceReader::String(uint32_t id) const {
+  static const std::string kUnknown = "<?>";
+  return id < strings_.size() ? strings_[id] : kUnknown;
+}
+
+Status TraceReader::Next(v1::Record* record, bool* eof) {
+  *eof = false;
+  record->Clear();
+  // A CodedInputStream per record keeps the 2 GB stream limit of protobuf out of the way for
+  // arbitrarily long traces; constructing one is cheap.
+  pbio::CodedInputStream coded(file_.get());
+  const uint64_t at = offset_;
+  uint32_t len = 0;
+  if (!coded.ReadVarint32(&len)) {
+    if (coded.CurrentPosition() == 0) {
+      // Clean end of the byte stream.
+      if (saw_footer_) {
+        *eof = true;
+        return Status::Ok();
+      }
+      return Fail("truncated at byte " + std::to_string(at) + ": the trace ends after " +
+                  std::to_string(records_) + " records without a footer (the recording was cut off)");
+    }
+    return Fail("truncated at byte " + std::to_string(at) + ": incomplete record length");
+  }
+  if (saw_footer_) {
+    return Fail("unexpected data at byte " + std::to_string(at) + " after the footer");
+  }
+  if (len > kMaxRecordBytes) {
+    return Fail("corrupt record at byte " + std::to_string(at) + ": length " + std::to_string(len) +
+                " exceeds the limit of " + std::to_string(kMaxRecordBytes) + " bytes");
+  }
+  auto limit = coded.PushLimit(static_cast<int>(len));
+  const int body_start = coded.CurrentPosition();
+  bool parsed = record->MergeFromCodedStream(&coded);
+  const int body_read = coded.CurrentPosition() - body_start;
+  coded.PopLimit(limit);
+  if (body_read < static_cast<int>(len)) {
+    return Fail("truncated at byte " + std::to_string(at) + ": record #" + std::to_string(records_) +
+                " needs " + std::to_string(len) + " bytes but only " + std::to_string(body_read) +
+                " remain");
+  }
+  if (!parsed || record->kind_case() == v1::Record::KIND_NOT_SET ||
+      !record->GetReflection()->GetUnknownFields(*record).empty()) {
+    return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
+                ": the bytes are not a valid trace record");
+  }
+  offset_ = at + static_cast<uint64_t>(coded.CurrentPosition());
+
+  switch (record->kind_case()) {
+    case v1::Record::kHeader:
+      if (records_ != 0) return Fail("header at byte " + std::to_string(at) + " is not the first record");
+      break;
+    case v1::Record::kIntern: {
+      const auto& in = record->intern();
+      if (in.id() != strings_.size()) {
+        return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
+                    ": string id " + std::to_string(in.id()) + " out of sequence (expected " +
+                    std::to_string(strings_.size()) + ")");
+      }
+      strings_.push_back(in.value());
+      break;
+    }
+    case v1::Record::kOp:
+      if (record->op().op() == 0 || record->op().op() >= strings_.size()) {
+        return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
+                    ": op name id " + std::to_string(record->op().op()) + " was never defined");
+      }
+      ++op_events_;
+      break;
+    case v1::Record::kFooter: {
+      const auto& f = record->footer();
+      if (f.records() != records_ || f.op_events() != op_events_) {
+        return Fail("footer at byte " + std::to_string(at) + " counts " + std::to_string(f.records()) +
+                    " records and " + std::to_string(f.op_events()) + " ops, but " +
+                    std::to_string(records_) + " records and " + std::to_string(op_events_) +
+                    " ops were read: records are missing");
+      }
+      saw_footer_ = true;
+      break;
+    }
+    default: break;
+  }
+  if (records_ == 0 && record->kind_case() != v1::Record::kHeader) {
+    return Fail("first record at byte " + std::to_string(at) + " is not a header");
+  }
+  ++records_;
+  return Status::Ok();
+}
+
+}  // namespace ivytrace

@@ -1,0 +1,65 @@
+// Streaming reader for trace files (see proto/ivytrace/v1/trace.proto for the layout).
+// Reads one record at a time with bounded memory; every error names the file and the byte offset
+// where the trace stops making sense.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/util/status.h"
+#include "ivytrace/v1/trace.pb.h"
+
+namespace google::protobuf::io {
+class FileInputStream;
+class CodedInputStream;
+}  // namespace google::protobuf::io
+
+namespace ivytrace {
+
+namespace v1 = ::ivytrace::v1;
+
+inline constexpr char kTraceMagic[] = "IVYTRC01";
+inline constexpr size_t kMagicSize = 8;
+// No single record may exceed this (tensor values are chunked well below it).
+inline constexpr uint32_t kMaxRecordBytes = 256u << 20;
+
+class TraceReader {
+ public:
+  TraceReader();
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  // Opens `path` and checks the magic and version.
+  Status Open(const std::string& path);
+
+  // Reads the next record into *record (cleared first). Sets *eof at a clean end of file
+  // (after the footer). A trace that ends before its footer, or whose footer counts disagree
+  // with what was read, is Corruption naming the offset where it ends.
+  Status Next(v1::Record* record, bool* eof);
+
+  // Interned strings seen so far (index = id; [0] is "").
+  const std::vector<std::string>& strings() const { return strings_; }
+  const std::string& String(uint32_t id) const;
+  const std::string& path() const { return path_; }
+  uint64_t offset() const { return offset_; }  // byte offset of the next record
+  uint64_t records_read() const { return records_; }
+  bool saw_footer() const { return saw_footer_; }
+
+ private:
+  Status Fail(const std::string& what) const;
+  std::string path_;
+  int fd_ = -1;
+  std::unique_ptr<google::protobuf::io::FileInputStream> file_;
+  std::unique_ptr<google::protobuf::io::CodedInputStream> coded_;
+  uint64_t offset_ = 0;
+  uint64_t coded_base_ = 0;
+  uint64_t records_ = 0;
+  uint64_t op_events_ = 0;
+  bool saw_footer_ = false;
+  std::vector<std::string> strings_;
+};
+
+}  // namespace ivytrace

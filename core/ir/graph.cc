@@ -1,0 +1,175 @@
+#include "core/ir/graph.h"
+
+#include <algorithm>
+
+#include "core/ir/arg.h"
+#include "core/schema/schema_registry.h"
+
+namespace ivytrace {
+
+const std::string& Node::canonical() const {
+  static const std::string kEmpty;
+  return schema ? schema->canonical() : kEmpty;
+}
+
+ValueId Graph::AddValue(Value v) {
+  values.push_back(std::move(v));
+  return static_cast<ValueId>(values.size() - 1);
+}
+
+ValueId Graph::AddConstant(v1::Tensor t) {
+  Value v;
+  v.kind = v1::CONSTANT_VALUE;
+  v.dtype = t.dtype();
+  v.shape.assign(t.shape().begin(), t.shape().end());
+  v.name = t.name();
+  v.constant = static_cast<int32_t>(constants.size());
+  constants.push_back(std::move(t));
+  return AddValue(std::move(v));
+}
+
+void Graph::IndexNode(Node* node) {
+  node->inputs.clear();
+  node->outputs.clear();
+  auto read = [&](const v1::TensorRef& r) { node->inputs.push_back(r.value()); };
+  for (const auto& a : node->args) ForEachTensor(a, read);
+  for (const auto& kw : node->kwargs) ForEachTensor(kw.value(), read);
+  auto define = [&](ValueId id) {
+    if (std::find(node->outputs.begin(), node->outputs.end(), id) == node->outputs.end()) {
+      node->outputs.push_back(id);
+    }
+  };
+  ForEachTensor(node->result, [&](const v1::TensorRef& r) { define(r.value()); });
+  for (const auto& m : node->mutated) define(m.value());
+}
+
+void Graph::Compact() {
+  std::vector<Node> kept;
+  kept.reserve(nodes.size());
+  for (auto& n : nodes) {
+    if (!n.erased) kept.push_back(std::move(n));
+  }
+  nodes = std::move(kept);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (ValueId out : nodes[i].outputs) values[out].producer = static_cast<int32_t>(i);
+  }
+  // Constants nothing reads any more go with their data; their values become dead.
+  std::vector<char> used(constants.size(), 0);
+  auto mark = [&](ValueId v) {
+    if (v < values.size() && values[v].constant >= 0) used[values[v].constant] = 1;
+  };
+  for (const Node& n : nodes) {
+    for (ValueId in : n.inputs) mark(in);
+  }
+  for (ValueId v : OutputValues()) mark(v);
+  std::vector<int32_t> remap(constants.size(), -1);
+  std::vector<v1::Tensor> kept_constants;
+  for (size_t c = 0; c < constants.size(); ++c) {
+    if (!used[c]) continue;
+    remap[c] = static_cast<int32_t>(kept_constants.size());
+    kept_constants.push_back(std::move(constants[c]));
+  }
+  constants = std::move(kept_constants);
+  for (Value& v : values) {
+    if (v.constant < 0) continue;
+    v.constant = remap[v.constant];
+    if (v.constant < 0) v.kind = v1::VALUE_KIND_UNSPECIFIED;
+  }
+}
+
+std::vector<ValueId> Graph::OutputValues() const {
+  std::vector<ValueId> out;
+  ForEachTensor(outputs, [&](const v1::TensorRef& r) { out.push_back(r.value()); });
+  return out;
+}
+
+std::vector<ValueId> Graph::InputValues() const {
+  std::vector<ValueId> out;
+  for (const auto& in : inputs) {
+    ForEachTensor(in.value(), [&](const v1::TensorRef& r) { out.push_back(r.value()); });
+  }
+  return out;
+}
+
+size_t Graph::LiveNodeCount() const {
+  return std::count_if(nodes.begin(), nodes.end(), [](const Node& n) { return !n.erased; });
+}
+
+v1::Graph Graph::ToProto() const {
+  v1::Graph g;
+  g.set_name(name);
+  *g.mutable_source() = source;
+  for (const auto& v : values) {
+    auto* vi = g.add_values();
+    vi->set_kind(v.kind);
+    vi->set_dtype(v.dtype);
+    for (int64_t d : v.shape) vi->add_shape(d);
+    vi->set_name(v.name);
+    if (v.constant >= 0) vi->set_constant(static_cast<uint32_t>(v.constant));
+    if (v.producer >= 0) vi->set_producer(static_cast<uint32_t>(v.producer));
+    vi->set_tensor_id(v.tensor_id);
+    vi->set_tensor_version(v.tensor_version);
+    vi->set_storage(v.storage);
+  }
+  for (const auto& in : inputs) *g.add_inputs() = in;
+  for (const auto& c : constants) *g.add_constants() = c;
+  for (const auto& n : nodes) {
+    if (n.erased) continue;
+    auto* pn = g.add_nodes();
+    pn->set_op(n.op);
+    pn->set_canonical(n.canonical());
+    for (const auto& a : n.args) *pn->add_args() = a;
+    for (const auto& k : n.kwargs) *pn->add_kwargs() = k;
+    *pn->mutable_result() = n.result;
+    for (const auto& m : n.mutated) *pn->add_mutated() = m;
+    *pn->mutable_loc() = n.loc;
+    pn->set_scope(n.scope);
+    pn->set_flags(n.flags);
+  }
+  *g.mutable_outputs() = outputs;
+  for (const auto& gd : guards) *g.add_guards() = gd;
+  for (const auto& p : passes_applied) g.add_passes_applied(p);
+  return g;
+}
+
+Graph Graph::FromProto(const v1::Graph& g) {
+  Graph out;
+  out.name = g.name();
+  out.source = g.source();
+  const auto& registry = SchemaRegistry::Default();
+  for (const auto& vi : g.values()) {
+    Value v;
+    v.kind = vi.kind();
+    v.dtype = vi.dtype();
+    v.shape.assign(vi.shape().begin(), vi.shape().end());
+    v.name = vi.name();
+    if (vi.kind() == v1::CONSTANT_VALUE) v.constant = static_cast<int32_t>(vi.constant());
+    v.tensor_id = vi.tensor_id();
+    v.tensor_version = vi.tensor_version();
+    v.storage = vi.storage();
+    out.values.push_back(std::move(v));
+  }
+  out.inputs.assign(g.inputs().begin(), g.inputs().end());
+  out.constants.assign(g.constants().begin(), g.constants().end());
+  for (const auto& pn : g.nodes()) {
+    Node n;
+    n.op = pn.op();
+    n.schema = registry.Find(n.op);
+    n.args.assign(pn.args().begin(), pn.args().end());
+    n.kwargs.assign(pn.kwargs().begin(), pn.kwargs().end());
+    n.result = pn.result();
+    n.mutated.assign(pn.mutated().begin(), pn.mutated().end());
+    n.loc = pn.loc();
+    n.scope = pn.scope();
+    n.flags = pn.flags();
+    IndexNode(&n);
+    out.nodes.push_back(std::move(n));
+  }
+  out.outputs = g.outputs();
+  out.guards.assign(g.guards().begin(), g.guards().end());
+  out.passes_applied.assign(g.passes_applied().begin(), g.passes_applied().end());
+  out.Compact();  // sets producers
+  return out;
+}
+
+}  // namespace ivytrace

@@ -1,0 +1,85 @@
+// The graph IR: one region of a recorded program as SSA values and nodes.
+//
+// Values come from region inputs, constants (with stored data) and node outputs. A node is one
+// framework call; its arguments keep the call's Python structure (v1::Arg trees) with tensors
+// replaced by value references (TensorRef.value), so a node can be replayed exactly as recorded,
+// and `inputs`/`outputs` list the values it reads and defines for fast traversal.
+// In-place ops are explicit: `x.add_(y)` reads value %a (x before) and defines a new value %b
+// (x after); `mutated` names the arguments written.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ivytrace/v1/graph.pb.h"
+#include "ivytrace/v1/schema.pb.h"
+
+namespace ivytrace {
+
+namespace v1 = ::ivytrace::v1;
+
+using ValueId = uint32_t;
+
+struct Value {
+  v1::ValueKind kind = v1::VALUE_KIND_UNSPECIFIED;
+  v1::DType dtype = v1::DTYPE_UNSPECIFIED;
+  std::vector<int64_t> shape;
+  std::string name;         // input or parameter name; may be empty
+  int32_t producer = -1;    // node index when kind == NODE_OUTPUT
+  int32_t constant = -1;    // index into Graph::constants when kind == CONSTANT_VALUE
+  uint64_t tensor_id = 0;   // the recorder's identity, for messages and verification
+  uint32_t tensor_version = 0;
+  uint64_t storage = 0;     // shared by views of the same memory
+};
+
+struct Node {
+  std::string op;                          // qualified framework op
+  const v1::OpSchema* schema = nullptr;    // null when schemas/ does not know the op
+  std::vector<v1::Arg> args;
+  std::vector<v1::KwArg> kwargs;
+  v1::Arg result;
+  std::vector<v1::TensorRef> mutated;      // arguments written in place, at their new values
+  std::vector<ValueId> inputs;             // values read, in argument order (may repeat)
+  std::vector<ValueId> outputs;            // values defined (result tensors, then mutated ones)
+  v1::SourceLocation loc;
+  std::string scope;
+  uint32_t flags = 0;                      // v1::OpFlag bits
+  bool erased = false;                     // set by passes; Graph::Compact() removes it
+
+  const std::string& canonical() const;    // schema's canonical op, or "" when unknown
+};
+
+class Graph {
+ public:
+  std::string name;
+  v1::Header source;
+  std::vector<Value> values;
+  std::vector<Node> nodes;                 // topological order
+  std::vector<v1::Tensor> constants;
+  std::vector<v1::GraphInput> inputs;
+  v1::Arg outputs;                         // tree over values
+  std::vector<v1::Guard> guards;
+  std::vector<std::string> passes_applied;
+
+  ValueId AddValue(Value v);
+  // Adds a constant tensor and a value for it; returns the value.
+  ValueId AddConstant(v1::Tensor t);
+
+  // Rebuilds `inputs`/`outputs` of a node from its args/kwargs/result/mutated.
+  static void IndexNode(Node* node);
+  // Removes erased nodes and renumbers producers. Values are kept (ids stay stable).
+  void Compact();
+
+  // Values the region returns, in tree order.
+  std::vector<ValueId> OutputValues() const;
+  // Values bound to region inputs, in input order.
+  std::vector<ValueId> InputValues() const;
+  size_t LiveNodeCount() const;
+
+  // Proto form (what `optimize` writes) and back. FromProto resolves schemas by op name.
+  v1::Graph ToProto() const;
+  static Graph FromProto(const v1::Graph& g);
+};
+
+}  // namespace ivytrace

@@ -1,0 +1,30 @@
+// Builds the SSA graph of one region from a trace, streaming its records.
+//
+// (tensor id, version) pairs become SSA values: every op output and every in-place write defines
+// a new value; reads resolve to the latest definition. Tensors the region reads but did not make
+// become constants with the values the recorder stored (parameters keep their names).
+#pragma once
+
+#include <string>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+
+namespace ivytrace {
+
+struct BuildOptions {
+  // Which region to build: "" = the first region in the trace; "name" = the first instance of
+  // that name; "name:K" = its K-th instance (0-based). A trace without regions builds every op.
+  std::string region;
+};
+
+struct BuildSummary {
+  size_t regions_in_trace = 0;     // region instances seen
+  std::string region_chosen;       // "name:K", or "" for a trace without regions
+  size_t ops_read = 0;             // op records in the trace
+};
+
+Status BuildGraphFromTrace(const std::string& path, const BuildOptions& options, Graph* graph,
+                           BuildSummary* summary = nullptr);
+
+}  // namespace ivytrace

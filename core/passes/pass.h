@@ -1,0 +1,28 @@
+// A graph pass: one small transformation with a name, run by the optimizer's pipeline.
+// Adding a pass = one new file + one line in pass_registry.cc.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+
+namespace ivytrace {
+
+struct PassResult {
+  size_t nodes_removed = 0;
+  size_t nodes_added = 0;
+  bool changed() const { return nodes_removed || nodes_added; }
+};
+
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // Transforms `graph` in place. May leave erased nodes; the pipeline compacts after each pass.
+  virtual Status Run(Graph* graph, PassResult* result) = 0;
+};
+
+}  // namespace ivytrace

@@ -1,0 +1,89 @@
+#include "core/passes/pass_registry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "core/ir/verifier.h"
+#include "core/passes/dead_code_elimination.h"
+
+namespace ivytrace {
+namespace {
+
+struct Entry {
+  const char* name;
+  std::function<std::unique_ptr<Pass>()> make;
+};
+
+const std::vector<Entry>& Registry() {
+  static const std::vector<Entry> entries = {
+      {"dce", [] { return std::make_unique<DeadCodeElimination>(); }},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::vector<PassInfo> RegisteredPasses() {
+  std::vector<PassInfo> out;
+  for (const auto& e : Registry()) {
+    auto p = e.make();
+    out.push_back({std::string(p->name()), std::string(p->description())});
+  }
+  return out;
+}
+
+std::unique_ptr<Pass> CreatePass(const std::string& name) {
+  for (const auto& e : Registry()) {
+    if (name == e.name) return e.make();
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& DefaultPipeline() {
+  static const std::vector<std::string> pipeline = {"dce"};
+  return pipeline;
+}
+
+Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<PassReport>* report) {
+  std::vector<std::string> names = options.passes.empty() ? DefaultPipeline() : options.passes;
+  std::vector<std::unique_ptr<Pass>> passes;
+  for (const auto& d : options.disable) {
+    if (!CreatePass(d)) {
+      return Status::InvalidArgument("--disable: unknown pass '" + d + "'");
+    }
+    names.erase(std::remove(names.begin(), names.end(), d), names.end());
+  }
+  for (const auto& n : names) {
+    auto p = CreatePass(n);
+    if (!p) {
+      std::string known;
+      for (const auto& e : Registry()) known += std::string(known.empty() ? "" : ", ") + e.name;
+      return Status::InvalidArgument("unknown pass '" + n + "' (known passes: " + known + ")");
+    }
+    passes.push_back(std::move(p));
+  }
+  if (options.verify) IVY_RETURN_IF_ERROR(VerifyGraph(*graph));
+  for (auto& p : passes) {
+    PassReport r;
+    r.pass = std::string(p->name());
+    r.nodes_before = graph->LiveNodeCount();
+    const auto start = std::chrono::steady_clock::now();
+    PassResult result;
+    IVY_RETURN_IF_ERROR(p->Run(graph, &result));
+    graph->Compact();
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.nodes_after = graph->nodes.size();
+    r.removed = result.nodes_removed;
+    r.added = result.nodes_added;
+    graph->passes_applied.push_back(r.pass);
+    if (options.verify) {
+      Status st = VerifyGraph(*graph);
+      if (!st.ok()) return Status::Corruption("after pass '" + r.pass + "': " + st.message());
+    }
+    if (report) report->push_back(r);
+  }
+  return Status::Ok();
+}
+
+}  // namespace ivytrace

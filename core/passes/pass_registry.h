@@ -1,0 +1,42 @@
+// The registry of passes and the optimizer pipeline that runs them.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/passes/pass.h"
+
+namespace ivytrace {
+
+struct PassInfo {
+  std::string name;
+  std::string description;
+};
+
+// Every registered pass, in registry order.
+std::vector<PassInfo> RegisteredPasses();
+// A new instance of pass `name`, or null when there is none.
+std::unique_ptr<Pass> CreatePass(const std::string& name);
+// The default pipeline, as data.
+const std::vector<std::string>& DefaultPipeline();
+
+struct PipelineOptions {
+  std::vector<std::string> passes;   // empty = DefaultPipeline()
+  std::vector<std::string> disable;  // names removed from `passes`
+  bool verify = false;               // run the IR verifier after each pass
+};
+
+struct PassReport {
+  std::string pass;
+  size_t nodes_before = 0;
+  size_t nodes_after = 0;
+  size_t removed = 0;
+  size_t added = 0;
+  double seconds = 0;
+};
+
+// Runs the pipeline; InvalidArgument for an unknown pass name (listing the known ones).
+Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<PassReport>* report);
+
+}  // namespace ivytrace

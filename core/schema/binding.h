@@ -1,0 +1,43 @@
+// Binding a call's positional and keyword arguments to its schema's parameters, the way Python
+// would: lowerings and passes then ask for parameters by name instead of by position.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+
+namespace ivytrace {
+
+class BoundCall {
+ public:
+  // Binds `node` against `node.schema`. Fails when the node has no schema, too many positionals,
+  // an unknown keyword, or a missing required parameter.
+  static Status Bind(const Node& node, BoundCall* out);
+
+  // The argument for `param` (the call's or the default); null when the parameter does not exist.
+  // A variadic parameter binds to a list Arg (a single list/tuple positional is used as is).
+  const v1::Arg* Get(std::string_view param) const;
+  bool Has(std::string_view param) const { return Get(param) != nullptr; }
+  // Convenience: nullopt when missing or of another kind.
+  std::optional<int64_t> Int(std::string_view param) const;
+  std::optional<double> Double(std::string_view param) const;
+  std::optional<bool> Bool(std::string_view param) const;
+  std::optional<std::vector<int64_t>> IntList(std::string_view param, int broadcast = 0) const;
+  // The value id of a tensor parameter; nullopt when it is not a single tensor.
+  std::optional<ValueId> Tensor(std::string_view param) const;
+  bool IsNone(std::string_view param) const;
+
+  const v1::OpSchema& schema() const { return *schema_; }
+
+ private:
+  const v1::OpSchema* schema_ = nullptr;
+  std::vector<std::string> names_;
+  std::vector<v1::Arg> values_;  // owned copies: variadics are assembled here
+  std::vector<bool> present_;
+};
+
+}  // namespace ivytrace

@@ -1,0 +1,129 @@
+#include "core/ir/graph_builder.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/ir/verifier.h"
+#include "core/passes/pass_registry.h"
+#include "trace_fixture.h"
+
+namespace ivytrace {
+namespace {
+
+using testing::IntArg;
+using testing::Ref;
+using testing::TensorArg;
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ivytrace_test_" + name)).string();
+}
+
+TEST(GraphBuilder, SeedsExampleBuildsSsaAndDceKeepsOnlyThePower) {
+  auto path = testing::WriteSeedsTrace(TempPath("seeds.ivt"));
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(path, {}, &g).ok());
+  ASSERT_TRUE(VerifyGraph(g).ok());
+  EXPECT_EQ(g.name, "fn");
+  ASSERT_EQ(g.inputs.size(), 2u);
+  EXPECT_EQ(g.inputs[0].name(), "x");
+  EXPECT_EQ(g.nodes.size(), 4u);
+  ASSERT_NE(g.nodes[0].schema, nullptr);
+  EXPECT_EQ(g.nodes[0].canonical(), "pow");
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPipeline({}, &g, &report).ok());
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, "torch.Tensor.__pow__");
+  EXPECT_EQ(report[0].removed, 3u);
+  ASSERT_TRUE(VerifyGraph(g).ok());
+}
+
+// x (input) -> y = x * 2 -> y += w (w a named parameter) -> return y
+std::string WriteInplaceTrace(const std::string& path, bool write_input) {
+  TraceWriter w;
+  w.Open(path, v1::Header());
+  v1::Record rb;
+  rb.mutable_region_begin()->set_region(7);
+  rb.mutable_region_begin()->set_name("f");
+  auto* in = rb.mutable_region_begin()->add_inputs();
+  in->set_name("x");
+  *in->mutable_value() = TensorArg(Ref(1, 0));
+  w.Write(rb);
+  testing::WriteConstant(w, Ref(9, 0), "fc.weight", {1, 2, 3});
+  testing::WriteOp(w, "torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(2)}, TensorArg(Ref(2, 0)));
+  testing::WriteOp(w, "torch.Tensor.add_", {TensorArg(Ref(2, 0)), TensorArg(Ref(9, 0))}, TensorArg(Ref(2, 1)),
+                   {Ref(2, 1)});
+  if (write_input) {
+    // x.add_(1): writes the caller's tensor; nothing reads it afterwards.
+    testing::WriteOp(w, "torch.Tensor.add_", {TensorArg(Ref(1, 0)), IntArg(1)}, TensorArg(Ref(1, 1)), {Ref(1, 1)});
+  }
+  // A temporary written in place that nothing reads: dead.
+  testing::WriteOp(w, "torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(3)}, TensorArg(Ref(3, 0)));
+  testing::WriteOp(w, "torch.Tensor.mul_", {TensorArg(Ref(3, 0)), IntArg(3)}, TensorArg(Ref(3, 1)), {Ref(3, 1)});
+  v1::Record re;
+  re.mutable_region_end()->set_region(7);
+  *re.mutable_region_end()->mutable_result() = TensorArg(Ref(2, 1));
+  w.Write(re);
+  w.Close();
+  return path;
+}
+
+TEST(GraphBuilder, InPlaceWritesDefineNewValuesAndConstantsKeepTheirNames) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(WriteInplaceTrace(TempPath("inplace.ivt"), false), {}, &g).ok());
+  ASSERT_TRUE(VerifyGraph(g).ok());
+  ASSERT_EQ(g.nodes.size(), 4u);
+  const Node& add = g.nodes[1];
+  ASSERT_EQ(add.inputs.size(), 2u);
+  ASSERT_EQ(add.outputs.size(), 1u);
+  EXPECT_NE(add.inputs[0], add.outputs[0]) << "x.add_() must define a new SSA value";
+  EXPECT_EQ(g.values[add.inputs[1]].kind, v1::CONSTANT_VALUE);
+  EXPECT_EQ(g.values[add.inputs[1]].name, "fc.weight");
+  EXPECT_EQ(g.OutputValues()[0], add.outputs[0]);
+}
+
+TEST(Dce, RemovesWritesToTemporariesButKeepsWritesToInputs) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(WriteInplaceTrace(TempPath("inplace2.ivt"), true), {}, &g).ok());
+  ASSERT_EQ(g.nodes.size(), 5u);
+  ASSERT_TRUE(RunPipeline({{"dce"}, {}, true}, &g, nullptr).ok());
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes) ops.push_back(n.op);
+  EXPECT_EQ(ops, (std::vector<std::string>{"torch.Tensor.mul", "torch.Tensor.add_", "torch.Tensor.add_"}));
+  // The kept write to the input is the one reading the input value directly.
+  EXPECT_EQ(g.values[g.nodes[2].inputs[0]].kind, v1::INPUT);
+}
+
+TEST(GraphBuilder, UnknownRegionListsTheRegionsThereAre) {
+  Graph g;
+  BuildOptions o;
+  o.region = "nope";
+  Status st = BuildGraphFromTrace(testing::WriteSeedsTrace(TempPath("seeds2.ivt")), o, &g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), Status::Kind::kNotFound);
+  EXPECT_NE(st.message().find("regions in the trace: fn"), std::string::npos) << st.message();
+}
+
+TEST(GraphBuilder, ReadOfAnUnrecordedTensorIsAClearError) {
+  auto path = TempPath("unrecorded.ivt");
+  TraceWriter w;
+  w.Open(path, v1::Header());
+  v1::Record rb;
+  rb.mutable_region_begin()->set_region(1);
+  rb.mutable_region_begin()->set_name("f");
+  w.Write(rb);
+  testing::WriteOp(w, "torch.Tensor.mul", {TensorArg(Ref(5, 0)), IntArg(2)}, TensorArg(Ref(6, 0)), {}, 12);
+  v1::Record re;
+  re.mutable_region_end()->set_region(1);
+  *re.mutable_region_end()->mutable_result() = TensorArg(Ref(6, 0));
+  w.Write(re);
+  w.Close();
+  Graph g;
+  Status st = BuildGraphFromTrace(path, {}, &g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("prog.py:12"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("t5"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace ivytrace

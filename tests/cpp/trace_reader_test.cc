@@ -1,0 +1,132 @@
+#include "core/io/trace_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "trace_fixture.h"
+
+namespace ivytrace {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ivytrace_test_" + name)).string();
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteAll(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+Status ReadEverything(const std::string& path, size_t* records) {
+  TraceReader r;
+  IVY_RETURN_IF_ERROR(r.Open(path));
+  v1::Record rec;
+  bool eof = false;
+  *records = 0;
+  while (true) {
+    IVY_RETURN_IF_ERROR(r.Next(&rec, &eof));
+    if (eof) return Status::Ok();
+    ++*records;
+  }
+}
+
+TEST(TraceReader, ReadsEveryRecordOfACompleteTrace) {
+  auto path = testing::WriteSeedsTrace(TempPath("complete.ivt"));
+  size_t n = 0;
+  ASSERT_TRUE(ReadEverything(path, &n).ok());
+  // header + region begin/end + 4 ops + footer + interned strings (5 op names... + file)
+  TraceReader r;
+  ASSERT_TRUE(r.Open(path).ok());
+  v1::Record rec;
+  bool eof = false;
+  size_t ops = 0;
+  while (r.Next(&rec, &eof).ok() && !eof) ops += rec.has_op();
+  EXPECT_EQ(ops, 4u);
+  EXPECT_TRUE(r.saw_footer());
+  EXPECT_EQ(r.String(1), "torch.Tensor.__pow__");
+}
+
+TEST(TraceReader, TruncatedTraceNamesTheByteOffset) {
+  auto path = testing::WriteSeedsTrace(TempPath("trunc.ivt"));
+  std::string data = ReadAll(path);
+  WriteAll(path, data.substr(0, data.size() - 7));  // cut inside the footer
+  size_t n = 0;
+  Status st = ReadEverything(path, &n);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), Status::Kind::kCorruption);
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("truncated at byte"), std::string::npos) << st.message();
+}
+
+TEST(TraceReader, TraceEndingWithoutFooterIsReportedAsCutOff) {
+  auto path = testing::WriteSeedsTrace(TempPath("nofooter.ivt"));
+  std::string data = ReadAll(path);
+  // The footer is the last record: drop exactly it (its length prefix is one byte).
+  v1::Record footer;
+  footer.mutable_footer()->set_records(1);
+  size_t i = data.size();
+  // Find the footer start by re-reading record boundaries.
+  TraceReader r;
+  ASSERT_TRUE(r.Open(path).ok());
+  v1::Record rec;
+  bool eof = false;
+  uint64_t last_start = 0;
+  while (true) {
+    uint64_t at = r.offset();
+    ASSERT_TRUE(r.Next(&rec, &eof).ok());
+    if (eof) break;
+    if (rec.has_footer()) last_start = at;
+  }
+  i = last_start;
+  WriteAll(path, data.substr(0, i));
+  size_t n = 0;
+  Status st = ReadEverything(path, &n);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("without a footer"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("byte " + std::to_string(i)), std::string::npos) << st.message();
+}
+
+TEST(TraceReader, GarbageInTheMiddleIsCorruptionAtItsOffset) {
+  auto path = testing::WriteSeedsTrace(TempPath("garbage.ivt"));
+  std::string data = ReadAll(path);
+  const size_t at = data.size() / 2;
+  for (size_t k = 0; k < 16; ++k) data[at + k] = static_cast<char>(0xff);
+  WriteAll(path, data);
+  size_t n = 0;
+  Status st = ReadEverything(path, &n);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), Status::Kind::kCorruption);
+  EXPECT_NE(st.message().find("byte"), std::string::npos) << st.message();
+}
+
+TEST(TraceReader, NotATraceAndMissingFile) {
+  auto path = TempPath("notatrace.txt");
+  WriteAll(path, "hello, this is not a trace\n");
+  TraceReader r;
+  Status st = r.Open(path);
+  EXPECT_EQ(st.kind(), Status::Kind::kCorruption);
+  EXPECT_NE(st.message().find("IVYTRC01"), std::string::npos) << st.message();
+  TraceReader r2;
+  st = r2.Open(TempPath("does-not-exist.ivt"));
+  EXPECT_EQ(st.kind(), Status::Kind::kNotFound);
+}
+
+TEST(TraceReader, RefusesOtherFormatVersions) {
+  auto path = testing::WriteSeedsTrace(TempPath("v99.ivt"));
+  std::string data = ReadAll(path);
+  data[6] = '9';
+  data[7] = '9';
+  WriteAll(path, data);
+  TraceReader r;
+  Status st = r.Open(path);
+  EXPECT_NE(st.message().find("version '99'"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace ivytrace
