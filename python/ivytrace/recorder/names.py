@@ -1,0 +1,125 @@
+"""Qualified names for the functions PyTorch hands to `__torch_function__`, and what to do with each.
+
+Built once per process: a dict `id(function) -> (kind, name)` from walking torch.nn.functional,
+torch, torch.linalg, torch.fft, torch.special and the Tensor classes. The first name found wins
+(so `torch.conv2d`, which is the same object as `torch.nn.functional.conv2d`, is named after the
+functional namespace that is walked first). The functions are module attributes and live as long
+as the process, so their ids are stable.
+"""
+from __future__ import annotations
+
+import types
+
+import torch
+
+# What the recorder does with a call.
+OP = 0        # record an OpEvent
+SKIP = 1      # metadata or Python plumbing: call through, record nothing
+SHAPE = 2     # a shape read: record a ShapeRead
+GUARD = 3     # the tensor's value leaves the framework: record a GuardEvent
+
+_NAMESPACES = (
+    ("torch.nn.functional", torch.nn.functional),
+    ("torch", torch),
+    ("torch.linalg", torch.linalg),
+    ("torch.fft", torch.fft),
+    ("torch.special", torch.special),
+)
+
+SHAPE_METHODS = frozenset({"size", "dim", "numel", "__len__", "nelement", "ndimension"})
+SHAPE_PROPERTIES = frozenset({"shape", "ndim"})
+GUARD_METHODS = frozenset({"__bool__", "item", "tolist", "__int__", "__float__", "__index__",
+                           "__complex__", "numpy", "__array__", "__nonzero__"})
+SKIP_METHODS = frozenset({
+    "stride", "is_contiguous", "__repr__", "__format__", "__str__", "__hash__", "__dir__",
+    "__sizeof__", "__reduce__", "__reduce_ex__", "__deepcopy__", "__setstate__", "__getstate__",
+    "__array_wrap__", "__dlpack__", "__dlpack_device__", "__torch_function__", "__setattr__",
+    "__getattribute__", "__delattr__", "__init_subclass__", "__class_getitem__",
+    "requires_grad_", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
+    "data_ptr", "element_size", "storage_offset", "is_floating_point", "is_complex", "is_signed",
+    "get_device", "untyped_storage", "storage", "_typed_storage", "is_shared", "is_pinned",
+    "_is_view", "is_set_to", "has_names", "is_inference", "is_coalesced", "dim_order",
+    "_version", "_base", "type_as_string", "_is_zerotensor", "is_conj", "is_neg",
+})
+SKIP_TORCH = frozenset({
+    "torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
+    "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_same_size",
+})
+SHAPE_TORCH = frozenset({"torch.numel"})
+# Tensor-valued properties recorded as ops named "torch.Tensor.<prop>.__get__" (which replays:
+# torch.Tensor.T.__get__(x) is x.T). Every other property read is metadata and is skipped.
+TENSOR_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+
+_PLAIN_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodDescriptorType,
+                types.WrapperDescriptorType, types.MethodWrapperType, types.BuiltinMethodType)
+
+
+def _walk(namespace_name, ns_dict, out):
+    for attr, obj in list(ns_dict.items()):
+        if isinstance(obj, (type, types.ModuleType)) or not callable(obj):
+            continue
+        out.setdefault(id(obj), (f"{namespace_name}.{attr}", obj))
+
+
+def _build():
+    out: dict = {}
+    for ns_name, mod in _NAMESPACES:
+        _walk(ns_name, vars(mod), out)
+    _walk("torch.Tensor", vars(torch._C.TensorBase), out)
+    _walk("torch.Tensor", vars(torch.Tensor), out)
+    return out
+
+
+_NAMES = _build()
+
+
+def kind_of(name: str) -> int:
+    if name.startswith("torch.Tensor."):
+        attr = name[len("torch.Tensor."):]
+        if attr in SHAPE_METHODS:
+            return SHAPE
+        if attr in GUARD_METHODS:
+            return GUARD
+        if attr in SKIP_METHODS:
+            return SKIP
+        return OP
+    if name in SKIP_TORCH:
+        return SKIP
+    if name in SHAPE_TORCH:
+        return SHAPE
+    return OP
+
+
+def name_of(func) -> str:
+    """Qualified name of a function handed to __torch_function__ (not a property accessor)."""
+    entry = _NAMES.get(id(func))
+    if entry is not None and entry[1] is func:
+        return entry[0]
+    objclass = getattr(func, "__objclass__", None)
+    attr = getattr(func, "__name__", None) or type(func).__name__
+    if objclass is not None and isinstance(objclass, type) and issubclass(objclass, torch._C.TensorBase):
+        return f"torch.Tensor.{attr}"
+    qualname = getattr(func, "__qualname__", None) or attr
+    if qualname.startswith("_VariableFunctionsClass."):
+        return "torch." + qualname.split(".", 1)[1]
+    if qualname.startswith(("TensorBase.", "Tensor.")):
+        return "torch.Tensor." + qualname.split(".", 1)[1]
+    module = getattr(func, "__module__", None)
+    if not module:
+        self_obj = getattr(func, "__self__", None)
+        module = getattr(self_obj, "__name__", None) if isinstance(self_obj, types.ModuleType) else None
+    return f"{module}.{qualname}" if module else qualname
+
+
+def property_name_and_kind(descriptor) -> tuple:
+    """(name, kind) for a getset_descriptor whose __get__ was handed to __torch_function__."""
+    prop = getattr(descriptor, "__name__", "?")
+    if prop in SHAPE_PROPERTIES:
+        return f"torch.Tensor.{prop}", SHAPE
+    if prop in TENSOR_PROPERTIES:
+        return f"torch.Tensor.{prop}.__get__", OP
+    return f"torch.Tensor.{prop}.__get__", SKIP
+
+
+def is_property_accessor(func) -> bool:
+    return type(func) is types.MethodWrapperType and func.__name__ in ("__get__", "__set__", "__delete__")

@@ -1,0 +1,189 @@
+"""Recorder sessions: one trace file, its header and footer, and the framework recorders in it.
+
+This module does not import any framework: `ivytrace record` starts a session before the program
+runs, and the torch recorder attaches when the program imports torch (or at once if it already
+has).
+"""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+
+from ivytrace._version import __version__
+from ivytrace.recorder.writer import TAG_HEADER, TraceWriter
+from ivytrace.v1 import trace_pb2
+
+KNOWN_FRAMEWORKS = ("torch",)
+
+# Open sessions, innermost last. `ivytrace.region` writes to the innermost one.
+_ACTIVE: list = []
+
+
+def active():
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+class Recorder:
+    """Records the program into a trace file between start() and stop().
+
+        with ivytrace.Recorder("run.ivytrace"):
+            model(x)
+    """
+
+    def __init__(self, path, *, frameworks=("torch",), warn_guards: bool = False, argv=None):
+        unknown = [f for f in frameworks if f not in KNOWN_FRAMEWORKS]
+        if unknown:
+            raise ValueError(f"ivytrace: unknown framework(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(KNOWN_FRAMEWORKS)}")
+        self.path = os.fspath(path)
+        self.frameworks = tuple(frameworks)
+        self.warn_guards = warn_guards
+        self.argv = list(sys.argv if argv is None else argv)
+        self.writer = None
+        self.torch = None          # TorchRecorder once attached
+        self.t0 = 0
+        self.start_unix_ns = 0
+        self.schemas = None
+        self._import_hook = None
+        self._stopped = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self):
+        if self.writer is not None:
+            raise RuntimeError("ivytrace: Recorder.start() called twice")
+        from ivytrace.schema import load_schemas
+        self.schemas = load_schemas()
+        self.writer = TraceWriter(self.path)
+        self.start_unix_ns = time.time_ns()
+        self.t0 = time.perf_counter_ns()
+        header = trace_pb2.Header(
+            producer=f"ivytrace-recorder {__version__}",
+            frameworks=[trace_pb2.FrameworkVersion(name=f, version=_framework_version(f))
+                        for f in self.frameworks],
+            argv=[str(a) for a in self.argv],
+            start_time_unix_ns=self.start_unix_ns,
+            python_version=platform.python_version(),
+            pid=os.getpid(),
+            hostname=socket.gethostname(),
+        )
+        self.writer.emit(TAG_HEADER, header.SerializeToString())
+        _ACTIVE.append(self)
+        if "torch" in self.frameworks:
+            if _fully_imported("torch"):
+                self._attach_torch()
+            else:
+                self._import_hook = _AfterImport("torch", self._attach_torch)
+                sys.meta_path.insert(0, self._import_hook)
+        return self
+
+    def _attach_torch(self, module=None):
+        if self._stopped or self.torch is not None:
+            return
+        from ivytrace.recorder.torch_recorder import TorchRecorder
+        self.torch = TorchRecorder(self)
+        self.torch.install()
+
+    def stop(self, error: str = "", exit_status: int | None = None):
+        """Stop recording and write the footer (idempotent)."""
+        if self._stopped or self.writer is None:
+            return
+        self._stopped = True
+        if self._import_hook is not None and self._import_hook in sys.meta_path:
+            sys.meta_path.remove(self._import_hook)
+        if self.torch is not None:
+            self.torch.uninstall()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        footer = trace_pb2.Footer(end_ns=time.perf_counter_ns() - self.t0, error=error or "")
+        if exit_status is not None:
+            footer.exit_status = exit_status
+        self.writer.close(footer)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop(error=f"{exc_type.__name__}: {exc}" if exc_type is not None else "")
+        return False
+
+    # -- what the API needs ------------------------------------------------------------------
+    def add_root_module(self, module):
+        """Name `module`'s parameters and submodules relative to it (for trace_graph(module))."""
+        if self.torch is None and _fully_imported("torch"):
+            self._attach_torch()
+        if self.torch is not None:
+            self.torch.register_root(module)
+
+    def region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
+        if self.torch is None and _fully_imported("torch") and not self._stopped:
+            self._attach_torch()
+        if self.torch is None or self._stopped:
+            return 0
+        return self.torch.region_begin(name, inputs, file, line)
+
+    def region_end(self, rid: int, result=None, raised: bool = False):
+        if self.torch is not None and rid and not self._stopped:
+            self.torch.region_end(rid, result, raised)
+
+
+def _fully_imported(name: str) -> bool:
+    m = sys.modules.get(name)
+    if m is None:
+        return False
+    spec = getattr(m, "__spec__", None)
+    return not getattr(spec, "_initializing", False)
+
+
+def _framework_version(name: str) -> str:
+    m = sys.modules.get(name)
+    v = getattr(m, "__version__", None) if m is not None else None
+    if v:
+        return str(v)
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs `callback(module)` right after the top-level module `name` has been imported."""
+
+    def __init__(self, name, callback):
+        self.name = name
+        self.callback = callback
+        self._busy = threading.local()
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.name or getattr(self._busy, "on", False):
+            return None
+        self._busy.on = True
+        try:
+            spec = importlib.util.find_spec(fullname)  # the finders after us
+        finally:
+            self._busy.on = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        callback = self.callback
+        hook = self
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
+            callback(module)
+
+        loader.exec_module = exec_module  # this spec's own loader instance
+        return spec

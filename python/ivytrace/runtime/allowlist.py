@@ -1,0 +1,65 @@
+"""The allow-list: the only functions and symbols a plan may name.
+
+Every `name` and `symbol` in the package's schemas/*.textproto. A name is resolved by importing
+its top-level module (which must be a framework a schema file declares) and walking attributes:
+"torch.nn.functional.relu" -> torch -> nn -> functional -> relu. Nothing else is ever looked up,
+so loading a plan cannot reach arbitrary code.
+"""
+from __future__ import annotations
+
+import importlib
+
+from ivytrace.runtime.errors import PlanError
+from ivytrace.schema import Schemas, load_schemas
+
+
+class AllowList:
+    def __init__(self, schemas: Schemas):
+        self.functions = frozenset(schemas.ops)
+        self.symbols = frozenset(schemas.symbols)
+        self.frameworks = frozenset(schemas.frameworks) or frozenset({"torch"})
+        self.sources = [p for p, _ in schemas.files]
+        self._cache: dict = {}
+
+    def function(self, name: str, where: str):
+        if name not in self.functions:
+            raise PlanError(f"{where}: function {name!r} is not in the allow-list "
+                            f"(the op names in {', '.join(self.sources)}); refusing to load the plan")
+        return self._resolve(name, where)
+
+    def symbol(self, name: str, where: str):
+        if name not in self.symbols:
+            raise PlanError(f"{where}: symbol {name!r} is not in the allow-list "
+                            f"(the symbols in {', '.join(self.sources)}); refusing to load the plan")
+        return self._resolve(name, where)
+
+    def _resolve(self, name: str, where: str):
+        obj = self._cache.get(name)
+        if obj is not None:
+            return obj
+        parts = name.split(".")
+        if parts[0] not in self.frameworks:
+            raise PlanError(f"{where}: {name!r} is not in a known framework ({', '.join(sorted(self.frameworks))})")
+        try:
+            obj = importlib.import_module(parts[0])
+            for i, attr in enumerate(parts[1:], start=1):
+                try:
+                    obj = getattr(obj, attr)
+                except AttributeError:
+                    # A submodule that its parent does not import eagerly.
+                    obj = importlib.import_module(".".join(parts[:i + 1]))
+        except (ImportError, AttributeError) as e:
+            raise PlanError(f"{where}: {name!r} is in the allow-list but does not exist in this "
+                            f"installation ({e})") from None
+        self._cache[name] = obj
+        return obj
+
+
+_DEFAULT = None
+
+
+def default_allowlist() -> AllowList:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = AllowList(load_schemas())
+    return _DEFAULT

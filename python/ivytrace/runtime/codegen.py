@@ -1,0 +1,329 @@
+"""Plan -> straight-line Python source.
+
+    def forward(v0, v1):
+        v2 = f0(v0, v1)
+        del v0
+        return v2
+
+Only names this module makes up appear in the source (slot variables vN, constant tensors cN,
+functions fN, literals kN, guard checks gN, input containers aN). Every function object and every
+literal value from the plan - ints, strings, dtypes, slices, dict keys, keyword names - is bound
+in the exec namespace, so no string from the plan file is ever compiled.
+"""
+from __future__ import annotations
+
+import linecache
+import itertools
+
+from ivytrace.runtime.errors import GuardError, PlanError
+from ivytrace.runtime.values import literal, same_value, tensor_from_proto
+
+_counter = itertools.count()
+
+# How a guard re-evaluates the value Python saw, by the last component of Guard.op.
+_GUARD_EVAL = {
+    "__bool__": bool, "__nonzero__": bool, "item": lambda t: t.item(), "tolist": lambda t: t.tolist(),
+    "__int__": int, "__float__": float, "__index__": lambda t: t.__index__(), "__complex__": complex,
+    "numpy": lambda t: t.tolist(), "__array__": lambda t: t.tolist(),
+}
+
+
+def _guard_check(evaluate, observed, op, where):
+    def check(t):
+        new = evaluate(t)
+        if not same_value(new, observed):
+            raise GuardError(
+                f"ivytrace: guard failed at {where}: when traced, {op} gave {observed!r}; on these "
+                f"inputs it gives {new!r}. The graph was specialized on that value (control flow or a "
+                f"Python number taken from a tensor); trace again with inputs that take this path.")
+    return check
+
+
+def _input_check(observed, name, path):
+    def check(value):
+        if not same_value(value, observed):
+            raise GuardError(
+                f"ivytrace: input {name!r}{path} was {observed!r} when traced and is {value!r} now; the "
+                f"graph is specialized on non-tensor inputs, trace again with this value")
+    return check
+
+
+def _has_slot(arg) -> bool:
+    kind = arg.WhichOneof("kind")
+    if kind == "tensor":
+        return True
+    if kind in ("list", "tuple"):
+        return any(_has_slot(a) for a in getattr(arg, kind).items)
+    if kind == "dict":
+        return any(_has_slot(a) for a in arg.dict.values)
+    if kind == "slice":
+        return any(arg.slice.HasField(f) and _has_slot(getattr(arg.slice, f)) for f in ("start", "stop", "step"))
+    return False
+
+
+class _Gen:
+    def __init__(self, plan, allow, filename):
+        self.plan = plan
+        self.allow = allow
+        self.filename = filename
+        self.ns: dict = {"__builtins__": {}}
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}     # slot -> variable holding it
+        self.constants: set[int] = set()
+        self.outputs: set[int] = set()
+        self._lit: dict = {}
+        self._fn: dict = {}
+        self._n = itertools.count()
+        self.guards_by_slot: dict[int, list] = {}
+        self.freed: set[int] = set()
+
+    # -- names bound in the namespace ----------------------------------------------------------
+    def bind(self, prefix, value) -> str:
+        name = f"{prefix}{next(self._n)}"
+        self.ns[name] = value
+        return name
+
+    def lit(self, value) -> str:
+        try:
+            key = (type(value), value)
+            hash(key)
+        except TypeError:
+            return self.bind("k", value)
+        name = self._lit.get(key)
+        if name is None:
+            name = self._lit[key] = self.bind("k", value)
+        return name
+
+    def fn(self, name, where) -> str:
+        var = self._fn.get(name)
+        if var is None:
+            var = self._fn[name] = self.bind("f", self.allow.function(name, where))
+        return var
+
+    # -- expressions over slots -----------------------------------------------------------------
+    def slot(self, ref, where) -> str:
+        s = ref.value
+        var = self.names.get(s)
+        if var is None:
+            raise PlanError(f"{where}: reads slot {s}, which no input, constant or earlier step defines")
+        if s in self.freed:
+            raise PlanError(f"{where}: reads slot {s} after a step that listed it in free_after")
+        return var
+
+    def expr(self, arg, where) -> str:
+        kind = arg.WhichOneof("kind")
+        if kind == "tensor":
+            return self.slot(arg.tensor, where)
+        if kind == "list":
+            return "[" + ", ".join(self.expr(a, where) for a in arg.list.items) + "]"
+        if not _has_slot(arg):
+            if kind == "dict":   # a fresh dict per call: callees may mutate it
+                d = arg.dict
+                if len(d.keys) != len(d.values):
+                    raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
+                return "{" + ", ".join(f"{self.lit(k)}: {self.expr(v, where)}" for k, v in zip(d.keys, d.values)) + "}"
+            return self.lit(literal(arg, self.allow, where))
+        if kind == "tuple":
+            items = [self.expr(a, where) for a in arg.tuple.items]
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if kind == "dict":
+            d = arg.dict
+            if len(d.keys) != len(d.values):
+                raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
+            return "{" + ", ".join(f"{self.lit(k)}: {self.expr(v, where)}" for k, v in zip(d.keys, d.values)) + "}"
+        if kind == "slice":
+            s = arg.slice
+            parts = [self.expr(getattr(s, f), where) if s.HasField(f) else self.lit(None)
+                     for f in ("start", "stop", "step")]
+            return f"{self.lit(slice)}({', '.join(parts)})"
+        raise PlanError(f"{where}: unexpected argument kind {kind!r}")
+
+    # -- definitions ------------------------------------------------------------------------------
+    def define(self, slot, where) -> str:
+        if slot in self.names:
+            raise PlanError(f"{where}: slot {slot} is defined twice")
+        if self.plan.num_slots and slot >= self.plan.num_slots:
+            raise PlanError(f"{where}: slot {slot} is out of range (num_slots = {self.plan.num_slots})")
+        var = self.names[slot] = f"v{slot}"
+        return var
+
+    def target(self, arg, where):
+        """Assignment target for a result tree, or None if it holds no slot / needs paths."""
+        kind = arg.WhichOneof("kind")
+        if kind == "tensor":
+            return self.define(arg.tensor.value, where)
+        if kind in ("list", "tuple"):
+            items = getattr(arg, kind).items
+            if not any(_has_slot(a) for a in items):
+                return None
+            parts = []
+            for a in items:
+                t = self.target(a, where) if _has_slot(a) else None
+                parts.append(t if t is not None else "_")
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        return None
+
+    def paths(self, arg, base, where, out):
+        """(variable, access expression) for each slot in a tree, for trees unpacking can't reach."""
+        kind = arg.WhichOneof("kind")
+        if kind == "tensor":
+            out.append((self.define(arg.tensor.value, where), base))
+        elif kind in ("list", "tuple"):
+            for i, a in enumerate(getattr(arg, kind).items):
+                self.paths(a, f"{base}[{i}]", where, out)
+        elif kind == "dict":
+            for k, a in zip(arg.dict.keys, arg.dict.values):
+                self.paths(a, f"{base}[{self.lit(k)}]", where, out)
+        elif _has_slot(arg):
+            raise PlanError(f"{where}: a {kind} cannot hold tensors in a result")
+
+    def emit_guards(self, slot, indent="    "):
+        for check in self.guards_by_slot.pop(slot, ()):
+            self.lines.append(f"{indent}{check}({self.names[slot]})")
+
+    # -- the function ---------------------------------------------------------------------------
+    def run(self) -> str:
+        plan = self.plan
+        where_plan = self.filename
+        if plan.framework and plan.framework not in self.allow.frameworks:
+            raise PlanError(f"{where_plan}: plan targets framework {plan.framework!r}; this runtime "
+                            f"replays {', '.join(sorted(self.allow.frameworks))}")
+        for c in plan.constants:
+            where = f"{where_plan}: constant for slot {c.slot}"
+            if c.slot in self.names:
+                raise PlanError(f"{where}: slot {c.slot} is defined twice")
+            var = self.names[c.slot] = f"c{c.slot}"
+            self.ns[var] = tensor_from_proto(c.value, where)
+            self.constants.add(c.slot)
+
+        # Guards are checked right after their tensor is defined.
+        for i, g in enumerate(plan.guards):
+            where = f"{where_plan}: guard {i} ({g.op or '?'})"
+            evaluate = _GUARD_EVAL.get(g.op.rsplit(".", 1)[-1])
+            if evaluate is None:
+                raise PlanError(f"{where}: guard op {g.op!r} is not one the runtime can check")
+            observed = literal(g.observed, self.allow, where)
+            loc = f"{g.loc.file}:{g.loc.line}" if g.loc.file else "<unknown location>"
+            check = self.bind("g", _guard_check(evaluate, observed, g.op, loc))
+            self.guards_by_slot.setdefault(g.tensor.value, []).append(check)
+
+        params = []
+        body = self.lines
+        for i, gi in enumerate(plan.inputs):
+            where = f"{where_plan}: input {i} ({gi.name})"
+            kind = gi.value.WhichOneof("kind")
+            if kind == "tensor":
+                params.append(self.define(gi.value.tensor.value, where))
+                continue
+            pname = f"a{i}"
+            params.append(pname)
+            self._bind_input(gi.value, pname, gi.name, "", where)
+        for slot in list(self.names):
+            if slot not in self.constants:
+                self.emit_guards(slot)
+        for slot in self.constants:
+            self.emit_guards(slot)
+
+        if plan.HasField("outputs"):
+            self._collect_outputs(plan.outputs)
+
+        for i, step in enumerate(plan.steps):
+            where = f"{where_plan}: step {i} ({step.function})"
+            f = self.fn(step.function, where)
+            args = [self.expr(a, where) for a in step.args]
+            if step.kwargs:
+                kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
+                args.append("**{" + kw + "}")
+            call = f"{f}({', '.join(args)})"
+            before = set(self.names)
+            if step.HasField("result") and _has_slot(step.result):
+                if _needs_paths(step.result):
+                    tmp = f"r{i}"
+                    body.append(f"    {tmp} = {call}")
+                    out = []
+                    self.paths(step.result, tmp, where, out)
+                    body.extend(f"    {var} = {expr}" for var, expr in out)
+                    body.append(f"    del {tmp}")
+                else:
+                    body.append(f"    {self.target(step.result, where)} = {call}")
+            else:
+                body.append(f"    {call}")
+            for slot in set(self.names) - before:
+                self.emit_guards(slot)
+            free = []
+            for s in dict.fromkeys(step.free_after):
+                if s in self.names and s not in self.constants and s not in self.outputs and s not in self.freed:
+                    self.freed.add(s)
+                    free.append(self.names[s])
+            if free:
+                body.append(f"    del {', '.join(free)}")
+
+        if self.guards_by_slot:
+            slots = sorted(self.guards_by_slot)
+            raise PlanError(f"{where_plan}: guard on slot {slots[0]}, which the plan never defines")
+        ret = self.expr(self.plan.outputs, f"{where_plan}: outputs") if plan.HasField("outputs") else "None"
+        body.append(f"    return {ret}")
+        return "def forward(" + ", ".join(params) + "):\n" + "\n".join(body) + "\n"
+
+    def _bind_input(self, arg, base, name, path, where):
+        kind = arg.WhichOneof("kind")
+        if kind == "tensor":
+            self.lines.append(f"    {self.define(arg.tensor.value, where)} = {base}")
+        elif kind in ("list", "tuple"):
+            for j, a in enumerate(getattr(arg, kind).items):
+                self._bind_input(a, f"{base}[{j}]", name, f"{path}[{j}]", where)
+        elif kind == "dict":
+            for k, a in zip(arg.dict.keys, arg.dict.values):
+                self._bind_input(a, f"{base}[{self.lit(k)}]", name, f"{path}[{k!r}]", where)
+        elif kind == "opaque":
+            return  # not replayable, not checked: the traced graph did not depend on it by value
+        else:
+            observed = literal(arg, self.allow, where)
+            check = self.bind("g", _input_check(observed, name, path))
+            self.lines.append(f"    {check}({base})")
+
+    def _collect_outputs(self, arg):
+        kind = arg.WhichOneof("kind")
+        if kind == "tensor":
+            self.outputs.add(arg.tensor.value)
+        elif kind in ("list", "tuple"):
+            for a in getattr(arg, kind).items:
+                self._collect_outputs(a)
+        elif kind == "dict":
+            for a in arg.dict.values:
+                self._collect_outputs(a)
+
+
+def _needs_paths(arg) -> bool:
+    kind = arg.WhichOneof("kind")
+    if kind == "dict":
+        return _has_slot(arg)
+    if kind in ("list", "tuple"):
+        return any(_needs_paths(a) for a in getattr(arg, kind).items)
+    return False
+
+
+class Generated:
+    """The generated function, its source and its namespace."""
+
+    def __init__(self, source, namespace, function, input_names, filename):
+        self.source = source
+        self.namespace = namespace
+        self.function = function
+        self.input_names = input_names
+        self.filename = filename
+
+
+def generate(plan, allow, filename: str = "<plan>") -> Generated:
+    g = _Gen(plan, allow, filename)
+    source = g.run()
+    code_name = f"<ivytrace plan {next(_counter)}>"
+    try:
+        code = compile(source, code_name, "exec")
+    except SyntaxError as e:  # a bug in this module, not in the plan
+        raise PlanError(f"{filename}: internal error generating code: {e}\n{source}") from None
+    # Tracebacks through the generated function show its lines.
+    linecache.cache[code_name] = (len(source), None, source.splitlines(True), code_name)
+    exec(code, g.ns)
+    fn = g.ns["forward"]
+    return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename)

@@ -1,0 +1,89 @@
+"""Plan files: read, check, compile to a Python function, call.
+
+    plan = ivytrace.load_plan("model.ivyplan")
+    out = plan(x)          # straight-line replay
+    print(plan.source)
+"""
+from __future__ import annotations
+
+import inspect
+import os
+
+from ivytrace.runtime.allowlist import AllowList, default_allowlist
+from ivytrace.runtime.codegen import generate
+from ivytrace.runtime.errors import PlanError
+from ivytrace.v1 import plan_pb2
+
+PLAN_MAGIC = b"IVYPLN01"
+
+
+def read_plan_file(path) -> plan_pb2.Plan:
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PlanError(f"{path}: cannot read plan file: {e.strerror}") from None
+    if data[:len(PLAN_MAGIC)] != PLAN_MAGIC:
+        raise PlanError(f"{path}: not an ivytrace plan file (expected magic {PLAN_MAGIC!r} at byte 0, "
+                        f"found {data[:len(PLAN_MAGIC)]!r})")
+    plan = plan_pb2.Plan()
+    try:
+        plan.ParseFromString(data[len(PLAN_MAGIC):])
+    except Exception as e:  # protobuf's DecodeError; the message differs by backend
+        raise PlanError(f"{path}: byte offset {len(PLAN_MAGIC)}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
+    return plan
+
+
+def write_plan_file(path, plan: plan_pb2.Plan) -> None:
+    """Write a plan (magic + serialized Plan), atomically. The CLI normally does this; tests use it."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(PLAN_MAGIC + plan.SerializeToString())
+    os.replace(tmp, path)
+
+
+class CompiledPlan:
+    """A loaded plan: call it like the traced function."""
+
+    def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None):
+        self.plan = plan
+        self.path = path
+        gen = generate(plan, allow or default_allowlist(), filename=path)
+        self.source = gen.source
+        self._fn = gen.function
+        self.input_names = gen.input_names
+        try:
+            self.signature = inspect.Signature(
+                [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in self.input_names])
+        except ValueError as e:  # names that are not identifiers or repeat: bind by position only
+            self.signature = None
+            self._sig_error = str(e)
+        self._n = len(self.input_names)
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    def __call__(self, *args, **kwargs):
+        if not kwargs and len(args) == self._n:
+            return self._fn(*args)
+        if self.signature is None:
+            raise TypeError(f"ivytrace plan {self.path}: call it with {self._n} positional arguments "
+                            f"(its input names cannot be used as keywords: {self._sig_error})")
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"ivytrace plan {self.path} takes ({', '.join(self.input_names)}): {e}") from None
+        return self._fn(*bound.args)
+
+    def __repr__(self):
+        return f"<ivytrace plan {self.plan.name!r} from {self.path}: {len(self.plan.steps)} steps>"
+
+
+def load_plan(path, allow: AllowList | None = None) -> CompiledPlan:
+    """Read a plan file and compile it. Never executes anything from the file: functions and
+    symbols are resolved through the schema allow-list (PlanError otherwise)."""
+    path = os.fspath(path)
+    return CompiledPlan(read_plan_file(path), path, allow)

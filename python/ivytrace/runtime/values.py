@@ -1,0 +1,103 @@
+"""Plan values -> Python/torch objects: dtypes, literal Args, constant tensors."""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ivytrace.runtime.errors import PlanError
+from ivytrace.v1 import common_pb2
+
+DTYPES = {
+    common_pb2.FLOAT32: torch.float32, common_pb2.FLOAT64: torch.float64,
+    common_pb2.FLOAT16: torch.float16, common_pb2.BFLOAT16: torch.bfloat16,
+    common_pb2.INT8: torch.int8, common_pb2.INT16: torch.int16, common_pb2.INT32: torch.int32,
+    common_pb2.INT64: torch.int64, common_pb2.UINT8: torch.uint8, common_pb2.BOOL: torch.bool,
+    common_pb2.COMPLEX64: torch.complex64, common_pb2.COMPLEX128: torch.complex128,
+}
+for _name, _enum in (("uint16", common_pb2.UINT16), ("uint32", common_pb2.UINT32), ("uint64", common_pb2.UINT64)):
+    if hasattr(torch, _name):
+        DTYPES[_enum] = getattr(torch, _name)
+
+
+def dtype_of(enum: int, where: str) -> torch.dtype:
+    dt = DTYPES.get(enum)
+    if dt is None:
+        name = common_pb2.DType.Name(enum) if enum in common_pb2.DType.values() else str(enum)
+        raise PlanError(f"{where}: dtype {name} is not supported by this runtime")
+    return dt
+
+
+def literal(arg, allow, where: str):
+    """The Python value of an Arg with no tensors in it."""
+    kind = arg.WhichOneof("kind")
+    if kind == "none" or kind is None:
+        return None
+    if kind == "b":
+        return arg.b
+    if kind == "i":
+        return arg.i
+    if kind == "f":
+        return arg.f
+    if kind == "s":
+        return arg.s
+    if kind == "c":
+        return complex(arg.c.real, arg.c.imag)
+    if kind == "dtype":
+        return dtype_of(arg.dtype, where)
+    if kind == "device":
+        try:
+            return torch.device(arg.device)
+        except (RuntimeError, ValueError) as e:
+            raise PlanError(f"{where}: bad device {arg.device!r}: {e}") from None
+    if kind == "symbol":
+        return allow.symbol(arg.symbol, where)
+    if kind == "ellipsis":
+        return Ellipsis
+    if kind == "list":
+        return [literal(a, allow, where) for a in arg.list.items]
+    if kind == "tuple":
+        return tuple(literal(a, allow, where) for a in arg.tuple.items)
+    if kind == "dict":
+        d = arg.dict
+        if len(d.keys) != len(d.values):
+            raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
+        return {k: literal(v, allow, where) for k, v in zip(d.keys, d.values)}
+    if kind == "slice":
+        s = arg.slice
+        return slice(*(literal(getattr(s, f), allow, where) if s.HasField(f) else None
+                       for f in ("start", "stop", "step")))
+    if kind == "opaque":
+        raise PlanError(f"{where}: argument {arg.opaque!r} was recorded as an opaque value and cannot be replayed")
+    if kind == "tensor":
+        raise PlanError(f"{where}: unexpected tensor reference")
+    raise PlanError(f"{where}: unknown argument kind {kind!r}")
+
+
+def tensor_from_proto(t, where: str) -> torch.Tensor:
+    """A torch tensor from an ivytrace.v1.Tensor (dense, C-contiguous, little-endian)."""
+    dt = dtype_of(t.dtype, where)
+    shape = tuple(int(s) for s in t.shape)
+    if any(s < 0 for s in shape):
+        raise PlanError(f"{where}: negative dimension in shape {list(shape)}")
+    numel = math.prod(shape)
+    itemsize = torch.empty((), dtype=dt).element_size()
+    if len(t.data) != numel * itemsize:
+        raise PlanError(f"{where}: tensor of shape {list(shape)} and dtype {dt} needs "
+                        f"{numel * itemsize} bytes, the plan has {len(t.data)}")
+    if numel == 0:
+        return torch.empty(shape, dtype=dt)
+    return torch.frombuffer(bytearray(t.data), dtype=dt).reshape(shape)
+
+
+def same_value(a, b) -> bool:
+    """Equality for guard values; NaN equals NaN, lists compare elementwise."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, complex) and isinstance(b, complex):
+        return same_value(a.real, b.real) and same_value(a.imag, b.imag)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    return a == b
