@@ -70,7 +70,7 @@ int InspectTrace(const InspectOptions& o) {
     return kExitOk;
   }
   std::printf("trace %s (%s, %s)\n", o.file.c_str(), HumanBytes(s.bytes).c_str(),
-              s.complete ? "complete" : "no footer");
+              s.complete ? "complete" : "no footer: the program stopped before the trace was closed");
   std::string fws;
   for (const auto& f : s.header.frameworks()) fws += (fws.empty() ? "" : ", ") + f.name() + " " + f.version();
   std::printf("  producer  %s%s\n", s.header.producer().c_str(), fws.empty() ? "" : (" (" + fws + ")").c_str());

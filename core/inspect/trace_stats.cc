@@ -11,6 +11,7 @@ namespace ivytrace {
 Status CollectTraceStats(const std::string& path, TraceStats* stats) {
   TraceReader reader;
   IVY_RETURN_IF_ERROR(reader.Open(path));
+  reader.set_allow_missing_footer(true);  // a killed program's trace is still worth showing
   std::error_code ec;
   stats->bytes = std::filesystem::file_size(path, ec);
   // Counting by interned id keeps the per-op cost to an array increment.

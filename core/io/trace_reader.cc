@@ -69,7 +69,7 @@ Status TraceReader::Next(v1::Record* record, bool* eof) {
   if (!coded.ReadVarint32(&len)) {
     if (coded.CurrentPosition() == 0) {
       // Clean end of the byte stream.
-      if (saw_footer_) {
+      if (saw_footer_ || (allow_missing_footer_ && records_ > 0)) {
         *eof = true;
         return Status::Ok();
       }

@@ -35,9 +35,11 @@ class TraceReader {
   // Opens `path` and checks the magic and version.
   Status Open(const std::string& path);
 
-  // Reads the next record into *record (cleared first). Sets *eof at a clean end of file
-  // (after the footer). A trace that ends before its footer, or whose footer counts disagree
-  // with what was read, is Corruption naming the offset where it ends.
+  // Reads the next record into *record (cleared first). Sets *eof at a clean end of file.
+  // A trace cut inside a record, or whose footer counts disagree with what was read, is
+  // Corruption naming the byte offset. A trace that ends at a record boundary without a footer
+  // (the program was killed) is Corruption too, unless set_allow_missing_footer(true): then it
+  // ends cleanly and saw_footer() tells the difference.
   Status Next(v1::Record* record, bool* eof);
 
   // Interned strings seen so far (index = id; [0] is "").
@@ -47,6 +49,7 @@ class TraceReader {
   uint64_t offset() const { return offset_; }  // byte offset of the next record
   uint64_t records_read() const { return records_; }
   bool saw_footer() const { return saw_footer_; }
+  void set_allow_missing_footer(bool allow) { allow_missing_footer_ = allow; }
 
  private:
   Status Fail(const std::string& what) const;
@@ -59,6 +62,7 @@ class TraceReader {
   uint64_t records_ = 0;
   uint64_t op_events_ = 0;
   bool saw_footer_ = false;
+  bool allow_missing_footer_ = false;
   std::vector<std::string> strings_;
 };
 

@@ -34,6 +34,8 @@ class Builder {
 
   Status Run(const std::string& path, BuildSummary* summary) {
     IVY_RETURN_IF_ERROR(reader_.Open(path));
+    // A program killed after the region ended still left a complete region.
+    reader_.set_allow_missing_footer(true);
     v1::Record rec;
     bool eof = false;
     while (!done_) {
@@ -48,7 +50,13 @@ class Builder {
     }
     if (active_) {
       return Status::Corruption("trace '" + path + "': region '" + chosen_ +
-                                "' began but never ended (the program stopped inside it)");
+                                "' began but never ended (the program stopped inside it; the "
+                                "trace ends at byte " + std::to_string(reader_.offset()) + ")");
+    }
+    if (!done_ && !reader_.saw_footer()) {
+      return Status::Corruption("trace '" + path + "' ends at byte " + std::to_string(reader_.offset()) +
+                                " without a footer (the program was stopped before the trace was "
+                                "closed) and holds no complete region");
     }
     if (!done_) {
       if (!want_name_.empty() || regions_seen_ > 0) {

@@ -1,0 +1,133 @@
+// What a lowering function sees while the ONNX exporter turns one ivytrace node into ONNX nodes:
+// the graph's values (dtype and recorded shape), the names they have in the ONNX graph, and
+// helpers to emit nodes, scalar and shape constants, and casts.
+//
+// Lowering functions are registered by name (the `onnx { lowering: "..." }` entries in schemas/);
+// `onnx { op_type: "..." }` entries go through the generic one-to-one lowering.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "core/export/onnx/onnx_exporter.h"
+#include "core/ir/graph.h"
+#include "core/schema/binding.h"
+#include "core/util/status.h"
+#include "onnx/onnx_pb.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+// A Python number as recorded: ints stay exact (int64), floats are doubles.
+struct Number {
+  bool is_int = false;
+  int64_t i = 0;
+  double f = 0.0;
+  static Number Int(int64_t v) { return Number{true, v, static_cast<double>(v)}; }
+  static Number Float(double v) { return Number{false, static_cast<int64_t>(v), v}; }
+  double AsDouble() const { return is_int ? static_cast<double>(i) : f; }
+};
+
+// ONNX TensorProto element type for an ivytrace dtype; 0 (UNDEFINED) when there is none.
+int OnnxElemType(v1::DType d);
+bool IsFloating(v1::DType d);  // float16/bfloat16/float32/float64
+// Appends `values` to `raw` as little-endian elements of `dtype`. Fails for dtypes without a
+// numeric encoding (complex, unspecified).
+Status EncodeNumbers(const std::vector<Number>& values, v1::DType dtype, std::string* raw);
+
+// Attribute helpers.
+void SetAttr(onnx::NodeProto* n, const std::string& name, int64_t v);
+void SetAttr(onnx::NodeProto* n, const std::string& name, float v);
+void SetAttr(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v);
+void SetAttr(onnx::NodeProto* n, const std::string& name, const std::string& v);
+void SetAttr(onnx::NodeProto* n, const std::string& name, const onnx::TensorProto& v);
+
+class LoweringContext {
+ public:
+  LoweringContext(const Graph& graph, const OnnxExportOptions& options, onnx::GraphProto* out);
+
+  const Graph& graph() const { return graph_; }
+  const OnnxExportOptions& options() const { return options_; }
+  int opset() const { return options_.opset; }
+  onnx::GraphProto* onnx_graph() { return out_; }
+
+  // --- ivytrace values ---------------------------------------------------------------------
+  v1::DType DType(ValueId v) const { return graph_.values[v].dtype; }
+  // The shape recorded for `v` (a hint: the ONNX graph keeps the batch dimension dynamic).
+  const std::vector<int64_t>& Shape(ValueId v) const { return graph_.values[v].shape; }
+  int Rank(ValueId v) const { return static_cast<int>(graph_.values[v].shape.size()); }
+  // The node's result when it is a single tensor.
+  static std::optional<ValueId> ResultTensor(const Node& node);
+
+  // --- names -------------------------------------------------------------------------------
+  // Name of `v` for reading. A constant becomes an initializer on first use. Reading a value that
+  // has no definition yet records an error (see TakeError) and returns a placeholder.
+  std::string In(ValueId v);
+  // Name under which the current node defines `v`; marks it defined.
+  std::string Out(ValueId v);
+  bool IsDefined(ValueId v) const;
+  // A fresh name for an intermediate result of the current node.
+  std::string Temp(std::string_view hint);
+
+  // --- emitting ----------------------------------------------------------------------------
+  onnx::NodeProto* Emit(std::string_view op_type, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs);
+  // Emits a one-output node writing a fresh temporary; returns the temporary's name.
+  std::string EmitTemp(std::string_view op_type, const std::vector<std::string>& inputs,
+                       onnx::NodeProto** node = nullptr);
+  // Rank-0 initializer holding `value` as `dtype` (deduplicated).
+  std::string Scalar(Number value, v1::DType dtype);
+  // 1-D int64 initializer (shapes, axes, starts/ends; deduplicated).
+  std::string Int64s(const std::vector<int64_t>& values);
+  // An initializer with the given contents, named `hint` made unique.
+  std::string AddInitializer(onnx::TensorProto t, std::string_view hint);
+  // `name` converted from `from` to `to` (no node when they are equal or `to` is unspecified).
+  std::string CastTo(const std::string& name, v1::DType from, v1::DType to);
+  // Unsqueeze / Squeeze with the axes as an input (opset 13+).
+  std::string Unsqueeze(const std::string& name, const std::vector<int64_t>& axes);
+  std::string Squeeze(const std::string& name, const std::vector<int64_t>& axes);
+
+  // --- driver (used by the exporter) -------------------------------------------------------
+  Status ReserveName(const std::string& name);  // exact name (graph inputs and outputs)
+  void BindValue(ValueId v, const std::string& name) { value_names_[v] = name; }
+  void SetOutputName(ValueId v, const std::string& name) { output_names_[v] = name; }
+  void BeginNode(const Node& node, size_t index);
+  // A problem found while lowering the current node (e.g. a constant without data); cleared.
+  Status TakeError();
+
+ private:
+  std::string Unique(std::string_view base);
+  std::string ConstantInitializer(ValueId v);
+
+  const Graph& graph_;
+  const OnnxExportOptions& options_;
+  onnx::GraphProto* out_;
+  std::unordered_set<std::string> names_;
+  std::unordered_set<std::string> node_names_;
+  std::vector<std::string> value_names_;            // "" = not defined yet
+  std::map<ValueId, std::string> output_names_;     // node outputs that are graph outputs
+  std::map<int32_t, std::string> constant_inits_;   // constant index -> initializer
+  std::map<std::string, std::string> scalar_inits_; // dtype + bytes -> initializer
+  std::map<std::vector<int64_t>, std::string> int64s_inits_;
+  std::string node_prefix_;
+  std::string scope_;
+  std::string doc_;  // "<op> at <file>:<line>", on every ONNX node of the current ivytrace node
+  Status error_;
+};
+
+using LoweringFn = Status (*)(const Node&, const BoundCall&, LoweringContext&);
+
+// The lowering registered under `name` (a `lowering:` value in schemas/), or null.
+LoweringFn FindLowering(std::string_view name);
+// The generic lowering for `onnx { op_type: ... }`: the node's tensor parameters, in schema
+// order, become the ONNX node's inputs; its result tensors, its outputs.
+Status LowerOpType(const Node& node, const BoundCall& call, LoweringContext& ctx,
+                   const std::string& op_type);
+
+}  // namespace onnx_export
+}  // namespace ivytrace

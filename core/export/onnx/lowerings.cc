@@ -1,0 +1,395 @@
+// The lowering registry, the generic op_type lowering, shared helpers, and the elementwise and
+// simple lowerings (binary arithmetic, gelu, softmax, identity, dropout, factories).
+#include <cmath>
+#include <string_view>
+#include <utility>
+
+#include "core/export/onnx/lowerings.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+LoweringFn FindLowering(std::string_view name) {
+  static const std::pair<std::string_view, LoweringFn> kTable[] = {
+      {"binary", LowerBinary},
+      {"gelu", LowerGelu},
+      {"softmax", LowerSoftmax},
+      {"identity", LowerIdentity},
+      {"dropout", LowerDropout},
+      {"factory", LowerFactory},
+      {"linear", LowerLinear},
+      {"conv2d", LowerConv2d},
+      {"max_pool2d", LowerMaxPool2d},
+      {"avg_pool2d", LowerAvgPool2d},
+      {"adaptive_avg_pool2d", LowerAdaptiveAvgPool2d},
+      {"batch_norm", LowerBatchNorm},
+      {"flatten", LowerFlatten},
+      {"reshape", LowerReshape},
+      {"transpose", LowerTranspose},
+      {"permute", LowerPermute},
+      {"concat", LowerConcat},
+      {"getitem", LowerGetitem},
+      {"reduce", LowerReduce},
+  };
+  for (const auto& [n, fn] : kTable) {
+    if (n == name) return fn;
+  }
+  return nullptr;
+}
+
+// --- helpers -------------------------------------------------------------------------------------
+
+Status SingleResult(const Node& node, ValueId* out) {
+  auto r = LoweringContext::ResultTensor(node);
+  if (!r) return Status::Unsupported("the call does not return a single tensor");
+  *out = *r;
+  return Status::Ok();
+}
+
+Status TensorParam(const BoundCall& call, const char* param, ValueId* out) {
+  auto t = call.Tensor(param);
+  if (!t) {
+    const v1::Arg* a = call.Get(param);
+    return Status::Unsupported(std::string("argument '") + param + "' is " +
+                               (a ? ArgToString(*a, true) : std::string("missing")) +
+                               ", expected a tensor");
+  }
+  *out = *t;
+  return Status::Ok();
+}
+
+Status NormalizeAxis(int64_t axis, int rank, int64_t* out) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max(rank, 1)) {
+    return Status::Unsupported("dim " + std::to_string(axis) + " is out of range for a tensor of rank " +
+                               std::to_string(rank));
+  }
+  *out = a;
+  return Status::Ok();
+}
+
+std::optional<v1::DType> ArgDType(const v1::Arg& arg) {
+  if (arg.kind_case() == v1::Arg::kDtype && arg.dtype() != v1::DTYPE_UNSPECIFIED) return arg.dtype();
+  if (arg.kind_case() == v1::Arg::kSymbol) {
+    static const std::pair<std::string_view, v1::DType> kNames[] = {
+        {"torch.float32", v1::FLOAT32}, {"torch.float", v1::FLOAT32},   {"torch.float64", v1::FLOAT64},
+        {"torch.double", v1::FLOAT64},  {"torch.float16", v1::FLOAT16}, {"torch.half", v1::FLOAT16},
+        {"torch.bfloat16", v1::BFLOAT16}, {"torch.int64", v1::INT64},   {"torch.long", v1::INT64},
+        {"torch.int32", v1::INT32},     {"torch.int", v1::INT32},       {"torch.int16", v1::INT16},
+        {"torch.int8", v1::INT8},       {"torch.uint8", v1::UINT8},     {"torch.bool", v1::BOOL},
+    };
+    for (const auto& [n, d] : kNames) {
+      if (n == arg.symbol()) return d;
+    }
+  }
+  return std::nullopt;
+}
+
+// --- generic op_type -----------------------------------------------------------------------------
+
+Status LowerOpType(const Node& node, const BoundCall& call, LoweringContext& ctx,
+                   const std::string& op_type) {
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& r) { results.push_back(r.value()); });
+  if (results.empty()) return Status::Unsupported("the call returns no tensor");
+  // torch computes integer inputs of float ops (exp, sqrt, ...) in the default float dtype;
+  // ONNX wants the float type on the input.
+  const v1::DType out_dtype = results.size() == 1 ? ctx.DType(results[0]) : v1::DTYPE_UNSPECIFIED;
+  std::vector<std::string> inputs;
+  for (const auto& p : call.schema().param()) {
+    auto t = call.Tensor(p.name());
+    if (!t) continue;
+    std::string name = ctx.In(*t);
+    if (IsFloating(out_dtype) && !IsFloating(ctx.DType(*t))) {
+      name = ctx.CastTo(name, ctx.DType(*t), out_dtype);
+    }
+    inputs.push_back(name);
+  }
+  if (inputs.empty()) return Status::Unsupported("the call has no tensor inputs");
+  std::vector<std::string> outputs;
+  for (ValueId r : results) outputs.push_back(ctx.Out(r));
+  ctx.Emit(op_type, inputs, outputs);
+  return Status::Ok();
+}
+
+// --- binary arithmetic ---------------------------------------------------------------------------
+
+namespace {
+
+// The dtype torch gives `a <op> b` when the recorded result has none: the tensor's dtype, or the
+// default float dtype when a Python float meets an integer tensor (and for true division).
+v1::DType FallbackDType(const LoweringContext& ctx, const v1::Arg& a, const v1::Arg& b, bool true_div) {
+  v1::DType tensor_dtype = v1::DTYPE_UNSPECIFIED;
+  bool float_scalar = false;
+  for (const v1::Arg* arg : {&a, &b}) {
+    if (arg->kind_case() == v1::Arg::kTensor) {
+      v1::DType d = ctx.DType(arg->tensor().value());
+      if (tensor_dtype == v1::DTYPE_UNSPECIFIED || (IsFloating(d) && !IsFloating(tensor_dtype))) tensor_dtype = d;
+    } else if (arg->kind_case() == v1::Arg::kF) {
+      float_scalar = true;
+    }
+  }
+  if (!IsFloating(tensor_dtype) && (float_scalar || true_div)) return v1::FLOAT32;
+  return tensor_dtype;
+}
+
+// `arg` (a tensor or a Python number) as an ONNX value of `dtype`.
+Status Operand(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, double scale, std::string* out) {
+  if (arg.kind_case() == v1::Arg::kTensor) {
+    ValueId v = arg.tensor().value();
+    *out = ctx.CastTo(ctx.In(v), ctx.DType(v), dtype);
+    if (scale != 1.0) {
+      Number s = IsFloating(dtype) ? Number::Float(scale) : Number::Int(static_cast<int64_t>(scale));
+      *out = ctx.EmitTemp("Mul", {*out, ctx.Scalar(s, dtype)});
+    }
+    return Status::Ok();
+  }
+  Number n;
+  if (arg.kind_case() == v1::Arg::kF) {
+    n = Number::Float(arg.f() * scale);
+  } else if (auto i = AsInt(arg)) {
+    n = scale == 1.0 ? Number::Int(*i) : Number::Float(static_cast<double>(*i) * scale);
+    if (!IsFloating(dtype)) n = Number::Int(static_cast<int64_t>(n.AsDouble()));
+  } else {
+    return Status::Unsupported("operand " + ArgToString(arg, true) + " is neither a tensor nor a real number");
+  }
+  *out = ctx.Scalar(n, dtype);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LowerBinary(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const std::string& canonical = node.canonical();
+  std::string op_type;
+  if (canonical == "add") op_type = "Add";
+  else if (canonical == "sub") op_type = "Sub";
+  else if (canonical == "mul") op_type = "Mul";
+  else if (canonical == "div") op_type = "Div";
+  else if (canonical == "pow") op_type = "Pow";
+  else return Status::Unsupported("'binary' lowering does not know canonical op '" + canonical + "'");
+
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get(canonical == "pow" ? "exponent" : "other");
+  if (!a || !b) return Status::Unsupported("missing operand");
+  if (!HasTensor(*a) && !HasTensor(*b)) return Status::Unsupported("neither operand is a tensor");
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+
+  std::string rounding;
+  if (canonical == "div" && !call.IsNone("rounding_mode")) {
+    const v1::Arg* r = call.Get("rounding_mode");
+    if (r->kind_case() != v1::Arg::kS || (r->s() != "trunc" && r->s() != "floor")) {
+      return Status::Unsupported("div rounding_mode " + ArgToString(*r, true) + " is not supported");
+    }
+    rounding = r->s();
+  }
+  v1::DType dtype = ctx.DType(result);
+  if (dtype == v1::DTYPE_UNSPECIFIED) dtype = FallbackDType(ctx, *a, *b, canonical == "div" && rounding.empty());
+  if (dtype == v1::BOOL || (!IsFloating(dtype) && dtype != v1::INT8 && dtype != v1::INT16 &&
+                            dtype != v1::INT32 && dtype != v1::INT64 && dtype != v1::UINT8)) {
+    return Status::Unsupported(canonical + " on " + DTypeName(dtype) + " tensors is not supported");
+  }
+
+  double alpha = 1.0;
+  if ((canonical == "add" || canonical == "sub") && call.Has("alpha")) {
+    auto al = call.Double("alpha");
+    if (!al) return Status::Unsupported("alpha " + ArgToString(*call.Get("alpha"), true) + " is not a number");
+    alpha = *al;
+  }
+  std::string lhs, rhs;
+  IVY_RETURN_IF_ERROR(Operand(ctx, *a, dtype, 1.0, &lhs));
+  IVY_RETURN_IF_ERROR(Operand(ctx, *b, dtype, alpha, &rhs));
+  const std::string out = ctx.Out(result);
+
+  if (rounding.empty()) {
+    ctx.Emit(op_type, {lhs, rhs}, {out});
+  } else if (IsFloating(dtype)) {
+    std::string q = ctx.EmitTemp("Div", {lhs, rhs});
+    if (rounding == "floor") {
+      ctx.Emit("Floor", {q}, {out});
+    } else {  // trunc(q) = sign(q) * floor(|q|)
+      std::string mag = ctx.EmitTemp("Floor", {ctx.EmitTemp("Abs", {q})});
+      ctx.Emit("Mul", {ctx.EmitTemp("Sign", {q}), mag}, {out});
+    }
+  } else if (rounding == "trunc") {
+    ctx.Emit("Div", {lhs, rhs}, {out});  // integer Div truncates
+  } else {  // floor division of integers: (a - a mod b) / b, where Mod(fmod=0) has b's sign
+    std::string mod = ctx.EmitTemp("Mod", {lhs, rhs});
+    ctx.Emit("Div", {ctx.EmitTemp("Sub", {lhs, mod}), rhs}, {out});
+  }
+  return Status::Ok();
+}
+
+// --- activations ---------------------------------------------------------------------------------
+
+Status LowerGelu(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(x);
+  if (!IsFloating(d)) return Status::Unsupported(std::string("gelu on ") + DTypeName(d) + " tensors");
+  std::string approximate = "none";
+  if (const v1::Arg* a = call.Get("approximate"); a && a->kind_case() == v1::Arg::kS) approximate = a->s();
+  const std::string in = ctx.In(x);
+  std::string inner;
+  if (approximate == "none") {  // x * 0.5 * (1 + erf(x / sqrt(2)))  (opset 17 has no Gelu)
+    inner = ctx.EmitTemp("Erf", {ctx.EmitTemp("Div", {in, ctx.Scalar(Number::Float(std::sqrt(2.0)), d)})});
+  } else if (approximate == "tanh") {  // x * 0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+    std::string cube = ctx.EmitTemp("Mul", {ctx.EmitTemp("Mul", {in, in}), in});
+    std::string poly = ctx.EmitTemp("Add", {in, ctx.EmitTemp("Mul", {cube, ctx.Scalar(Number::Float(0.044715), d)})});
+    const double k = std::sqrt(2.0 / M_PI);
+    inner = ctx.EmitTemp("Tanh", {ctx.EmitTemp("Mul", {poly, ctx.Scalar(Number::Float(k), d)})});
+  } else {
+    return Status::Unsupported("gelu approximate='" + approximate + "'");
+  }
+  std::string one_plus = ctx.EmitTemp("Add", {inner, ctx.Scalar(Number::Float(1.0), d)});
+  std::string scaled = ctx.EmitTemp("Mul", {in, one_plus});
+  ctx.Emit("Mul", {scaled, ctx.Scalar(Number::Float(0.5), d)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+Status LowerSoftmax(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  int64_t dim;
+  if (call.IsNone("dim")) {
+    dim = (rank == 0 || rank == 1 || rank == 3) ? 0 : 1;  // torch's implicit-dim rule
+  } else {
+    auto d = call.Int("dim");
+    if (!d) return Status::Unsupported("dim " + ArgToString(*call.Get("dim"), true) + " is not an int");
+    dim = *d;
+  }
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(dim, rank, &axis));
+  std::string in = ctx.In(x);
+  v1::DType d = ctx.DType(x);
+  if (!call.IsNone("dtype")) {
+    auto want = ArgDType(*call.Get("dtype"));
+    if (!want) return Status::Unsupported("dtype " + ArgToString(*call.Get("dtype"), true));
+    in = ctx.CastTo(in, d, *want);
+    d = *want;
+  }
+  if (!IsFloating(d)) in = ctx.CastTo(in, d, ctx.DType(result));
+  auto* n = ctx.Emit(node.canonical() == "log_softmax" ? "LogSoftmax" : "Softmax", {in}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// --- identity-like -------------------------------------------------------------------------------
+
+Status LowerIdentity(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+Status LowerDropout(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  auto training = call.Bool("training");
+  auto p = call.Double("p");
+  if (training.value_or(true) && p.value_or(1.0) != 0.0) {
+    return Status::Unsupported(
+        "dropout in training mode is random (record the model in eval mode, or pass training=False)");
+  }
+  return LowerIdentity(node, call, ctx);
+}
+
+// --- factories -----------------------------------------------------------------------------------
+
+namespace {
+
+// Flattens nested lists of Python numbers; `shape` gets the nesting sizes.
+Status FlattenData(const v1::Arg& arg, size_t depth, std::vector<int64_t>* shape, std::vector<Number>* out,
+                   bool* any_float, bool* all_bool) {
+  const v1::ArgList* items = nullptr;
+  if (arg.kind_case() == v1::Arg::kList) items = &arg.list();
+  if (arg.kind_case() == v1::Arg::kTuple) items = &arg.tuple();
+  if (items) {
+    if (shape->size() == depth) {
+      shape->push_back(items->items_size());
+    } else if (shape->size() < depth || (*shape)[depth] != items->items_size()) {
+      return Status::Unsupported("torch.tensor data is not rectangular");
+    }
+    for (const auto& it : items->items()) {
+      IVY_RETURN_IF_ERROR(FlattenData(it, depth + 1, shape, out, any_float, all_bool));
+    }
+    return Status::Ok();
+  }
+  if (shape->size() != depth) return Status::Unsupported("torch.tensor data is not rectangular");
+  if (arg.kind_case() == v1::Arg::kF) {
+    *any_float = true;
+    *all_bool = false;
+    out->push_back(Number::Float(arg.f()));
+  } else if (arg.kind_case() == v1::Arg::kI || arg.kind_case() == v1::Arg::kB) {
+    if (arg.kind_case() == v1::Arg::kI) *all_bool = false;
+    out->push_back(Number::Int(*AsInt(arg)));
+  } else {
+    return Status::Unsupported("torch.tensor data holds " + ArgToString(arg, true));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::optional<v1::DType> dtype;
+  if (!call.IsNone("dtype")) {
+    dtype = ArgDType(*call.Get("dtype"));
+    if (!dtype) return Status::Unsupported("dtype " + ArgToString(*call.Get("dtype"), true));
+  } else if (ctx.DType(result) != v1::DTYPE_UNSPECIFIED) {
+    dtype = ctx.DType(result);
+  }
+  const std::string& canonical = node.canonical();
+  if (canonical == "zeros" || canonical == "ones") {
+    std::vector<int64_t> size;
+    if (const v1::Arg* s = call.Get("size")) {
+      auto l = AsIntList(*s);
+      if (!l) return Status::Unsupported("size " + ArgToString(*s, true) + " is not a list of ints");
+      size = *l;
+    }
+    const v1::DType d = dtype.value_or(v1::FLOAT32);
+    onnx::TensorProto value;
+    value.set_data_type(OnnxElemType(d));
+    value.add_dims(1);
+    std::string raw;
+    IVY_RETURN_IF_ERROR(EncodeNumbers({Number::Int(canonical == "ones" ? 1 : 0)}, d, &raw));
+    value.set_raw_data(raw);
+    auto* n = ctx.Emit("ConstantOfShape", {ctx.Int64s(size)}, {ctx.Out(result)});
+    SetAttr(n, "value", value);
+    return Status::Ok();
+  }
+  if (canonical != "asarray") return Status::Unsupported("'factory' lowering does not know '" + canonical + "'");
+  const v1::Arg* data = call.Get("data");
+  if (!data) return Status::Unsupported("torch.tensor without data");
+  if (data->kind_case() == v1::Arg::kTensor) {  // a copy
+    ValueId src = data->tensor().value();
+    ctx.Emit("Identity", {ctx.CastTo(ctx.In(src), ctx.DType(src), dtype.value_or(ctx.DType(src)))},
+             {ctx.Out(result)});
+    return Status::Ok();
+  }
+  if (HasTensor(*data)) return Status::Unsupported("torch.tensor of a list holding tensors");
+  std::vector<int64_t> shape;
+  std::vector<Number> values;
+  bool any_float = false, all_bool = true;
+  IVY_RETURN_IF_ERROR(FlattenData(*data, 0, &shape, &values, &any_float, &all_bool));
+  v1::DType d = dtype.value_or(any_float ? v1::FLOAT32 : (all_bool && !values.empty() ? v1::BOOL : v1::INT64));
+  onnx::TensorProto value;
+  value.set_data_type(OnnxElemType(d));
+  for (int64_t s : shape) value.add_dims(s);
+  std::string raw;
+  IVY_RETURN_IF_ERROR(EncodeNumbers(values, d, &raw));
+  value.set_raw_data(raw);
+  auto* n = ctx.Emit("Constant", {}, {ctx.Out(result)});
+  SetAttr(n, "value", value);
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

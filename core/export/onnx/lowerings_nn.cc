@@ -1,0 +1,274 @@
+// Layer lowerings: linear, conv2d, pooling, batch_norm.
+#include <functional>
+
+#include "core/export/onnx/lowerings.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+// Runs an NCHW op. torch also accepts unbatched CHW input: then the op runs on an Unsqueeze'd
+// input and its output is squeezed back.
+Status EmitNchw(LoweringContext& ctx, const char* what, ValueId x, ValueId result,
+                const std::function<void(const std::string& in, const std::string& out)>& emit) {
+  const int rank = ctx.Rank(x);
+  if (rank == 4) {
+    emit(ctx.In(x), ctx.Out(result));
+    return Status::Ok();
+  }
+  if (rank == 3) {
+    std::string batched_out = ctx.Temp("batched");
+    emit(ctx.Unsqueeze(ctx.In(x), {0}), batched_out);
+    ctx.Emit("Squeeze", {batched_out, ctx.Int64s({0})}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  return Status::Unsupported(std::string(what) + " expects a 3-D or 4-D input, got rank " + std::to_string(rank));
+}
+
+Status IntPair(const BoundCall& call, const char* param, std::vector<int64_t>* out) {
+  auto l = call.IntList(param, 2);
+  if (!l || l->size() != 2) {
+    const v1::Arg* a = call.Get(param);
+    return Status::Unsupported(std::string(param) + "=" + (a ? ArgToString(*a, true) : "?") +
+                               " is not an int or a pair of ints");
+  }
+  *out = *l;
+  return Status::Ok();
+}
+
+// stride=None (or []) means stride = kernel_size for pooling.
+Status PoolStride(const BoundCall& call, const std::vector<int64_t>& kernel, std::vector<int64_t>* out) {
+  const v1::Arg* s = call.Get("stride");
+  if (!s || IsNone(*s)) {
+    *out = kernel;
+    return Status::Ok();
+  }
+  if (auto l = AsIntList(*s); l && l->empty()) {
+    *out = kernel;
+    return Status::Ok();
+  }
+  return IntPair(call, "stride", out);
+}
+
+// ONNX pads are [top, left, bottom, right].
+std::vector<int64_t> Pads(const std::vector<int64_t>& p) { return {p[0], p[1], p[0], p[1]}; }
+
+// Ones or zeros of shape [n], as a `dtype` initializer (batch_norm without weight or bias).
+std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtype, const char* hint) {
+  onnx::TensorProto t;
+  t.set_data_type(OnnxElemType(dtype));
+  t.add_dims(n);
+  std::string raw;
+  (void)EncodeNumbers(std::vector<Number>(static_cast<size_t>(n), Number::Float(value)), dtype, &raw);
+  t.set_raw_data(raw);
+  return ctx.AddInitializer(std::move(t), hint);
+}
+
+}  // namespace
+
+Status LowerLinear(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, w, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &w));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(w) != 2) return Status::Unsupported("linear with a weight of rank " + std::to_string(ctx.Rank(w)));
+  std::optional<ValueId> b;
+  if (!call.IsNone("bias")) {
+    b = call.Tensor("bias");
+    if (!b) return Status::Unsupported("linear bias is not a tensor");
+  }
+  if (ctx.Rank(x) == 2) {
+    std::vector<std::string> ins = {ctx.In(x), ctx.In(w)};
+    if (b) ins.push_back(ctx.In(*b));
+    auto* n = ctx.Emit("Gemm", ins, {ctx.Out(result)});
+    SetAttr(n, "transB", int64_t{1});
+    return Status::Ok();
+  }
+  // y = x @ W^T (+ b) for inputs of any other rank.
+  onnx::NodeProto* t = nullptr;
+  std::string wt = ctx.EmitTemp("Transpose", {ctx.In(w)}, &t);
+  SetAttr(t, "perm", std::vector<int64_t>{1, 0});
+  if (!b) {
+    ctx.Emit("MatMul", {ctx.In(x), wt}, {ctx.Out(result)});
+  } else {
+    std::string y = ctx.EmitTemp("MatMul", {ctx.In(x), wt});
+    ctx.Emit("Add", {y, ctx.In(*b)}, {ctx.Out(result)});
+  }
+  return Status::Ok();
+}
+
+Status LowerConv2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, w, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &w));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<int64_t> stride, dilation;
+  IVY_RETURN_IF_ERROR(IntPair(call, "stride", &stride));
+  IVY_RETURN_IF_ERROR(IntPair(call, "dilation", &dilation));
+  auto groups = call.Int("groups");
+  if (!groups) return Status::Unsupported("groups is not an int");
+  const auto& wshape = ctx.Shape(w);
+  if (wshape.size() != 4) return Status::Unsupported("conv2d weight of rank " + std::to_string(wshape.size()));
+  const std::vector<int64_t> kernel = {wshape[2], wshape[3]};
+
+  std::vector<int64_t> pads;
+  const v1::Arg* padding = call.Get("padding");
+  if (padding && padding->kind_case() == v1::Arg::kS) {
+    if (padding->s() == "valid") {
+      pads = {0, 0, 0, 0};
+    } else if (padding->s() == "same") {  // torch puts the odd pixel at the end
+      std::vector<int64_t> begin(2), end(2);
+      for (int i = 0; i < 2; ++i) {
+        int64_t total = dilation[i] * (kernel[i] - 1);
+        begin[i] = total / 2;
+        end[i] = total - begin[i];
+      }
+      pads = {begin[0], begin[1], end[0], end[1]};
+    } else {
+      return Status::Unsupported("conv2d padding='" + padding->s() + "'");
+    }
+  } else {
+    std::vector<int64_t> p;
+    IVY_RETURN_IF_ERROR(IntPair(call, "padding", &p));
+    pads = Pads(p);
+  }
+  std::vector<std::string> ins = {"", ctx.In(w)};
+  if (!call.IsNone("bias")) {
+    auto b = call.Tensor("bias");
+    if (!b) return Status::Unsupported("conv2d bias is not a tensor");
+    ins.push_back(ctx.In(*b));
+  }
+  return EmitNchw(ctx, "conv2d", x, result, [&](const std::string& in, const std::string& out) {
+    ins[0] = in;
+    auto* n = ctx.Emit("Conv", ins, {out});
+    SetAttr(n, "kernel_shape", kernel);
+    SetAttr(n, "strides", stride);
+    SetAttr(n, "pads", pads);
+    SetAttr(n, "dilations", dilation);
+    SetAttr(n, "group", *groups);
+  });
+}
+
+Status LowerMaxPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  if (call.Bool("return_indices").value_or(false)) {
+    return Status::Unsupported("max_pool2d with return_indices=True");
+  }
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  IVY_RETURN_IF_ERROR(IntPair(call, "kernel_size", &kernel));
+  IVY_RETURN_IF_ERROR(PoolStride(call, kernel, &stride));
+  IVY_RETURN_IF_ERROR(IntPair(call, "padding", &padding));
+  IVY_RETURN_IF_ERROR(IntPair(call, "dilation", &dilation));
+  const bool ceil_mode = call.Bool("ceil_mode").value_or(false);
+  return EmitNchw(ctx, "max_pool2d", x, result, [&](const std::string& in, const std::string& out) {
+    auto* n = ctx.Emit("MaxPool", {in}, {out});
+    SetAttr(n, "kernel_shape", kernel);
+    SetAttr(n, "strides", stride);
+    SetAttr(n, "pads", Pads(padding));
+    SetAttr(n, "dilations", dilation);
+    SetAttr(n, "ceil_mode", int64_t{ceil_mode ? 1 : 0});
+  });
+}
+
+Status LowerAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  if (!call.IsNone("divisor_override")) return Status::Unsupported("avg_pool2d with divisor_override");
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<int64_t> kernel, stride, padding;
+  IVY_RETURN_IF_ERROR(IntPair(call, "kernel_size", &kernel));
+  IVY_RETURN_IF_ERROR(PoolStride(call, kernel, &stride));
+  IVY_RETURN_IF_ERROR(IntPair(call, "padding", &padding));
+  const bool ceil_mode = call.Bool("ceil_mode").value_or(false);
+  const bool include_pad = call.Bool("count_include_pad").value_or(true);
+  return EmitNchw(ctx, "avg_pool2d", x, result, [&](const std::string& in, const std::string& out) {
+    auto* n = ctx.Emit("AveragePool", {in}, {out});
+    SetAttr(n, "kernel_shape", kernel);
+    SetAttr(n, "strides", stride);
+    SetAttr(n, "pads", Pads(padding));
+    SetAttr(n, "ceil_mode", int64_t{ceil_mode ? 1 : 0});
+    SetAttr(n, "count_include_pad", int64_t{include_pad ? 1 : 0});
+  });
+}
+
+Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const auto& shape = ctx.Shape(x);
+  if (shape.size() != 3 && shape.size() != 4) {
+    return Status::Unsupported("adaptive_avg_pool2d expects a 3-D or 4-D input, got rank " +
+                               std::to_string(shape.size()));
+  }
+  const int64_t in[2] = {shape[shape.size() - 2], shape[shape.size() - 1]};
+  // output_size: an int, or a pair whose entries may be None (= keep that input size).
+  const v1::Arg* os = call.Get("output_size");
+  int64_t target[2];
+  const v1::ArgList* items = nullptr;
+  if (os && os->kind_case() == v1::Arg::kList) items = &os->list();
+  if (os && os->kind_case() == v1::Arg::kTuple) items = &os->tuple();
+  if (os && AsInt(*os)) {
+    target[0] = target[1] = *AsInt(*os);
+  } else if (items && items->items_size() == 2) {
+    for (int i = 0; i < 2; ++i) {
+      const v1::Arg& it = items->items(i);
+      if (IsNone(it)) target[i] = in[i];
+      else if (auto v = AsInt(it)) target[i] = *v;
+      else return Status::Unsupported("output_size " + ArgToString(*os, true));
+    }
+  } else {
+    return Status::Unsupported("output_size " + (os ? ArgToString(*os, true) : std::string("missing")));
+  }
+  if (target[0] == 1 && target[1] == 1) {
+    return EmitNchw(ctx, "adaptive_avg_pool2d", x, result, [&](const std::string& i, const std::string& o) {
+      ctx.Emit("GlobalAveragePool", {i}, {o});
+    });
+  }
+  std::vector<int64_t> kernel(2);
+  for (int i = 0; i < 2; ++i) {
+    if (target[i] <= 0 || in[i] <= 0 || in[i] % target[i] != 0) {
+      return Status::Unsupported("adaptive_avg_pool2d to " + std::to_string(target[0]) + "x" +
+                                 std::to_string(target[1]) + " from " + std::to_string(in[0]) + "x" +
+                                 std::to_string(in[1]) + " (only sizes that divide the input evenly)");
+    }
+    kernel[i] = in[i] / target[i];
+  }
+  return EmitNchw(ctx, "adaptive_avg_pool2d", x, result, [&](const std::string& i, const std::string& o) {
+    auto* n = ctx.Emit("AveragePool", {i}, {o});
+    SetAttr(n, "kernel_shape", kernel);
+    SetAttr(n, "strides", kernel);
+  });
+}
+
+Status LowerBatchNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  if (call.Bool("training").value_or(false)) {
+    return Status::Unsupported(
+        "batch_norm in training mode normalizes with batch statistics and updates the running "
+        "stats; record the model in eval mode (model.eval())");
+  }
+  ValueId x, mean, var, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "running_mean", &mean));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "running_var", &var));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) < 2) return Status::Unsupported("batch_norm expects an input of rank >= 2");
+  int64_t channels = ctx.Shape(mean).size() == 1 ? ctx.Shape(mean)[0] : ctx.Shape(x)[1];
+  std::optional<ValueId> w, b;
+  if (!call.IsNone("weight") && !(w = call.Tensor("weight"))) return Status::Unsupported("weight is not a tensor");
+  if (!call.IsNone("bias") && !(b = call.Tensor("bias"))) return Status::Unsupported("bias is not a tensor");
+  // scale and B share one type in ONNX.
+  v1::DType param_dtype = w ? ctx.DType(*w) : b ? ctx.DType(*b) : ctx.DType(x);
+  std::string scale = w ? ctx.In(*w) : Filled(ctx, channels, 1.0, param_dtype, "batch_norm.ones");
+  std::string bias = b ? ctx.In(*b) : Filled(ctx, channels, 0.0, param_dtype, "batch_norm.zeros");
+  auto* n = ctx.Emit("BatchNormalization", {ctx.In(x), scale, bias, ctx.In(mean), ctx.In(var)}, {ctx.Out(result)});
+  SetAttr(n, "epsilon", static_cast<float>(call.Double("eps").value_or(1e-5)));
+  SetAttr(n, "momentum", static_cast<float>(1.0 - call.Double("momentum").value_or(0.1)));
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

@@ -1,0 +1,294 @@
+#include "core/export/onnx/onnx_exporter.h"
+
+#include <set>
+
+#include "core/export/onnx/lowering_context.h"
+#include "core/export/unsupported_ops.h"
+#include "core/ir/arg.h"
+#include "core/schema/binding.h"
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/shape_inference/implementation.h"
+
+#ifndef IVYTRACE_VERSION
+#define IVYTRACE_VERSION "dev"
+#endif
+
+namespace ivytrace {
+
+namespace {
+
+using onnx_export::LoweringContext;
+
+constexpr int kMinOpset = 13;  // Squeeze/Unsqueeze/ReduceSum/Slice take axes as inputs
+
+std::string Location(const Node& n) {
+  if (n.loc.file().empty()) return "";
+  return n.loc.file() + ":" + std::to_string(n.loc.line());
+}
+
+// Nodes whose results reach a graph output; the others cannot affect the ONNX model.
+std::vector<bool> LiveNodes(const Graph& g) {
+  std::vector<bool> live_value(g.values.size(), false), live(g.nodes.size(), false);
+  for (ValueId v : g.OutputValues()) {
+    if (v < live_value.size()) live_value[v] = true;
+  }
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (n.erased) continue;
+    for (ValueId v : n.outputs) {
+      if (v < live_value.size() && live_value[v]) live[i] = true;
+    }
+    if (!live[i]) continue;
+    for (ValueId v : n.inputs) {
+      if (v < live_value.size()) live_value[v] = true;
+    }
+  }
+  return live;
+}
+
+Status ValueType(const Graph& g, ValueId v, const std::string& what, bool dynamic_dim0,
+                 onnx::ValueInfoProto* info) {
+  const Value& value = g.values[v];
+  const int elem = onnx_export::OnnxElemType(value.dtype);
+  if (elem == 0) {
+    return Status::Unsupported(what + " has dtype " + DTypeName(value.dtype) + ", which ONNX cannot represent");
+  }
+  auto* tensor = info->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(elem);
+  auto* shape = tensor->mutable_shape();
+  for (size_t i = 0; i < value.shape.size(); ++i) {
+    auto* dim = shape->add_dim();
+    if (i == 0 && dynamic_dim0) {
+      dim->set_dim_param("batch");
+    } else if (value.shape[i] >= 0) {
+      dim->set_dim_value(value.shape[i]);
+    }
+  }
+  return Status::Ok();
+}
+
+// The declared shape of an output: what ONNX shape inference derives from the (symbolic-batch)
+// inputs, checked against the recorded shape; dims inference cannot tell stay unknown, and
+// without inference dim 0 is "batch" when it has the recorded batch size.
+Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInfoProto& inferred,
+                      const OnnxExportOptions& options, int64_t batch, onnx::ValueInfoProto* out) {
+  auto* shape = out->mutable_type()->mutable_tensor_type()->mutable_shape();
+  const auto& tt = inferred.type().tensor_type();
+  auto show = [&] {
+    std::string s = "[";
+    for (size_t i = 0; i < recorded.size(); ++i) s += (i ? ", " : "") + std::to_string(recorded[i]);
+    return s + "]";
+  };
+  if (!tt.has_shape()) {
+    for (size_t i = 0; i < recorded.size(); ++i) {
+      auto* dim = shape->add_dim();
+      if (!options.dynamic_batch) dim->set_dim_value(recorded[i]);
+      else if (i == 0 && recorded[0] == batch) dim->set_dim_param("batch");
+      else if (i > 0) dim->set_dim_value(recorded[i]);
+    }
+    return Status::Ok();
+  }
+  if (tt.shape().dim_size() != static_cast<int>(recorded.size())) {
+    return Status::InvalidArgument("output '" + out->name() + "' has rank " + std::to_string(tt.shape().dim_size()) +
+                                   " in the exported model but the program produced shape " + show() +
+                                   " (a lowering bug)");
+  }
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    auto* dim = shape->add_dim();
+    if (d.has_dim_value()) {
+      if (d.dim_value() != recorded[i]) {
+        return Status::InvalidArgument("output '" + out->name() + "' has size " + std::to_string(d.dim_value()) +
+                                       " in dim " + std::to_string(i) + " in the exported model but the program "
+                                       "produced shape " + show() + " (a lowering bug)");
+      }
+      dim->set_dim_value(d.dim_value());
+    } else if (d.has_dim_param()) {
+      dim->set_dim_param(d.dim_param());
+    } else if (!options.dynamic_batch) {
+      dim->set_dim_value(recorded[i]);
+    }
+  }
+  return Status::Ok();
+}
+
+// The model without the data of large float initializers (weights): inference only reads
+// the values of small integer tensors (shapes, axes), and weights can be most of a model's size.
+onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
+  onnx::ModelProto copy;
+  onnx::GraphProto* graph = copy.mutable_graph();
+  for (const auto& opset : model.opset_import()) *copy.add_opset_import() = opset;
+  copy.set_ir_version(model.ir_version());
+  for (const auto& n : model.graph().node()) *graph->add_node() = n;
+  for (const auto& i : model.graph().input()) *graph->add_input() = i;
+  for (const auto& o : model.graph().output()) *graph->add_output() = o;
+  for (const auto& t : model.graph().initializer()) {
+    if (t.raw_data().size() <= 4096 || t.data_type() == onnx::TensorProto::INT64) {
+      *graph->add_initializer() = t;
+      continue;
+    }
+    onnx::TensorProto* light = graph->add_initializer();
+    light->set_name(t.name());
+    light->set_data_type(t.data_type());
+    *light->mutable_dims() = t.dims();
+  }
+  return copy;
+}
+
+// Lowers one node through its schema's onnx entry.
+Status LowerNode(const Node& node, LoweringContext& ctx) {
+  if (!node.schema) return Status::Unsupported("op not in schemas/");
+  const v1::OnnxLowering& onnx = node.schema->onnx();
+  if (onnx.op_type().empty() && onnx.lowering().empty()) return Status::Unsupported("no ONNX lowering in schemas/");
+  BoundCall call;
+  Status st = BoundCall::Bind(node, &call);
+  if (!st.ok()) return Status::Unsupported(st.message());
+  if (!onnx.op_type().empty()) return onnx_export::LowerOpType(node, call, ctx, onnx.op_type());
+  onnx_export::LoweringFn fn = onnx_export::FindLowering(onnx.lowering());
+  if (!fn) return Status::Unsupported("lowering '" + onnx.lowering() + "' is not implemented");
+  return fn(node, call, ctx);
+}
+
+}  // namespace
+
+Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::ModelProto* model) {
+  const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  auto range = versions.find(onnx::ONNX_DOMAIN);
+  const int max_opset = range != versions.end() ? range->second.second : 17;
+  if (options.opset < kMinOpset || options.opset > max_opset) {
+    return Status::InvalidArgument("ONNX opset " + std::to_string(options.opset) + " is not supported (use " +
+                                   std::to_string(kMinOpset) + ".." + std::to_string(max_opset) + ")");
+  }
+  model->Clear();
+  model->set_ir_version(8);
+  model->set_producer_name("ivytrace");
+  model->set_producer_version(IVYTRACE_VERSION);
+  auto* opset = model->add_opset_import();
+  opset->set_domain("");
+  opset->set_version(options.opset);
+  onnx::GraphProto* og = model->mutable_graph();
+  og->set_name(graph.name.empty() ? "ivytrace" : graph.name);
+
+  LoweringContext ctx(graph, options, og);
+  auto check_value = [&](ValueId v) -> Status {
+    if (v >= graph.values.size()) return Status::InvalidArgument("graph refers to unknown value %" + std::to_string(v));
+    return Status::Ok();
+  };
+
+  // Graph inputs: one per tensor of each region input ("x", or "x.0", "x.1", ... when nested).
+  int64_t batch = -1;  // recorded size of the first input's dim 0
+  std::set<ValueId> bound_inputs;
+  for (const auto& in : graph.inputs) {
+    std::vector<ValueId> vs;
+    ForEachTensor(in.value(), [&](const v1::TensorRef& r) { vs.push_back(r.value()); });
+    for (size_t i = 0; i < vs.size(); ++i) {
+      IVY_RETURN_IF_ERROR(check_value(vs[i]));
+      std::string name = vs.size() == 1 && in.value().kind_case() == v1::Arg::kTensor
+                             ? in.name() : in.name() + "." + std::to_string(i);
+      IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
+      auto* info = og->add_input();
+      info->set_name(name);
+      const bool dyn = options.dynamic_batch && !graph.values[vs[i]].shape.empty();
+      IVY_RETURN_IF_ERROR(ValueType(graph, vs[i], "input '" + name + "'", dyn, info));
+      if (batch < 0 && !graph.values[vs[i]].shape.empty()) batch = graph.values[vs[i]].shape[0];
+      if (bound_inputs.insert(vs[i]).second) ctx.BindValue(vs[i], name);
+    }
+  }
+
+  // Output names; a node result that is an output is written under the output's name directly.
+  const std::vector<ValueId> outs = graph.OutputValues();
+  std::vector<std::string> out_names;
+  std::set<ValueId> named_outputs;
+  std::vector<bool> needs_identity;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    IVY_RETURN_IF_ERROR(check_value(outs[i]));
+    std::string name = outs.size() == 1 ? "output" : "output." + std::to_string(i);
+    IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
+    out_names.push_back(name);
+    const bool direct = graph.values[outs[i]].kind == v1::NODE_OUTPUT && named_outputs.insert(outs[i]).second;
+    if (direct) ctx.SetOutputName(outs[i], name);
+    needs_identity.push_back(!direct);
+  }
+
+  // Nodes.
+  const std::vector<bool> live = LiveNodes(graph);
+  UnsupportedOps unsupported;  // every node that cannot be lowered, reported together
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& node = graph.nodes[i];
+    if (node.erased || !live[i]) continue;
+    for (ValueId v : node.inputs) {
+      IVY_RETURN_IF_ERROR(check_value(v));
+      const Value& value = graph.values[v];
+      if (value.kind == v1::CONSTANT_VALUE || ctx.IsDefined(v)) continue;
+      return Status::InvalidArgument("node " + std::to_string(i) + " (" + node.op +
+                                     (Location(node).empty() ? "" : " at " + Location(node)) + ") reads %" +
+                                     std::to_string(v) + ", which " +
+                                     (value.kind == v1::INPUT ? "is not bound to a region input"
+                                                              : "is not defined before it"));
+    }
+    for (ValueId v : node.outputs) IVY_RETURN_IF_ERROR(check_value(v));
+    ctx.BeginNode(node, i);
+    Status st = LowerNode(node, ctx);
+    if (st.ok()) st = ctx.TakeError();
+    if (st.ok()) {
+      // Values the node defines that its lowering did not (in-place writes aliasing the result).
+      auto result = LoweringContext::ResultTensor(node);
+      for (ValueId v : node.outputs) {
+        if (ctx.IsDefined(v)) continue;
+        if (result && ctx.IsDefined(*result)) {
+          ctx.Emit("Identity", {ctx.In(*result)}, {ctx.Out(v)});
+        } else {
+          st = Status::Unsupported("its lowering does not define %" + std::to_string(v));
+        }
+      }
+    }
+    if (st.ok()) continue;
+    (void)ctx.TakeError();
+    for (ValueId v : node.outputs) ctx.Out(v);  // placeholders, so later nodes still lower
+    unsupported.Add(node, st.message());
+  }
+  if (!unsupported.empty()) return Status::Unsupported(unsupported.Message("ONNX"));
+
+  // Outputs: typed here; their shapes come from ONNX shape inference below.
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const ValueId v = outs[i];
+    if (needs_identity[i]) {
+      if (graph.values[v].kind == v1::INPUT && !ctx.IsDefined(v)) {
+        return Status::InvalidArgument("output " + out_names[i] + " is %" + std::to_string(v) +
+                                       ", a region input that is not bound to an input name");
+      }
+      ctx.BeginNode(Node{}, graph.nodes.size() + i);
+      ctx.Emit("Identity", {ctx.In(v)}, {out_names[i]});
+      IVY_RETURN_IF_ERROR(ctx.TakeError());
+    }
+    auto* info = og->add_output();
+    info->set_name(out_names[i]);
+    IVY_RETURN_IF_ERROR(ValueType(graph, v, "output '" + out_names[i] + "'", false, info));
+    info->mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+
+  // Strict type and shape inference catches type mismatches the checker does not look at, and
+  // tells which output dims follow the symbolic batch.
+  onnx::ModelProto inferred = CopyForInference(*model);
+  try {
+    onnx::ShapeInferenceOptions opts(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/false);
+    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the exported ONNX model fails ONNX type/shape inference "
+                                               "(a lowering bug): ") + e.what());
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    IVY_RETURN_IF_ERROR(SetOutputShape(graph.values[outs[i]].shape, inferred.graph().output(i), options, batch,
+                                       og->mutable_output(i)));
+  }
+  try {
+    onnx::checker::check_model(*model);
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("the exported ONNX model does not pass the ONNX checker "
+                                               "(a lowering bug): ") + e.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace ivytrace

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is needed, builds, then runs the C++ tests (ctest) and the
+# Python, end-to-end and CLI tests (pytest). This is exactly what .ci/run runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+ctest --test-dir build --output-on-failure -j "$(nproc)"
+export IVYTRACE_BIN="$PWD/build/ivytrace"
+.venv/bin/python -m pytest tests -q

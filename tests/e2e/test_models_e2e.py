@@ -1,0 +1,111 @@
+"""Record -> optimize -> export -> onnxruntime / plan replay, on the sample MLP and ResNet-style CNN.
+
+These run the real recorder on real programs and the real CLI on the traces they leave.
+"""
+import json
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+
+import ivytrace
+from pathlib import Path
+
+from models import make_input, make_model
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+@pytest.fixture(scope="module", params=["mlp", "cnn"])
+def recorded(request, cli, tmp_path_factory):
+    """Records samples/run_model.py through `ivytrace record`, then optimizes and exports it."""
+    name = request.param
+    d = tmp_path_factory.mktemp(name)
+    trace, io = d / f"{name}.ivt", d / "io.pt"
+    rec = cli("record", "-o", trace, "--", sys.executable, SAMPLES / "run_model.py", name, "--save-io", io)
+    assert rec.returncode == 0, rec.stderr
+    assert f"{name}: input" in rec.stdout, "the program's stdout must pass through"
+    graph = d / f"{name}.ivg"
+    cli("optimize", trace, "-o", graph, "--verify", check=True)
+    onnx_path, plan_path = d / f"{name}.onnx", d / f"{name}.plan"
+    cli("export", graph, "--to", "onnx", "-o", onnx_path, check=True)
+    cli("export", trace, "--to", "plan", "-o", plan_path, check=True)
+    return dict(name=name, dir=d, trace=trace, graph=graph, onnx=onnx_path, plan=plan_path,
+                io=torch.load(io))
+
+
+def run_onnx(path, x):
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    (inp,) = sess.get_inputs()
+    (out,) = sess.run(None, {inp.name: x.numpy()})
+    return out
+
+
+def test_onnx_matches_torch_on_recorded_and_fresh_inputs(recorded):
+    io = recorded["io"]
+    np.testing.assert_allclose(run_onnx(recorded["onnx"], io["input"]), io["output"].numpy(), rtol=RTOL, atol=ATOL)
+    # Fresh inputs of another batch size: the exported batch dimension is symbolic.
+    model = make_model(recorded["name"])
+    fresh = make_input(recorded["name"], batch=7, seed=123)
+    with torch.no_grad():
+        expected = model(fresh)
+    np.testing.assert_allclose(run_onnx(recorded["onnx"], fresh), expected.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_onnx_model_passes_checker_and_names_initializers_after_parameters(recorded):
+    model = onnx.load(str(recorded["onnx"]))
+    onnx.checker.check_model(model, full_check=True)
+    names = {i.name for i in model.graph.initializer}
+    expected = {"mlp": {"fc1.weight", "fc1.bias", "head.weight"},
+                "cnn": {"conv1.weight", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight", "fc.weight"}}
+    assert expected[recorded["name"]] <= names, sorted(names)
+    assert [i.name for i in model.graph.input] == ["x"]
+
+
+def test_plan_replay_equals_torch_exactly_on_recorded_input(recorded):
+    graph = ivytrace.load_plan(recorded["plan"])
+    io = recorded["io"]
+    with torch.no_grad():
+        out = graph(io["input"])
+    assert torch.equal(out, io["output"])
+
+
+def test_optimized_graph_holds_only_the_forward_pass(recorded, cli):
+    info = json.loads(cli("inspect", recorded["graph"], "--json", check=True).stdout)
+    ops = info["ops"]
+    # argmax/tolist run after the region returns: they are not part of the graph.
+    assert not any("argmax" in op or "tolist" in op for op in ops), ops
+    if recorded["name"] == "cnn":
+        assert ops["torch.nn.functional.conv2d"] == 11
+        assert ops["torch.nn.functional.batch_norm"] == 11
+        assert ops["torch.Tensor.add_"] == 4  # `out += identity` in each block, in place
+    else:
+        assert ops["torch.nn.functional.linear"] == 3
+    trace_info = json.loads(cli("inspect", recorded["trace"], "--json", check=True).stdout)
+    assert trace_info["complete"] is True
+    assert [r["name"] for r in trace_info["regions"]] == ["forward"]
+
+
+def test_trace_graph_of_module_replays_exactly(recorded):
+    model = make_model(recorded["name"])
+    x = make_input(recorded["name"])
+    with torch.no_grad():
+        graph = ivytrace.trace_graph(model, args=(x,))
+        expected = model(x)
+        assert torch.equal(graph(x), expected)
+        fresh = make_input(recorded["name"], batch=5, seed=9)
+        torch.testing.assert_close(graph(fresh), model(fresh), rtol=RTOL, atol=ATOL)
+
+
+def test_viz_writes_svg_and_dot(recorded, cli):
+    svg, dot = recorded["dir"] / "g.svg", recorded["dir"] / "g.dot"
+    cli("viz", recorded["graph"], "-o", svg, check=True)
+    cli("viz", recorded["trace"], "-o", dot, check=True)
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert "digraph" in dot.read_text()
