@@ -138,7 +138,7 @@ onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
 
 // Lowers one node through its schema's onnx entry.
 Status LowerNode(const Node& node, LoweringContext& ctx) {
-  if (!node.schema) return Status::Unsupported("op not in schemas/");
+  if (!node.schema) return Status::Unsupported("not in schemas/: no ONNX lowering");
   const v1::OnnxLowering& onnx = node.schema->onnx();
   if (onnx.op_type().empty() && onnx.lowering().empty()) return Status::Unsupported("no ONNX lowering in schemas/");
   BoundCall call;
