@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -87,9 +88,26 @@ int RunRecord(const RecordOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("record", st, kExitOutput);
 
-  const std::string python = !o.python.empty() ? o.python
-                             : LooksLikePython(o.command[0]) ? o.command[0]
-                                                             : std::string("python3");
+  // The program must exist before anything else is asked of it (127, as a shell would say).
+  const std::string program = o.command[0];
+  const bool has_slash = program.find('/') != std::string::npos;
+  bool found = has_slash && access(program.c_str(), X_OK) == 0;
+  if (!has_slash) {
+    const char* path_env = std::getenv("PATH");
+    std::stringstream dirs(path_env ? path_env : "");
+    std::string dir;
+    while (!found && std::getline(dirs, dir, ':')) {
+      found = access(((dir.empty() ? "." : dir) + "/" + program).c_str(), X_OK) == 0;
+    }
+  }
+  if (!found) {
+    return Fail("record", Status::NotFound("cannot run '" + program + "': no such executable"), 127);
+  }
+  const char* env_python = std::getenv("IVYTRACE_PYTHON");
+  const std::string python = !o.python.empty()          ? o.python
+                             : LooksLikePython(program) ? program
+                             : env_python               ? std::string(env_python)
+                                                        : std::string("python3");
   std::string boot;
   st = FindBootDir(python, &boot);
   if (!st.ok()) return Fail("record", st, kExitUsage);
@@ -165,7 +183,7 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   auto* sub = app.add_subcommand("record", "Run a Python program and record its framework calls into a trace");
   sub->add_option("-o,--output", opts->output, "Trace file to write")->required();
   sub->add_option("--python", opts->python, "Python interpreter that has the ivytrace package "
-                                             "(default: PROGRAM when it is a python, else python3)");
+                                             "(default: PROGRAM when it is a python, else $IVYTRACE_PYTHON, else python3)");
   sub->add_option("--frameworks", opts->frameworks, "Frameworks to record (default: torch)")->delimiter(',');
   sub->add_option("command", opts->command, "The program and its arguments, after --")->required();
   sub->footer("Example: ivytrace record -o model.ivt -- python3 train.py --epochs 1\n"

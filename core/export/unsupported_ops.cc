@@ -1,5 +1,6 @@
 #include "core/export/unsupported_ops.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace ivytrace {
@@ -8,7 +9,9 @@ void UnsupportedOps::Add(const Node& node, const std::string& reason) {
   Entry& e = ops_[node.op];
   ++e.count;
   if (e.reason.empty()) e.reason = reason;
-  if (!node.loc.file().empty()) e.sites.insert(node.loc.file() + ":" + std::to_string(node.loc.line()));
+  if (node.loc.file().empty()) return;
+  std::string site = node.loc.file() + ":" + std::to_string(node.loc.line());
+  if (std::find(e.sites.begin(), e.sites.end(), site) == e.sites.end()) e.sites.push_back(std::move(site));
 }
 
 std::string UnsupportedOps::Message(const std::string& target) const {

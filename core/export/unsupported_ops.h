@@ -3,8 +3,8 @@
 #pragma once
 
 #include <map>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "core/ir/graph.h"
 
@@ -21,7 +21,7 @@ class UnsupportedOps {
   struct Entry {
     size_t count = 0;
     std::string reason;
-    std::set<std::string> sites;
+    std::vector<std::string> sites;  // in order of appearance, without repeats
   };
   std::map<std::string, Entry> ops_;
 };

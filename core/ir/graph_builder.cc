@@ -38,10 +38,12 @@ class Builder {
     reader_.set_allow_missing_footer(true);
     v1::Record rec;
     bool eof = false;
-    while (!done_) {
+    // Records after the chosen region are still read, so damage anywhere in the file is
+    // reported rather than silently ignored.
+    while (true) {
       IVY_RETURN_IF_ERROR(reader_.Next(&rec, &eof));
       if (eof) break;
-      IVY_RETURN_IF_ERROR(Handle(&rec));
+      if (!done_) IVY_RETURN_IF_ERROR(Handle(&rec));
     }
     if (summary) {
       summary->regions_in_trace = regions_seen_;
