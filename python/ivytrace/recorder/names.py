@@ -43,7 +43,7 @@ SKIP_METHODS = frozenset({
 })
 SKIP_TORCH = frozenset({
     "torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
-    "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_same_size",
+    "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_same_size", "torch.device",
 })
 SHAPE_TORCH = frozenset({"torch.numel"})
 # Tensor-valued properties recorded as ops named "torch.Tensor.<prop>.__get__" (which replays:
