@@ -116,7 +116,9 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
         plan_path = os.path.join(workdir, "graph.ivyplan")
         call = fn.forward if isinstance(fn, torch.nn.Module) else fn
         inputs = bind_inputs(signature_of(call), args, kwargs)
-        rec = Recorder(trace_path, warn_guards=True, argv=sys.argv)
+        # Buffered: the trace lives only for this call, so per-call writes (for crash safety)
+        # would only cost time.
+        rec = Recorder(trace_path, warn_guards=True, argv=sys.argv, buffer_bytes=1 << 20)
         rec.start()
         try:
             if isinstance(fn, torch.nn.Module):

@@ -35,9 +35,14 @@ class Recorder:
 
         with ivytrace.Recorder("run.ivytrace"):
             model(x)
+
+    warn_guards: warn once per source line whose control flow depends on a tensor value.
+    buffer_bytes: batch writes up to this size (default 0: write every call as it happens, so a
+    killed program still leaves its records).
     """
 
-    def __init__(self, path, *, frameworks=("torch",), warn_guards: bool = False, argv=None):
+    def __init__(self, path, *, frameworks=("torch",), warn_guards: bool = False, argv=None,
+                 buffer_bytes: int = 0):
         unknown = [f for f in frameworks if f not in KNOWN_FRAMEWORKS]
         if unknown:
             raise ValueError(f"ivytrace: unknown framework(s) {', '.join(unknown)}; "
@@ -46,6 +51,8 @@ class Recorder:
         self.frameworks = tuple(frameworks)
         self.warn_guards = warn_guards
         self.argv = list(sys.argv if argv is None else argv)
+        # 0: every call is written as it happens (a killed program leaves a readable prefix).
+        self.buffer_bytes = buffer_bytes
         self.writer = None
         self.torch = None          # TorchRecorder once attached
         self.t0 = 0
@@ -60,7 +67,7 @@ class Recorder:
             raise RuntimeError("ivytrace: Recorder.start() called twice")
         from ivytrace.schema import load_schemas
         self.schemas = load_schemas()
-        self.writer = TraceWriter(self.path)
+        self.writer = TraceWriter(self.path, buffer_bytes=self.buffer_bytes)
         self.start_unix_ns = time.time_ns()
         self.t0 = time.perf_counter_ns()
         header = trace_pb2.Header(

@@ -1,19 +1,23 @@
 """The PyTorch recorder: a TorchFunctionMode that writes one OpEvent per torch call.
 
 Inside `__torch_function__` torch pops the mode, so calls made by the called function are not
-recorded again (F.relu is recorded once, not also torch.relu).
+recorded again (F.relu is recorded once, not also torch.relu). Torch function modes are
+thread-local: the thread that installs the recorder is the one recorded.
 
-Tensor identity: every tensor gets an id on first sight (a dict id(tensor) -> weakref that carries
-the id; measured cheaper than torch.utils.weak.WeakIdKeyDictionary and, unlike an attribute on the
-tensor, it does not leak into deepcopies or torch.save files), `version = t._version` and
-`storage` = the id of the root base tensor (views share their base's storage id and, in PyTorch,
-its version counter).
+Tensor identity: every tensor gets an id on first sight (a dict id(tensor) -> weakref carrying the
+id; measured ~115 ns against ~1.5 us for torch.utils.weak.WeakIdKeyDictionary, and unlike an
+attribute on the tensor it does not leak into deepcopies or torch.save files), `version =
+t._version` and `storage` = the id of the root base tensor (views share their base's storage id
+and, in PyTorch, its version counter).
 
-Values the graph needs (see DESIGN.md "Values are recorded where the graph needs them"): within
-each region (and outside all regions) every tensor (id, version) an op reads is either a region
-input, produced by an earlier recorded op (directly, or by an in-place write to its storage), or
-has a TensorData record written just before the op that first reads it (role PARAMETER / BUFFER
-with its qualified name, else CONSTANT).
+Values the graph needs (DESIGN.md, "Values are recorded where the graph needs them"): within each
+region, and outside all regions, every tensor (id, version) an op reads is either a region input,
+produced by an earlier recorded op (directly, or by an in-place write to its storage), or has a
+TensorData record written just before the op that first reads it: role PARAMETER / BUFFER with
+its qualified name for module state, else CONSTANT.
+
+The OpEvent and everything in it are encoded by hand (see encode.py): that is what keeps the
+recording overhead per call in the low microseconds.
 """
 from __future__ import annotations
 
@@ -29,17 +33,11 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.overrides import TorchFunctionMode
 
 from ivytrace.recorder import names as _names
-from ivytrace.recorder.args import Arg, ArgConverter, ArgList
-from ivytrace.recorder.writer import (TAG_GUARD, TAG_OP, TAG_REGION_BEGIN, TAG_REGION_END,
+from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, V, ld,
+                                      varint)
+from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
                                       TAG_SHAPE_READ, TAG_TENSOR)
 from ivytrace.v1 import common_pb2, trace_pb2
-
-TensorRef = common_pb2.TensorRef
-TensorMsg = common_pb2.Tensor
-KwArg = common_pb2.KwArg
-NamedArg = common_pb2.NamedArg
-OpEvent = trace_pb2.OpEvent
-TensorData = trace_pb2.TensorData
 
 CHUNK_BYTES = 64 << 20      # TensorData values above this are split over several records
 FOLD_LIMIT = 16 << 20       # foldable outputs above this are not recorded (and not flagged)
@@ -65,19 +63,40 @@ _DTYPE_NAMES = {
     "uint16": common_pb2.UINT16, "uint32": common_pb2.UINT32, "uint64": common_pb2.UINT64,
 }
 DTYPES = {getattr(torch, n): v for n, v in _DTYPE_NAMES.items() if hasattr(torch, n)}
+_DTYPE_FIELD = {dt: b"\x20" + V[e] for dt, e in DTYPES.items()}   # TensorRef.dtype = 4
+_DTYPE_ARG = {dt: A_DTYPE + V[e] for dt, e in DTYPES.items()}     # Arg.dtype = 7
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _IVYTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _Tensor = torch.Tensor
-_OP = _names.OP
+_getframe = sys._getframe
 _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
-_GUARD = _names.GUARD
+_SMALL = len(V)
+_VERSION = [b""] + [b"\x10" + V[n] for n in range(1, _SMALL)]   # TensorRef.version = 2
+_shapes: dict = {}
+# OpEvent.args (2) / OpEvent.result (4) headers around an Arg{tensor = 1} whose TensorRef is k bytes.
+_ARG_TENSOR = [b"\x12" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+_RESULT_TENSOR = [b"\x22" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+
+
+def _version_field(v: int) -> bytes:
+    return _VERSION[v] if v < _SMALL else b"\x10" + varint(v)
+
+
+def _shape_field(shape) -> bytes:
+    """TensorRef.shape = 5 (packed); cached per shape."""
+    b = _shapes.get(shape)
+    if b is None:
+        b = ld(b"\x2a", b"".join(varint(int(d)) for d in shape)) if len(shape) else b""
+        if len(_shapes) < 100000:
+            _shapes[shape] = b
+    return b
 
 
 class _Ref(weakref.ref):
-    """Weak reference to a tensor that carries the tensor's trace id."""
-    __slots__ = ("tid", "key")
+    """Weak reference to a tensor, carrying its trace id, storage id and their encodings."""
+    __slots__ = ("tid", "key", "sid", "pre", "post")
 
 
 class SpecializationWarning(UserWarning):
@@ -85,8 +104,8 @@ class SpecializationWarning(UserWarning):
 
 
 class _Frame:
-    """What a region (or the top level) knows: tensor id -> version defined in it, and
-    storage id -> version last written by a recorded op in it; region inputs (id -> version)."""
+    """What a region (or the top level) knows: tensor id -> version defined in it, storage id ->
+    version last written by a recorded op in it, and its region inputs (id -> version)."""
     __slots__ = ("known", "written", "inputs")
 
     def __init__(self):
@@ -109,8 +128,8 @@ class TorchRecorder(TorchFunctionMode):
         self._intern = session.writer.intern
         self._t0 = session.t0
         self._schemas = session.schemas
-        self._info = {}            # id(func) -> (kind, name_id, random, name, func)
-        self._prop_info = {}       # id(getset_descriptor) -> (kind, name_id, random, name, descriptor)
+        self._info = {}            # id(func) -> (kind, op field bytes, random, name, func)
+        self._prop_info = {}       # id(getset_descriptor) -> same, for property reads
         self._ids = {}             # id(tensor) -> _Ref
         self._next_tid = 1
         self._frame = _Frame()
@@ -118,29 +137,29 @@ class TorchRecorder(TorchFunctionMode):
         self._const = {}           # tensor id -> version at which its value is a constant
         self._params = {}          # id(tensor) -> (weakref, name, role)
         self._roots = {}           # id(module) -> (weakref, {id(submodule): qualified name})
-        self._scopes = {}          # thread ident -> [(module, names, scope id)]
-        self._internal_code = {}   # code object -> bool (frame is inside torch/ivytrace)
-        self._warned_sites = set()
+        self._scopes = {}          # thread ident -> [(module, names, scope id, scope name)]
+        self._internal_code = {}   # code object -> 0 if inside torch/ivytrace, else {f_lasti: file+line fields}
+        self._files = {}           # filename -> OpEvent.file field bytes
+        self._lines = [b""] + [b"\x40" + V[n] for n in range(1, _SMALL)]
+        self._threads = {}         # thread ident -> OpEvent.thread field bytes
+        self._warned = set()
         self._regions = []         # open region ids
         self._next_region = 1
         self._hooks = []
         self._active = False
-        self.mode = self
-        self._in = _Converter(self._in_tensor)
-        self._out = _Converter(self._out_tensor)
-        self._ref = _Converter(self._plain_ref)
+        self._thread = threading.get_ident()
         self._get_ident = threading.get_ident
         self._clock = time.perf_counter_ns
-        # Torch function modes are thread-local: only the thread that installed the recorder is
-        # recorded. Region markers from other threads are ignored.
-        self._thread = threading.get_ident()
+        self._in = _TorchEncoder(self._in_tensor)
+        self._out = _TorchEncoder(self._out_tensor)
+        self._ref = _TorchEncoder(self._out_tensor)
 
     # -- lifecycle -------------------------------------------------------------------------
     def install(self):
         self._hooks.append(register_module_forward_pre_hook(self._pre_hook))
         self._hooks.append(register_module_forward_hook(self._post_hook, always_call=True))
         self._active = True
-        self.mode.__enter__()
+        self.__enter__()
 
     def uninstall(self):
         if not self._active:
@@ -153,8 +172,8 @@ class TorchRecorder(TorchFunctionMode):
         # ours then passes calls through because _active is False).
         try:
             n = torch._C._len_torch_function_stack()
-            if n and torch._C._get_function_stack_at(n - 1) is self.mode:
-                self.mode.__exit__(None, None, None)
+            if n and torch._C._get_function_stack_at(n - 1) is self:
+                self.__exit__(None, None, None)
         except Exception:
             pass
 
@@ -164,67 +183,66 @@ class TorchRecorder(TorchFunctionMode):
         if ids.get(ref.key) is ref:
             del ids[ref.key]
 
-    def _tid(self, t) -> int:
+    def _ref_of(self, t) -> _Ref:
         r = self._ids.get(id(t))
         if r is not None and r() is t:
-            return r.tid
+            return r
         tid = self._next_tid
         self._next_tid = tid + 1
+        b = t._base
+        sid = tid if b is None else self._ref_of(b).tid
         r = _Ref(t, self._dead)
         r.tid = tid
         r.key = id(t)
+        r.sid = sid
+        r.pre = b"\x08" + varint(tid)
+        r.post = b"\x18" + varint(sid)
         self._ids[id(t)] = r
-        return tid
+        return r
 
-    def _storage(self, t, tid) -> int:
-        b = t._base
-        return tid if b is None else self._tid(b)
+    @staticmethod
+    def _full_ref(t, r, v) -> bytes:
+        """TensorRef bytes with dtype and shape."""
+        return r.pre + _version_field(v) + r.post + _DTYPE_FIELD.get(t.dtype, b"") + _shape_field(t.shape)
 
-    def _full_ref(self, t, tid, v, sid) -> TensorRef:
-        return TensorRef(id=tid, version=v, storage=sid, dtype=DTYPES.get(t.dtype, 0), shape=t.shape)
-
-    # -- converters' tensor handlers ----------------------------------------------------------
-    def _in_tensor(self, t, tensors):
-        """An op input: defines its value first if the current frame does not know it."""
-        tid = self._tid(t)
+    # -- encoders' tensor handlers ----------------------------------------------------------
+    def _in_tensor(self, t, ins):
+        """An op input: its value is written first if the current frame does not know it."""
+        r = self._ids.get(id(t))
+        if r is None or r() is not t:
+            r = self._ref_of(t)
         v = t._version
-        b = t._base
-        sid = tid if b is None else self._tid(b)
-        tensors.append((t, tid, v, sid))
+        ins.append((t, r, v))
         fr = self._frame
-        if fr.known.get(tid) != v:
-            if fr.written.get(sid) != v:
-                ref = self._full_ref(t, tid, v, sid)
-                self._define_external(t, ref)
-                return Arg(tensor=ref)
-            fr.known[tid] = v
-        return Arg(tensor=TensorRef(id=tid, version=v, storage=sid))
+        if fr.known.get(r.tid) != v:
+            if fr.written.get(r.sid) != v:
+                ref = self._full_ref(t, r, v)
+                self._define_external(t, r, v, ref)
+                return ld(A_TENSOR, ref)
+            fr.known[r.tid] = v
+        ref = r.pre + _version_field(v) + r.post
+        return A_TENSOR + V[len(ref)] + ref
 
-    def _out_tensor(self, t, tensors):
-        tid = self._tid(t)
+    def _out_tensor(self, t, outs):
+        r = self._ids.get(id(t))
+        if r is None or r() is not t:
+            r = self._ref_of(t)
         v = t._version
-        b = t._base
-        sid = tid if b is None else self._tid(b)
-        tensors.append((t, tid, v, sid))
-        return Arg(tensor=TensorRef(id=tid, version=v, storage=sid,
-                                    dtype=DTYPES.get(t.dtype, 0), shape=t.shape))
+        outs.append((t, r, v))
+        return ld(A_TENSOR, self._full_ref(t, r, v))
 
-    def _plain_ref(self, t, tensors):
-        """A region input/output: full reference, no value written here."""
-        return self._out_tensor(t, tensors)
-
-    def _define_external(self, t, ref):
+    def _define_external(self, t, r, v, ref):
         """First read, in this frame, of a value no recorded op made: write its value."""
         p = self._params.get(id(t))
         if p is not None and p[0]() is t:
             self._write_value(t, ref, p[2], p[1])
         else:
-            self._write_value(t, ref, CONSTANT, "")
-        self._frame.known[ref.id] = ref.version
-        self._const[ref.id] = ref.version
+            self._write_value(t, ref, CONSTANT)
+        self._frame.known[r.tid] = v
+        self._const[r.tid] = v
 
-    def _write_value(self, t, ref, role, name="") -> int:
-        """Queue TensorData record(s) with the value of `t`; returns the value's size in bytes."""
+    def _write_value(self, t, ref: bytes, role: int, name: str = "") -> int:
+        """Queue TensorData record(s) with the value of `t`; returns its size in bytes."""
         with torch._C.DisableTorchFunction():
             try:
                 d = t.detach()
@@ -235,52 +253,83 @@ class TorchRecorder(TorchFunctionMode):
                 if d.is_neg():
                     d = d.resolve_neg()
                 arr = d.contiguous().reshape(-1).view(torch.uint8).numpy()
+                dtype = DTYPES.get(t.dtype, 0)
+                shape = tuple(t.shape)
             except Exception as e:  # sparse, quantized, meta...: no dense value to record
                 self._warn_once(("value", type(e).__name__, str(t.layout)),
                                 f"ivytrace: cannot record the value of a {t.layout} {t.dtype} tensor: {e}")
                 return 0
         total = arr.nbytes
-        dtype = ref.dtype
-        shape = ref.shape
-        add = self.w.add
-        if total <= CHUNK_BYTES:
-            msg = TensorData(ref=ref, value=TensorMsg(dtype=dtype, shape=shape, data=arr.tobytes(),
-                                                      name=name, role=role),
-                             offset=0, total_bytes=total)
-            add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=total)
-            return total
         mv = memoryview(arr)
-        for off in range(0, total, CHUNK_BYTES):
-            chunk = bytes(mv[off:off + CHUNK_BYTES])
-            msg = TensorData(ref=ref, value=TensorMsg(dtype=dtype, shape=shape, data=chunk,
-                                                      name=name, role=role),
-                             offset=off, total_bytes=total)
-            add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(chunk))
-            self.w.emit()  # bounded memory: do not queue several 64 MiB chunks
+        # Tensor: dtype = 1, shape = 2 (packed), data = 3, name = 4, role = 5
+        head = (b"\x08" + varint(dtype) if dtype else b"") + (
+            ld(b"\x12", b"".join(varint(d) for d in shape)) if shape else b"")
+        tail = (ld(b"\x22", name.encode()) if name else b"") + b"\x28" + varint(role)
+        ref_field = ld(b"\x0a", ref)   # TensorData.ref = 1
+        total_field = b"\x20" + varint(total)
+        add = self.w.add_parts
+        for off in range(0, max(total, 1), CHUNK_BYTES):
+            chunk = mv[off:off + CHUNK_BYTES]
+            n = len(chunk)
+            data_tag = b"\x1a" + varint(n)
+            tensor_len = len(head) + len(data_tag) + n + len(tail)
+            parts = [ref_field, b"\x12", varint(tensor_len), head, data_tag, chunk, tail,
+                     (b"\x18" + varint(off) if off else b""), total_field]
+            add(TAG_TENSOR, parts, tensor_bytes=n)
+            if total > CHUNK_BYTES:
+                self.w.emit()   # bounded memory: do not queue several 64 MiB chunks
         return total
 
     # -- where the call came from ------------------------------------------------------------
+    def _file_line(self) -> bytes:
+        """OpEvent file (7) and line (8) fields of the first frame outside torch and ivytrace.
+
+        Cached per (code object, instruction offset): computing f_lineno scans the code's line
+        table, which costs microseconds in long functions and modules.
+        """
+        f = sys._getframe(2)
+        internal = self._internal_code
+        while f is not None:
+            c = f.f_code
+            lines = internal.get(c)
+            if lines is None:
+                lines = internal[c] = 0 if is_internal_file(c.co_filename) else {}
+            if lines != 0:
+                b = lines.get(f.f_lasti)
+                if b is None:
+                    fb = self._files.get(c.co_filename)
+                    if fb is None:
+                        fb = self._files[c.co_filename] = b"\x38" + varint(self._intern(c.co_filename))
+                    n = f.f_lineno or 0
+                    b = lines[f.f_lasti] = fb + (self._lines[n] if n < _SMALL else b"\x40" + varint(n))
+                return b
+            f = f.f_back
+        return b""
+
     def _location(self):
+        """(file id, line) of the first frame outside torch and ivytrace (for rarer records)."""
         f = sys._getframe(1)
         internal = self._internal_code
         while f is not None:
             c = f.f_code
-            r = internal.get(c)
-            if r is None:
-                r = internal[c] = is_internal_file(c.co_filename)
-            if not r:
-                return self._intern(c.co_filename), f.f_lineno
+            lines = internal.get(c)
+            if lines is None:
+                lines = internal[c] = 0 if is_internal_file(c.co_filename) else {}
+            if lines != 0:
+                return self._intern(c.co_filename), f.f_lineno or 0
             f = f.f_back
         return 0, 0
 
-    @property
-    def _strings(self):
-        """Interned id -> string (for messages; not on the hot path)."""
-        return {i: s for s, i in self.w._strings.items()}
-
-    def _scope_id(self) -> int:
-        st = self._scopes.get(self._get_ident())
-        return st[-1][2] if st else 0
+    def _scope_thread(self) -> bytes:
+        """OpEvent scope (9) and thread (10) fields."""
+        ident = self._get_ident()
+        tb = self._threads.get(ident)
+        if tb is None:
+            tb = self._threads[ident] = b"\x50" + varint(ident)
+        st = self._scopes.get(ident)
+        if st and st[-1][2]:
+            return st[-1][4] + tb
+        return tb
 
     # -- the handler ------------------------------------------------------------------------
     def _classify(self, func):
@@ -289,135 +338,227 @@ class TorchRecorder(TorchFunctionMode):
             info = self._prop_info.get(id(desc))
             if info is None or info[4] is not desc:
                 if func.__name__ != "__get__":
-                    info = (_SKIP, 0, False, "", desc)
+                    info = (_SKIP, b"", False, "", desc)
                 else:
                     name, kind = _names.property_name_and_kind(desc)
-                    info = (kind, self._intern(name) if kind != _SKIP else 0,
-                            self._schemas.is_random(name), name, desc)
+                    info = self._make_info(kind, name, desc)
                 self._prop_info[id(desc)] = info
             return info
         name = _names.name_of(func)
-        kind = _names.kind_of(name)
-        # Holding `func` keeps its id unique for as long as the entry exists.
-        info = (kind, self._intern(name) if kind != _SKIP else 0, self._schemas.is_random(name), name, func)
+        info = self._make_info(_names.kind_of(name), name, func)
+        # Holding `func` in the entry keeps its id unique for as long as the entry exists.
         self._info[id(func)] = info
         return info
+
+    def _make_info(self, kind, name, obj):
+        op = b"\x08" + varint(self._intern(name)) if kind != _SKIP else b""
+        return (kind, op, self._schemas.is_random(name), name, obj)
 
     def handle(self, func, types, args=(), kwargs=None):
         info = self._info.get(id(func))
         if info is None or info[4] is not func:
             info = self._classify(func)
-        if kwargs is None:
-            kwargs = {}
-        kind = info[0]
-        if kind or not self._active:
+        if info[0] or not self._active:
+            if kwargs is None:
+                kwargs = {}
+            kind = info[0]
             if kind == _SKIP or not self._active:
                 return func(*args, **kwargs)
             if kind == _SHAPE:
                 return self._shape_read(info, func, args, kwargs)
             return self._guard(info, func, args, kwargs)
 
+        # Arguments (before the call: versions as the op saw them). Plain tensors the frame
+        # already knows take the inlined fast path; everything else goes through the encoder.
+        ids = self._ids
+        known = self._frame.known
         ins = []
-        conv = self._in.convert
-        a_args = [conv(a, ins) for a in args]
-        a_kwargs = [KwArg(name=k, value=conv(v, ins)) for k, v in kwargs.items()] if kwargs else None
-        fid, line = self._location()
-        start = self._clock()
-        try:
-            result = func(*args, **kwargs)
-        except BaseException:
-            end = self._clock()
-            mutated = self._mutations(ins)
-            m_refs = [TensorRef(id=tid, version=v, storage=sid) for _, tid, v, sid in mutated] if mutated else None
-            ev = OpEvent(op=info[1], args=a_args, kwargs=a_kwargs, mutated=m_refs,
-                         flags=RAISED | (INPLACE if mutated else 0) | (RANDOM if info[2] else 0),
-                         file=fid, line=line, scope=self._scope_id(), thread=self._get_ident(),
-                         start_ns=start - self._t0, duration_ns=end - start)
-            self.w.emit(TAG_OP, ev.SerializeToString(), op=True)
-            raise
-        end = self._clock()
-        self._record(info, ins, a_args, a_kwargs, result, fid, line, start, end)
+        parts = [info[1]]
+        append = parts.append
+        enc = self._in.encode
+        for a in args:
+            if type(a) is _Tensor:
+                r = ids.get(id(a))
+                if r is None or r() is not a:
+                    r = self._ref_of(a)
+                v = a._version
+                if known.get(r.tid) == v and v < _SMALL:
+                    ins.append((a, r, v))
+                    ref = r.pre + _VERSION[v] + r.post
+                    k = len(ref)
+                    if k < 120:
+                        append(_ARG_TENSOR[k])
+                        append(ref)
+                        continue
+                    b = A_TENSOR + varint(k) + ref
+                else:
+                    b = self._in_tensor(a, ins)
+            else:
+                b = enc(a, ins)
+            n = len(b)
+            append(b"\x12")   # OpEvent.args = 2
+            append(V[n] if n < _SMALL else varint(n))
+            append(b)
+        if kwargs:
+            for k, a in kwargs.items():
+                b = enc(a, ins)
+                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", b)   # KwArg name = 1, value = 2
+                append(ld(b"\x1a", kw))                           # OpEvent.kwargs = 3
+            clock = self._clock
+            start = clock()
+            try:
+                result = func(*args, **kwargs)
+            except BaseException:
+                self._raised(info, parts, ins, start)
+                raise
+        else:
+            clock = self._clock
+            start = clock()
+            try:
+                result = func(*args)
+            except BaseException:
+                self._raised(info, parts, ins, start)
+                raise
+        end = clock()
+
+        # Result: a plain tensor inline, anything else through the encoder.
+        outs = []
+        if type(result) is _Tensor:
+            r = ids.get(id(result))
+            if r is None or r() is not result:
+                r = self._ref_of(result)
+            v = result._version
+            outs.append((result, r, v))
+            ref = r.pre + _version_field(v) + r.post + _DTYPE_FIELD.get(result.dtype, b"") + _shape_field(result.shape)
+            k = len(ref)
+            if k < 120:
+                append(_RESULT_TENSOR[k])
+                append(ref)
+            else:
+                b = A_TENSOR + varint(k) + ref
+                append(b"\x22" + varint(len(b)))
+                append(b)
+        else:
+            b = self._out.encode(result, outs)
+            append(b"\x22")   # OpEvent.result = 4
+            append(varint(len(b)))
+            append(b)
+        random = info[2]
+        flags = RANDOM if random else 0
+        mutated = self._mutations(ins) if ins else None
+        if mutated:
+            flags |= INPLACE
+            for t, r, v in mutated:
+                append(ld(b"\x2a", r.pre + _version_field(v) + r.post))   # OpEvent.mutated = 5
+            outs.extend(mutated)
+
+        const = self._const
+        foldable = not random
+        if foldable:
+            for t, r, v in ins:
+                if const.get(r.tid) != v:
+                    foldable = False
+                    break
+        values = None
+        if outs:
+            if foldable:
+                # Every input is a constant: record the outputs so the graph can cache them.
+                if all(t.numel() * t.element_size() <= FOLD_LIMIT for t, r, v in outs):
+                    flags |= FOLDABLE_OP
+                    values = FOLDABLE
+                for t, r, v in outs:
+                    known[r.tid] = v
+                    const[r.tid] = v
+            else:
+                if random:
+                    values = RANDOM_OUTPUT
+                for t, r, v in outs:
+                    known[r.tid] = v
+                    if r.tid in const:
+                        del const[r.tid]
+
+        # file/line, scope, thread, timing
+        if flags:
+            append(b"\x30" + V[flags])   # OpEvent.flags = 6
+        f = _getframe(1)
+        lines = self._internal_code.get(f.f_code)
+        if lines:
+            fl = lines.get(f.f_lasti)
+            append(fl if fl is not None else self._file_line())
+        else:
+            append(self._file_line())
+        ident = self._get_ident()
+        st = self._scopes.get(ident)
+        if st and st[-1][2]:
+            append(st[-1][4])
+        tb = self._threads.get(ident)
+        if tb is None:
+            tb = self._threads[ident] = b"\x50" + varint(ident)
+        append(tb)
+        append(b"\x58" + varint(start - self._t0))   # start_ns = 11
+        d = end - start
+        append(b"\x60" + (V[d] if d < _SMALL else varint(d)))   # duration_ns = 12
+        if values is None:
+            self.w.emit_op(b"".join(parts))
+            return result
+        self.w.add(b"\x0a", b"".join(parts), op=True)   # Record.op, then the values
+        done = set()
+        for t, r, v in outs:
+            if r.tid not in done:
+                done.add(r.tid)
+                self._write_value(t, self._full_ref(t, r, v), values)
+        self.w.emit()
         return result
 
+    def _raised(self, info, parts, ins, start):
+        """Write the OpEvent of a call that raised (flag RAISED, no result)."""
+        end = self._clock()
+        flags = RAISED | (RANDOM if info[2] else 0)
+        mutated = self._mutations(ins)
+        if mutated:
+            flags |= INPLACE
+            for t, r, v in mutated:
+                parts.append(ld(b"\x2a", r.pre + _version_field(v) + r.post))
+        self.w.emit_op(self._payload(parts, flags, start, end))
+
     __torch_function__ = handle
+
+    def _payload(self, parts, flags, start, end) -> bytes:
+        if flags:
+            parts.append(b"\x30" + V[flags])          # OpEvent.flags = 6
+        parts.append(self._file_line())
+        parts.append(self._scope_thread())
+        parts.append(b"\x58" + varint(start - self._t0))   # start_ns = 11
+        d = end - start
+        parts.append(b"\x60" + (V[d] if d < _SMALL else varint(d)))   # duration_ns = 12
+        return b"".join(parts)
 
     def _mutations(self, ins):
         mutated = None
         fr = self._frame
-        seen = None
-        for t, tid, v, sid in ins:
+        for t, r, v in ins:
             nv = t._version
             if nv != v:
-                if seen is None:
-                    seen = set()
+                if mutated is None:
                     mutated = []
-                if tid in seen:
+                elif any(m[1] is r for m in mutated):
                     continue
-                seen.add(tid)
-                mutated.append((t, tid, nv, sid))
-                fr.known[tid] = nv
-                fr.written[sid] = nv
+                mutated.append((t, r, nv))
+                fr.known[r.tid] = nv
+                fr.written[r.sid] = nv
         return mutated
-
-    def _record(self, info, ins, a_args, a_kwargs, result, fid, line, start, end):
-        outs = []
-        a_result = self._out.convert(result, outs)
-        mutated = self._mutations(ins)
-        random = info[2]
-        flags = RANDOM if random else 0
-        m_refs = None
-        if mutated:
-            flags |= INPLACE
-            m_refs = [TensorRef(id=tid, version=v, storage=sid) for _, tid, v, sid in mutated]
-            outs.extend(mutated)
-        known = self._frame.known
-        const = self._const
-        if random:
-            foldable = False
-        else:
-            foldable = True
-            for t, tid, v, sid in ins:
-                if const.get(tid) != v:
-                    foldable = False
-                    break
-        values = None
-        if foldable and outs:
-            # Every input is a constant: record the outputs so the graph can cache them.
-            if all(t.numel() * t.element_size() <= FOLD_LIMIT for t, _, _, _ in outs):
-                flags |= FOLDABLE_OP
-                values = FOLDABLE
-        elif random and outs:
-            values = RANDOM_OUTPUT
-        for t, tid, v, sid in outs:
-            known[tid] = v
-            if foldable:
-                const[tid] = v
-            elif tid in const:
-                del const[tid]
-        ev = OpEvent(op=info[1], args=a_args, kwargs=a_kwargs, result=a_result, mutated=m_refs,
-                     flags=flags, file=fid, line=line, scope=self._scope_id(), thread=self._get_ident(),
-                     start_ns=start - self._t0, duration_ns=end - start)
-        if values is None:
-            self.w.emit(TAG_OP, ev.SerializeToString(), op=True)
-            return
-        self.w.add(TAG_OP, ev.SerializeToString(), op=True)
-        done = set()
-        for t, tid, v, sid in outs:
-            if tid not in done:
-                done.add(tid)
-                self._write_value(t, self._full_ref(t, tid, v, sid), values)
-        self.w.emit()
 
     # -- shape reads and guards ---------------------------------------------------------------
     def _shape_read(self, info, func, args, kwargs):
         result = func(*args, **kwargs)
         t = args[0] if args else None
         if isinstance(t, _Tensor):
-            tid = self._tid(t)
+            r = self._ref_of(t)
             fid, line = self._location()
             msg = trace_pb2.ShapeRead(
-                tensor=TensorRef(id=tid, version=t._version, storage=self._storage(t, tid)),
-                op=info[1], value=self._ref.convert(result, []), file=fid, line=line)
+                tensor=common_pb2.TensorRef(id=r.tid, version=t._version, storage=r.sid),
+                op=self._intern(info[3]), value=common_pb2.Arg.FromString(self._ref.encode(result, [])),
+                file=fid, line=line)
             self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
         return result
 
@@ -426,23 +567,24 @@ class TorchRecorder(TorchFunctionMode):
         t = args[0] if args else None
         if not isinstance(t, _Tensor):
             return result
-        ref = self._in_tensor(t, []).tensor   # defines the value if no op made it
+        ref = common_pb2.Arg.FromString(self._in_tensor(t, [])).tensor   # defines t if no op made it
         fid, line = self._location()
-        msg = trace_pb2.GuardEvent(tensor=ref, op=info[1], value=self._ref.convert(_guard_value(result), []),
-                                   file=fid, line=line, region=self._regions[-1] if self._regions else 0)
+        value = common_pb2.Arg.FromString(self._ref.encode(_guard_value(result), []))
+        msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(info[3]), value=value, file=fid, line=line,
+                                   region=self._regions[-1] if self._regions else 0)
         self.w.emit(TAG_GUARD, msg.SerializeToString())
         if self.session.warn_guards:
-            site = (fid, line, info[1])
-            if site not in self._warned_sites:
-                self._warned_sites.add(site)
-                where = f"{self._strings.get(fid, '?')}:{line}" if fid else "<unknown location>"
+            site = (fid, line, info[3])
+            if site not in self._warned:
+                self._warned.add(site)
+                where = f"{self.w.string(fid)}:{line}" if fid else "<unknown location>"
                 warnings.warn(f"ivytrace: this graph is specialized on the value of {info[3]} at {where}",
                               SpecializationWarning, stacklevel=3)
         return result
 
     def _warn_once(self, key, message):
-        if key not in self._warned_sites:
-            self._warned_sites.add(key)
+        if key not in self._warned:
+            self._warned.add(key)
             warnings.warn(message, RuntimeWarning, stacklevel=3)
 
     # -- modules: scopes and parameter names --------------------------------------------------
@@ -474,14 +616,15 @@ class TorchRecorder(TorchFunctionMode):
         if st is None:
             st = self._scopes[ident] = []
         if not st:
-            st.append((module, self.register_root(module), 0, ""))
+            st.append((module, self.register_root(module), 0, "", b""))
             return None
         parent = st[-1]
         qn = parent[1].get(id(module))
         if qn is None:  # a module the root does not own (e.g. kept in a plain list)
             ps = parent[3]
             qn = f"{ps}.{type(module).__name__}" if ps else type(module).__name__
-        st.append((module, parent[1], self._intern(qn) if qn else 0, qn))
+        sid = self._intern(qn) if qn else 0
+        st.append((module, parent[1], sid, qn, b"\x48" + varint(sid) if sid else b""))
         return None
 
     def _post_hook(self, module, args, output):
@@ -503,22 +646,19 @@ class TorchRecorder(TorchFunctionMode):
             rid = self._next_region
             self._next_region += 1
             tensors = []
-            named = [NamedArg(name=n, value=self._ref.convert(v, tensors)) for n, v in inputs]
+            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._ref.encode(v, tensors)))
+                     for n, v in inputs]
             fid = self._intern(file) if file else 0
             msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
             self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
             self._frames.append(self._frame)
             self._frame = fr = _Frame()
             self._regions.append(rid)
-            done = set()
-            for t, tid, v, sid in tensors:
-                if tid in done:
-                    continue
-                done.add(tid)
-                fr.known[tid] = v
-                fr.inputs[tid] = v
-                self._const.pop(tid, None)
-                self._write_value(t, self._full_ref(t, tid, v, sid), REGION_INPUT)
+            for t, r, v in _unique(tensors):
+                fr.known[r.tid] = v
+                fr.inputs[r.tid] = v
+                self._const.pop(r.tid, None)
+                self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
             self.w.emit()
             return rid
 
@@ -529,35 +669,40 @@ class TorchRecorder(TorchFunctionMode):
             tensors = []
             msg = trace_pb2.RegionEnd(region=rid, raised=raised)
             if not raised:
-                msg.result.CopyFrom(self._ref.convert(result, tensors))
+                msg.result.CopyFrom(common_pb2.Arg.FromString(self._ref.encode(result, tensors)))
                 fr = self._frame
-                for t, tid, v, sid in tensors:
-                    if fr.known.get(tid) != v and fr.written.get(sid) != v:
-                        self._define_external(t, self._full_ref(t, tid, v, sid))
+                for t, r, v in _unique(tensors):
+                    if fr.known.get(r.tid) != v and fr.written.get(r.sid) != v:
+                        self._define_external(t, r, v, self._full_ref(t, r, v))
             self.w.add(TAG_REGION_END, msg.SerializeToString())
-            done = set()
-            for t, tid, v, sid in tensors:
-                if tid not in done:
-                    done.add(tid)
-                    self._write_value(t, self._full_ref(t, tid, v, sid), REGION_OUTPUT)
+            for t, r, v in _unique(tensors):
+                self._write_value(t, self._full_ref(t, r, v), REGION_OUTPUT)
             self.w.emit()
             # Close `rid` (and any region left open inside it): what a region computed is known
-            # to the enclosing frame too.
+            # to the enclosing frame too; its inputs are not.
             while self._regions:
                 top = self._regions.pop()
                 inner = self._frame
                 outer = self._frame = self._frames.pop()
                 inputs = inner.inputs
                 for tid, v in inner.known.items():
-                    if inputs.get(tid) != v:   # a region input is not defined in the outer frame
+                    if inputs.get(tid) != v:
                         outer.known[tid] = v
                 outer.written.update(inner.written)
                 if top == rid:
                     break
 
 
+def _unique(tensors):
+    seen = set()
+    for t, r, v in tensors:
+        if r.tid not in seen:
+            seen.add(r.tid)
+            yield t, r, v
+
+
 def _guard_value(v):
-    """What Python saw, as something ArgConverter can write (arrays as nested lists)."""
+    """What Python saw, as something the encoder writes (arrays as nested lists)."""
     if type(v).__module__ == "numpy" and hasattr(v, "tolist"):
         if getattr(v, "size", 0) > 65536:
             return v  # written as opaque: too large to keep in a guard
@@ -565,25 +710,22 @@ def _guard_value(v):
     return v
 
 
-class _Converter(ArgConverter):
-    """ArgConverter with torch types; tensors go to `tensor_handler(t, tensors)`."""
+class _TorchEncoder(ArgEncoder):
+    """ArgEncoder with torch types; tensors go to `tensor_handler(t, tensors)`."""
 
     def __init__(self, tensor_handler):
         super().__init__()
-        self._tensor = tensor_handler
         t = self.table
         t[torch.Tensor] = tensor_handler
         t[torch.nn.Parameter] = tensor_handler
         t[torch.Size] = self._tuple
-        t[torch.dtype] = self._dtype
-        t[torch.device] = lambda v, ts: Arg(device=str(v))
-        t[torch.memory_format] = lambda v, ts: Arg(symbol=str(v))
-        t[torch.layout] = lambda v, ts: Arg(symbol=str(v))
+        t[torch.dtype] = _encode_dtype
+        t[torch.device] = lambda v, ts: ld(A_DEVICE, str(v).encode())
+        t[torch.memory_format] = lambda v, ts: ld(A_SYMBOL, str(v).encode())
+        t[torch.layout] = lambda v, ts: ld(A_SYMBOL, str(v).encode())
+        self.subclass_handlers.append((torch.Tensor, tensor_handler))
 
-    def _subclass_handlers(self):
-        return [(torch.Tensor, self._tensor)]
 
-    @staticmethod
-    def _dtype(v, ts):
-        e = DTYPES.get(v)
-        return Arg(dtype=e) if e is not None else Arg(symbol=str(v))
+def _encode_dtype(v, ts):
+    b = _DTYPE_ARG.get(v)
+    return b if b is not None else ld(A_SYMBOL, str(v).encode())
