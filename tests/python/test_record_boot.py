@@ -117,3 +117,24 @@ def test_boot_without_record_env_does_nothing(tmp_path):
     proc = run_python("import sys; print('recording' if 'ivytrace.recorder.recorder' in sys.modules else 'idle')",
                       tmp_path, env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "idle"
+
+
+def test_forked_child_does_not_write_into_the_trace(tmp_path):
+    trace = tmp_path / "t.ivytrace"
+    proc = run_python(f"""
+        import os, torch, ivytrace
+        rec = ivytrace.Recorder({str(trace)!r}).start()
+        x = torch.ones(2) + 1
+        pid = os.fork()
+        if pid == 0:
+            for _ in range(5):
+                x = x * 3
+            os._exit(0)
+        os.waitpid(pid, 0)
+        x - 1
+        rec.stop()
+    """, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    t = read_trace(str(trace))
+    assert t.op_names() == ["torch.ones", "torch.Tensor.add", "torch.Tensor.sub"]
+    assert t.footer.op_events == 3

@@ -30,6 +30,16 @@ def active():
     return _ACTIVE[-1] if _ACTIVE else None
 
 
+def _after_fork_in_child():
+    """A forked child must not write into its parent's trace: drop its copy of every session."""
+    for rec in list(_ACTIVE):
+        rec._abandon()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class Recorder:
     """Records the program into a trace file between start() and stop().
 
@@ -112,6 +122,18 @@ class Recorder:
         if exit_status is not None:
             footer.exit_status = exit_status
         self.writer.close(footer)
+
+    def _abandon(self):
+        """Stop recording without writing anything more (the file belongs to another process)."""
+        self._stopped = True
+        if self._import_hook is not None and self._import_hook in sys.meta_path:
+            sys.meta_path.remove(self._import_hook)
+        if self.torch is not None:
+            self.torch.uninstall()
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        if self.writer is not None:
+            self.writer.abandon()
 
     @property
     def stopped(self) -> bool:

@@ -4,8 +4,8 @@ Inside `__torch_function__` torch pops the mode, so calls made by the called fun
 recorded again (F.relu is recorded once, not also torch.relu). Torch function modes are
 thread-local: the thread that installs the recorder is the one recorded.
 
-Tensor identity: every tensor gets an id on first sight (a dict id(tensor) -> weakref carrying the
-id; measured ~115 ns against ~1.5 us for torch.utils.weak.WeakIdKeyDictionary, and unlike an
+Tensor identity: every tensor gets an id on first sight (a dict id(tensor) -> (weakref, id, ...);
+a lookup measured ~115 ns against ~1.5 us for torch.utils.weak.WeakIdKeyDictionary, and unlike an
 attribute on the tensor it does not leak into deepcopies or torch.save files), `version =
 t._version` and `storage` = the id of the root base tensor (views share their base's storage id
 and, in PyTorch, its version counter).
@@ -41,6 +41,7 @@ from ivytrace.v1 import common_pb2, trace_pb2
 
 CHUNK_BYTES = 64 << 20      # TensorData values above this are split over several records
 FOLD_LIMIT = 16 << 20       # foldable outputs above this are not recorded (and not flagged)
+GUARD_VALUE_LIMIT = 65536   # tolist()/numpy() guards on larger tensors keep no value
 
 INPLACE = trace_pb2.INPLACE
 RANDOM = trace_pb2.RANDOM
@@ -69,6 +70,7 @@ _DTYPE_ARG = {dt: A_DTYPE + V[e] for dt, e in DTYPES.items()}     # Arg.dtype = 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
 _IVYTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _Tensor = torch.Tensor
+_weakref = weakref.ref
 _getframe = sys._getframe
 _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
@@ -92,11 +94,6 @@ def _shape_field(shape) -> bytes:
         if len(_shapes) < 100000:
             _shapes[shape] = b
     return b
-
-
-class _Ref(weakref.ref):
-    """Weak reference to a tensor, carrying its trace id, storage id and their encodings."""
-    __slots__ = ("tid", "key", "sid", "pre", "post")
 
 
 class SpecializationWarning(UserWarning):
@@ -130,7 +127,8 @@ class TorchRecorder(TorchFunctionMode):
         self._schemas = session.schemas
         self._info = {}            # id(func) -> (kind, op field bytes, random, name, func)
         self._prop_info = {}       # id(getset_descriptor) -> same, for property reads
-        self._ids = {}             # id(tensor) -> _Ref
+        self._ids = {}             # id(tensor) -> (weakref, tid, sid, id field, storage field)
+        self._sweep_at = 4096
         self._next_tid = 1
         self._frame = _Frame()
         self._frames = []          # enclosing frames of open regions
@@ -178,54 +176,57 @@ class TorchRecorder(TorchFunctionMode):
             pass
 
     # -- tensor identity -------------------------------------------------------------------
-    def _dead(self, ref):
-        ids = self._ids
-        if ids.get(ref.key) is ref:
-            del ids[ref.key]
+    # self._ids: id(tensor) -> (weakref, tensor id, storage id, TensorRef.id field, .storage field).
+    # An entry is valid while its weakref still points at the tensor with that id(); entries of
+    # dead tensors are swept when the table has doubled since the last sweep.
 
-    def _ref_of(self, t) -> _Ref:
-        r = self._ids.get(id(t))
-        if r is not None and r() is t:
+    def _ref_of(self, t):
+        ids = self._ids
+        r = ids.get(id(t))
+        if r is not None and r[0]() is t:
             return r
         tid = self._next_tid
         self._next_tid = tid + 1
         b = t._base
-        sid = tid if b is None else self._ref_of(b).tid
-        r = _Ref(t, self._dead)
-        r.tid = tid
-        r.key = id(t)
-        r.sid = sid
-        r.pre = b"\x08" + varint(tid)
-        r.post = b"\x18" + varint(sid)
-        self._ids[id(t)] = r
+        sid = tid if b is None else self._ref_of(b)[1]
+        r = (_weakref(t), tid, sid, b"\x08" + varint(tid), b"\x18" + varint(sid))
+        ids[id(t)] = r
+        if len(ids) > self._sweep_at:
+            self._sweep()
         return r
+
+    def _sweep(self):
+        ids = self._ids
+        for k in [k for k, r in ids.items() if r[0]() is None]:
+            del ids[k]
+        self._sweep_at = max(2 * len(ids), 4096)
 
     @staticmethod
     def _full_ref(t, r, v) -> bytes:
         """TensorRef bytes with dtype and shape."""
-        return r.pre + _version_field(v) + r.post + _DTYPE_FIELD.get(t.dtype, b"") + _shape_field(t.shape)
+        return r[3] + _version_field(v) + r[4] + _DTYPE_FIELD.get(t.dtype, b"") + _shape_field(t.shape)
 
     # -- encoders' tensor handlers ----------------------------------------------------------
     def _in_tensor(self, t, ins):
         """An op input: its value is written first if the current frame does not know it."""
         r = self._ids.get(id(t))
-        if r is None or r() is not t:
+        if r is None or r[0]() is not t:
             r = self._ref_of(t)
         v = t._version
         ins.append((t, r, v))
         fr = self._frame
-        if fr.known.get(r.tid) != v:
-            if fr.written.get(r.sid) != v:
+        if fr.known.get(r[1]) != v:
+            if fr.written.get(r[2]) != v:
                 ref = self._full_ref(t, r, v)
                 self._define_external(t, r, v, ref)
                 return ld(A_TENSOR, ref)
-            fr.known[r.tid] = v
-        ref = r.pre + _version_field(v) + r.post
+            fr.known[r[1]] = v
+        ref = r[3] + _version_field(v) + r[4]
         return A_TENSOR + V[len(ref)] + ref
 
     def _out_tensor(self, t, outs):
         r = self._ids.get(id(t))
-        if r is None or r() is not t:
+        if r is None or r[0]() is not t:
             r = self._ref_of(t)
         v = t._version
         outs.append((t, r, v))
@@ -238,8 +239,8 @@ class TorchRecorder(TorchFunctionMode):
             self._write_value(t, ref, p[2], p[1])
         else:
             self._write_value(t, ref, CONSTANT)
-        self._frame.known[r.tid] = v
-        self._const[r.tid] = v
+        self._frame.known[r[1]] = v
+        self._const[r[1]] = v
 
     def _write_value(self, t, ref: bytes, role: int, name: str = "") -> int:
         """Queue TensorData record(s) with the value of `t`; returns its size in bytes."""
@@ -379,12 +380,12 @@ class TorchRecorder(TorchFunctionMode):
         for a in args:
             if type(a) is _Tensor:
                 r = ids.get(id(a))
-                if r is None or r() is not a:
+                if r is None or r[0]() is not a:
                     r = self._ref_of(a)
                 v = a._version
-                if known.get(r.tid) == v and v < _SMALL:
+                if known.get(r[1]) == v and v < _SMALL:
                     ins.append((a, r, v))
-                    ref = r.pre + _VERSION[v] + r.post
+                    ref = r[3] + _VERSION[v] + r[4]
                     k = len(ref)
                     if k < 120:
                         append(_ARG_TENSOR[k])
@@ -425,11 +426,11 @@ class TorchRecorder(TorchFunctionMode):
         outs = []
         if type(result) is _Tensor:
             r = ids.get(id(result))
-            if r is None or r() is not result:
+            if r is None or r[0]() is not result:
                 r = self._ref_of(result)
             v = result._version
             outs.append((result, r, v))
-            ref = r.pre + _version_field(v) + r.post + _DTYPE_FIELD.get(result.dtype, b"") + _shape_field(result.shape)
+            ref = r[3] + _version_field(v) + r[4] + _DTYPE_FIELD.get(result.dtype, b"") + _shape_field(result.shape)
             k = len(ref)
             if k < 120:
                 append(_RESULT_TENSOR[k])
@@ -449,14 +450,14 @@ class TorchRecorder(TorchFunctionMode):
         if mutated:
             flags |= INPLACE
             for t, r, v in mutated:
-                append(ld(b"\x2a", r.pre + _version_field(v) + r.post))   # OpEvent.mutated = 5
+                append(ld(b"\x2a", r[3] + _version_field(v) + r[4]))   # OpEvent.mutated = 5
             outs.extend(mutated)
 
         const = self._const
         foldable = not random
         if foldable:
             for t, r, v in ins:
-                if const.get(r.tid) != v:
+                if const.get(r[1]) != v:
                     foldable = False
                     break
         values = None
@@ -467,15 +468,15 @@ class TorchRecorder(TorchFunctionMode):
                     flags |= FOLDABLE_OP
                     values = FOLDABLE
                 for t, r, v in outs:
-                    known[r.tid] = v
-                    const[r.tid] = v
+                    known[r[1]] = v
+                    const[r[1]] = v
             else:
                 if random:
                     values = RANDOM_OUTPUT
                 for t, r, v in outs:
-                    known[r.tid] = v
-                    if r.tid in const:
-                        del const[r.tid]
+                    known[r[1]] = v
+                    if r[1] in const:
+                        del const[r[1]]
 
         # file/line, scope, thread, timing
         if flags:
@@ -504,8 +505,8 @@ class TorchRecorder(TorchFunctionMode):
         self.w.add(b"\x0a", b"".join(parts), op=True)   # Record.op, then the values
         done = set()
         for t, r, v in outs:
-            if r.tid not in done:
-                done.add(r.tid)
+            if r[1] not in done:
+                done.add(r[1])
                 self._write_value(t, self._full_ref(t, r, v), values)
         self.w.emit()
         return result
@@ -518,7 +519,7 @@ class TorchRecorder(TorchFunctionMode):
         if mutated:
             flags |= INPLACE
             for t, r, v in mutated:
-                parts.append(ld(b"\x2a", r.pre + _version_field(v) + r.post))
+                parts.append(ld(b"\x2a", r[3] + _version_field(v) + r[4]))
         self.w.emit_op(self._payload(parts, flags, start, end))
 
     __torch_function__ = handle
@@ -544,8 +545,8 @@ class TorchRecorder(TorchFunctionMode):
                 elif any(m[1] is r for m in mutated):
                     continue
                 mutated.append((t, r, nv))
-                fr.known[r.tid] = nv
-                fr.written[r.sid] = nv
+                fr.known[r[1]] = nv
+                fr.written[r[2]] = nv
         return mutated
 
     # -- shape reads and guards ---------------------------------------------------------------
@@ -556,7 +557,7 @@ class TorchRecorder(TorchFunctionMode):
             r = self._ref_of(t)
             fid, line = self._location()
             msg = trace_pb2.ShapeRead(
-                tensor=common_pb2.TensorRef(id=r.tid, version=t._version, storage=r.sid),
+                tensor=common_pb2.TensorRef(id=r[1], version=t._version, storage=r[2]),
                 op=self._intern(info[3]), value=common_pb2.Arg.FromString(self._ref.encode(result, [])),
                 file=fid, line=line)
             self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
@@ -569,7 +570,10 @@ class TorchRecorder(TorchFunctionMode):
             return result
         ref = common_pb2.Arg.FromString(self._in_tensor(t, [])).tensor   # defines t if no op made it
         fid, line = self._location()
-        value = common_pb2.Arg.FromString(self._ref.encode(_guard_value(result), []))
+        if info[3].endswith(("tolist", "numpy", "__array__")) and t.numel() > GUARD_VALUE_LIMIT:
+            value = common_pb2.Arg(opaque=f"{type(result).__name__}: {t.numel()} elements (not kept)")
+        else:
+            value = common_pb2.Arg.FromString(self._ref.encode(_guard_value(result), []))
         msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(info[3]), value=value, file=fid, line=line,
                                    region=self._regions[-1] if self._regions else 0)
         self.w.emit(TAG_GUARD, msg.SerializeToString())
@@ -655,9 +659,9 @@ class TorchRecorder(TorchFunctionMode):
             self._frame = fr = _Frame()
             self._regions.append(rid)
             for t, r, v in _unique(tensors):
-                fr.known[r.tid] = v
-                fr.inputs[r.tid] = v
-                self._const.pop(r.tid, None)
+                fr.known[r[1]] = v
+                fr.inputs[r[1]] = v
+                self._const.pop(r[1], None)
                 self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
             self.w.emit()
             return rid
@@ -672,7 +676,7 @@ class TorchRecorder(TorchFunctionMode):
                 msg.result.CopyFrom(common_pb2.Arg.FromString(self._ref.encode(result, tensors)))
                 fr = self._frame
                 for t, r, v in _unique(tensors):
-                    if fr.known.get(r.tid) != v and fr.written.get(r.sid) != v:
+                    if fr.known.get(r[1]) != v and fr.written.get(r[2]) != v:
                         self._define_external(t, r, v, self._full_ref(t, r, v))
             self.w.add(TAG_REGION_END, msg.SerializeToString())
             for t, r, v in _unique(tensors):
@@ -696,16 +700,14 @@ class TorchRecorder(TorchFunctionMode):
 def _unique(tensors):
     seen = set()
     for t, r, v in tensors:
-        if r.tid not in seen:
-            seen.add(r.tid)
+        if r[1] not in seen:
+            seen.add(r[1])
             yield t, r, v
 
 
 def _guard_value(v):
     """What Python saw, as something the encoder writes (arrays as nested lists)."""
     if type(v).__module__ == "numpy" and hasattr(v, "tolist"):
-        if getattr(v, "size", 0) > 65536:
-            return v  # written as opaque: too large to keep in a guard
         return v.tolist()
     return v
 

@@ -168,6 +168,14 @@ class TraceWriter:
             n = os.write(self._fd, view)
             view = view[n:]
 
+    def abandon(self) -> None:
+        """Close without writing what is queued (e.g. in a forked child)."""
+        with self._lock:
+            self._pending.clear()
+            if not self.closed:
+                self.closed = True
+                os.close(self._fd)
+
     def close(self, footer: trace_pb2.Footer | None = None) -> None:
         """Write the footer (if given) with the counts filled in, and close the file."""
         if self.closed:
