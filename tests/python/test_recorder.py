@@ -420,3 +420,21 @@ def test_recorder_context_manager_records_the_error(tmp_path):
 def test_unknown_framework_is_refused(tmp_path):
     with pytest.raises(ValueError, match="tensorflow"):
         ivytrace.Recorder(tmp_path / "t", frameworks=("tensorflow",))
+
+
+def test_nested_recorders_each_see_the_program_and_not_each_other(tmp_path):
+    outer_path, inner_path = tmp_path / "outer.ivytrace", tmp_path / "inner.ivytrace"
+    x = torch.ones(3)
+    with ivytrace.Recorder(outer_path):
+        a = x * 2
+        with ivytrace.Recorder(inner_path):
+            b = torch.relu(a - 1)
+            if b.sum() > 0:
+                pass
+        c = b + 1
+    outer, inner = ivytrace.read_trace(str(outer_path)), ivytrace.read_trace(str(inner_path))
+    assert outer.op_names() == ["torch.Tensor.mul", "torch.Tensor.sub", "torch.relu", "torch.Tensor.sum",
+                                "torch.Tensor.gt", "torch.Tensor.add"]
+    assert inner.op_names() == ["torch.Tensor.sub", "torch.relu", "torch.Tensor.sum", "torch.Tensor.gt"]
+    # The inner recorder's own t.shape / t._version reads are not in the outer trace.
+    assert outer.of_kind("shape_read") == [] and len(outer.of_kind("guard")) == 1

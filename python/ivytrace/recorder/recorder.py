@@ -103,8 +103,8 @@ class Recorder:
     def _attach_torch(self, module=None):
         if self._stopped or self.torch is not None:
             return
-        from ivytrace.recorder.torch_recorder import TorchRecorder
-        self.torch = TorchRecorder(self)
+        from ivytrace.recorder.torch_recorder import recorder_for
+        self.torch = recorder_for(self)
         self.torch.install()
 
     def stop(self, error: str = "", exit_status: int | None = None):

@@ -33,8 +33,8 @@ from torch.nn.modules.module import register_module_forward_hook, register_modul
 from torch.overrides import TorchFunctionMode
 
 from ivytrace.recorder import names as _names
-from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, V, ld,
-                                      varint)
+from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, V,
+                                      _int_cache, enc_int, ld, varint)
 from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
                                       TAG_SHAPE_READ, TAG_TENSOR)
 from ivytrace.v1 import common_pb2, trace_pb2
@@ -355,7 +355,9 @@ class TorchRecorder(TorchFunctionMode):
         op = b"\x08" + varint(self._intern(name)) if kind != _SKIP else b""
         return (kind, op, self._schemas.is_random(name), name, obj)
 
-    def handle(self, func, types, args=(), kwargs=None):
+    def handle(self, func, types, args=(), kwargs=None, invoke=None):
+        """Record one call. `invoke(func, args, kwargs)`, when given, makes the call itself (see
+        _NestedTorchRecorder)."""
         info = self._info.get(id(func))
         if info is None or info[4] is not func:
             info = self._classify(func)
@@ -364,10 +366,10 @@ class TorchRecorder(TorchFunctionMode):
                 kwargs = {}
             kind = info[0]
             if kind == _SKIP or not self._active:
-                return func(*args, **kwargs)
+                return func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
             if kind == _SHAPE:
-                return self._shape_read(info, func, args, kwargs)
-            return self._guard(info, func, args, kwargs)
+                return self._shape_read(info, func, args, kwargs, invoke)
+            return self._guard(info, func, args, kwargs, invoke)
 
         # Arguments (before the call: versions as the op saw them). Plain tensors the frame
         # already knows take the inlined fast path; everything else goes through the encoder.
@@ -394,6 +396,10 @@ class TorchRecorder(TorchFunctionMode):
                     b = A_TENSOR + varint(k) + ref
                 else:
                     b = self._in_tensor(a, ins)
+            elif type(a) is int:
+                b = _int_cache.get(a)
+                if b is None:
+                    b = enc_int(a)
             else:
                 b = enc(a, ins)
             n = len(b)
@@ -408,7 +414,7 @@ class TorchRecorder(TorchFunctionMode):
             clock = self._clock
             start = clock()
             try:
-                result = func(*args, **kwargs)
+                result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
             except BaseException:
                 self._raised(info, parts, ins, start)
                 raise
@@ -416,7 +422,7 @@ class TorchRecorder(TorchFunctionMode):
             clock = self._clock
             start = clock()
             try:
-                result = func(*args)
+                result = func(*args) if invoke is None else invoke(func, args, kwargs)
             except BaseException:
                 self._raised(info, parts, ins, start)
                 raise
@@ -550,8 +556,8 @@ class TorchRecorder(TorchFunctionMode):
         return mutated
 
     # -- shape reads and guards ---------------------------------------------------------------
-    def _shape_read(self, info, func, args, kwargs):
-        result = func(*args, **kwargs)
+    def _shape_read(self, info, func, args, kwargs, invoke=None):
+        result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
         t = args[0] if args else None
         if isinstance(t, _Tensor):
             r = self._ref_of(t)
@@ -563,8 +569,8 @@ class TorchRecorder(TorchFunctionMode):
             self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
         return result
 
-    def _guard(self, info, func, args, kwargs):
-        result = func(*args, **kwargs)
+    def _guard(self, info, func, args, kwargs, invoke=None):
+        result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
         t = args[0] if args else None
         if not isinstance(t, _Tensor):
             return result
@@ -695,6 +701,30 @@ class TorchRecorder(TorchFunctionMode):
                 outer.written.update(inner.written)
                 if top == rid:
                     break
+
+
+def _call_enabled(func, args, kwargs):
+    with torch._C._EnableTorchFunction():
+        return func(*args, **(kwargs or {}))
+
+
+class _NestedTorchRecorder(TorchRecorder):
+    """A recorder installed while another torch function mode is active (say trace_graph inside
+    `ivytrace record`): the outer mode must see the program's calls but not this recorder's own
+    bookkeeping (t.shape, t._version...), so that runs with torch functions disabled and only the
+    recorded call itself is made with them enabled."""
+
+    def handle_nested(self, func, types, args=(), kwargs=None):
+        with torch._C.DisableTorchFunction():
+            return self.handle(func, types, args, kwargs, _call_enabled)
+
+    __torch_function__ = handle_nested
+
+
+def recorder_for(session) -> TorchRecorder:
+    """The recorder class that fits the current torch function mode stack."""
+    nested = torch._C._len_torch_function_stack() > 0
+    return (_NestedTorchRecorder if nested else TorchRecorder)(session)
 
 
 def _unique(tensors):

@@ -245,7 +245,11 @@ class _Gen:
                     body.extend(f"    {var} = {expr}" for var, expr in out)
                     body.append(f"    del {tmp}")
                 else:
-                    body.append(f"    {self.target(step.result, where)} = {call}")
+                    target = self.target(step.result, where)
+                    kind = step.result.WhichOneof("kind")
+                    if kind in ("list", "tuple") and len(getattr(step.result, kind).items) > 1:
+                        target = target[1:-1]   # v5, v6 = f2(...)
+                    body.append(f"    {target} = {call}")
             else:
                 body.append(f"    {call}")
             for slot in set(self.names) - before:
