@@ -90,6 +90,18 @@ def test_boot_records_the_uncaught_exception(tmp_path):
     assert t.op_names() == ["torch.ones", "torch.Tensor.add"]
 
 
+def test_boot_records_the_exit_status_of_sys_exit(tmp_path):
+    trace = tmp_path / "t.ivytrace"
+    proc = run_python("""
+        import sys, torch
+        torch.ones(2) * 2
+        sys.exit(3)
+    """, tmp_path, env=boot_env(trace))
+    assert proc.returncode == 3
+    t = read_trace(str(trace))
+    assert t.footer.exit_status == 3 and not t.footer.error
+
+
 def test_boot_unknown_framework_exits_2(tmp_path):
     trace = tmp_path / "t.ivytrace"
     proc = run_python("print('ran')", tmp_path, env=boot_env(trace, IVYTRACE_FRAMEWORKS="torch,tensorflow"))

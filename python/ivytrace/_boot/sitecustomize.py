@@ -48,17 +48,25 @@ def _start_recording(path):
 
     import atexit
 
-    state = {"error": ""}
+    state = {"error": "", "status": None}
     previous_hook = sys.excepthook
+    previous_exit = sys.exit
 
     def excepthook(exc_type, exc, tb):
         state["error"] = f"{exc_type.__name__}: {exc}"
+        state["status"] = 1
         previous_hook(exc_type, exc, tb)
 
+    def exit(status=None):
+        # The footer's exit status, when the program ends through sys.exit().
+        state["status"] = 0 if status is None else status if isinstance(status, int) else 1
+        previous_exit(status)
+
     sys.excepthook = excepthook
+    sys.exit = exit
 
     def finish():
-        rec.stop(error=state["error"], exit_status=1 if state["error"] else None)
+        rec.stop(error=state["error"], exit_status=state["status"])
 
     # Registered first, so it runs last: atexit handlers of the program are still recorded.
     atexit.register(finish)
