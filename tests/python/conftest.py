@@ -1,5 +1,4 @@
 """Helpers for the recorder and runtime tests: record a function into a trace and read it back."""
-import os
 import sys
 from pathlib import Path
 
@@ -68,8 +67,3 @@ def cli_binary():
     except CLIError as e:
         pytest.skip(f"the ivytrace CLI is not built ({e}); build it with cmake to run end-to-end tests")
 
-
-def env_for_subprocess():
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PYTHON_DIR)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-    return env

@@ -8,8 +8,17 @@ import textwrap
 import pytest
 
 import ivytrace
-from conftest import env_for_subprocess
 from ivytrace.recorder.reader import read_trace
+
+
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ivytrace.__file__)))
+
+
+def env_for_subprocess():
+    """A child python that imports the same ivytrace package as this test process."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([PYTHON_DIR] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
 
 
 def run_python(code, tmp_path, env=None, args=()):
