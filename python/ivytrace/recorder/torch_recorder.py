@@ -563,11 +563,10 @@ class TorchRecorder(TorchFunctionMode):
         if isinstance(t, _Tensor):
             r = self._ref_of(t)
             fid, line = self._location()
-            msg = trace_pb2.ShapeRead(
-                tensor=common_pb2.TensorRef(id=r[1], version=t._version, storage=r[2]),
-                op=self._intern(info[3]), value=common_pb2.Arg.FromString(self._ref.encode(result, [])),
-                file=fid, line=line)
-            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
+            # ShapeRead: tensor = 1, op = 2, value = 3, file = 4, line = 5
+            payload = (ld(b"\x0a", r[3] + _version_field(t._version) + r[4]) + b"\x10" + info[1][1:]
+                       + ld(b"\x1a", self._ref.encode(result, [])) + b"\x20" + varint(fid) + b"\x28" + varint(line))
+            self.w.emit(TAG_SHAPE_READ, payload)
         return result
 
     def _guard(self, info, func, args, kwargs, invoke=None):
