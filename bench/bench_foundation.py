@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "samples"))
 from models import make_input, make_model  # noqa: E402
 
 import ivytrace  # noqa: E402
-from ivytrace.recorder import Recorder  # noqa: E402
+from ivytrace import Recorder  # noqa: E402
 
 BIN = os.environ.get("IVYTRACE_BIN") or str(REPO / "build" / "ivytrace")
 
@@ -92,13 +92,19 @@ def bench_capture_to_onnx(repeat, tmp):
 
 
 def record_many_ops(n, path):
-    """A real recorded program of n small tensor ops (records n ops through the recorder)."""
-    x = torch.ones(4)
-    with Recorder(path):
+    """A real recorded program of n small tensor ops on a region input (ops on constants would
+    also store their values for array caching: a different, heavier trace)."""
+
+    @ivytrace.region("loop")
+    def loop(x):
         y = x
         for _ in range(n // 2):
             y = y + 1.0
             y = y * 0.5
+        return y
+
+    with Recorder(path):
+        loop(torch.ones(4))
 
 
 def bench_inspect(n_ops, repeat, tmp):

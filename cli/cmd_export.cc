@@ -1,4 +1,6 @@
 // ivytrace export FILE --to onnx|plan -o OUT
+#include <spdlog/spdlog.h>
+
 #include "cli/common.h"
 #include "core/export/onnx/onnx_exporter.h"
 #include "core/export/plan_exporter.h"
@@ -31,6 +33,17 @@ int RunExport(const ExportOptions& o) {
     st = WritePlanFile(o.output, plan);
     if (!st.ok()) return Fail("export", st, kExitOutput);
     return kExitOk;
+  }
+  if (!lg.graph.guards.empty()) {
+    // ONNX has no way to check these; say so rather than export a silently specialized model.
+    std::string sites;
+    for (size_t i = 0; i < lg.graph.guards.size() && i < 5; ++i) {
+      const auto& g = lg.graph.guards[i];
+      sites += (i ? ", " : "") + g.op() + " at " + g.loc().file() + ":" + std::to_string(g.loc().line());
+    }
+    spdlog::warn("the ONNX model is specialized on {} value(s) the program's control flow read ({}{}); "
+                 "inputs that would change them take the recorded path anyway",
+                 lg.graph.guards.size(), sites, lg.graph.guards.size() > 5 ? ", ..." : "");
   }
   OnnxExportOptions oo;
   oo.opset = o.opset;

@@ -68,6 +68,7 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     for (ValueId in : n.inputs) needed[in] = 1;
   }
   for (ValueId v : g.OutputValues()) needed[v] = 1;
+  for (const auto& guard : g.guards) needed[guard.tensor().value()] = 1;
   for (size_t i = 0; i < g.values.size(); ++i) {
     const Value& v = g.values[i];
     if (v.kind != v1::CONSTANT_VALUE || !needed[i]) continue;
@@ -85,6 +86,7 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     for (ValueId in : live[s]->inputs) last_use[in] = static_cast<int>(s);
   }
   for (ValueId v : g.OutputValues()) last_use[v] = static_cast<int>(live.size());  // never freed
+  for (const auto& guard : g.guards) last_use[guard.tensor().value()] = static_cast<int>(live.size());
   for (ValueId v : g.InputValues()) {
     if (last_use[v] < 0) last_use[v] = static_cast<int>(live.size());
   }

@@ -22,23 +22,25 @@ Status CollectTraceStats(const std::string& path, TraceStats* stats) {
   std::unordered_map<std::string, uint64_t> instances;
   v1::Record rec;
   bool eof = false;
+  bool is_op = false;
+  uint32_t op_name = 0;
+  uint64_t thread = 0;
   while (true) {
-    IVY_RETURN_IF_ERROR(reader.Next(&rec, &eof));
+    IVY_RETURN_IF_ERROR(reader.NextForStats(&rec, &is_op, &op_name, &thread, &eof));
     if (eof) break;
+    if (is_op) {
+      if (op_name >= by_id.size()) by_id.resize(op_name + 1, 0);
+      ++by_id[op_name];
+      ++stats->op_events;
+      if (thread != last_thread) {
+        last_thread = thread;
+        threads.insert(thread);
+      }
+      for (auto& [rid, idx] : open_regions) ++stats->regions[idx].ops;
+      continue;
+    }
     switch (rec.kind_case()) {
       case v1::Record::kHeader: stats->header = rec.header(); break;
-      case v1::Record::kOp: {
-        const uint32_t id = rec.op().op();
-        if (id >= by_id.size()) by_id.resize(id + 1, 0);
-        ++by_id[id];
-        ++stats->op_events;
-        if (rec.op().thread() != last_thread) {
-          last_thread = rec.op().thread();
-          threads.insert(last_thread);
-        }
-        for (auto& [rid, idx] : open_regions) ++stats->regions[idx].ops;
-        break;
-      }
       case v1::Record::kTensor:
         ++stats->tensor_records;
         stats->tensor_bytes += rec.tensor().value().data().size();

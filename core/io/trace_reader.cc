@@ -6,6 +6,7 @@
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include <cerrno>
 #include <cstring>
@@ -59,7 +60,48 @@ const std::string& TraceReader::String(uint32_t id) const {
 }
 
 Status TraceReader::Next(v1::Record* record, bool* eof) {
+  bool is_op = false;
+  uint32_t op_name = 0;
+  uint64_t thread = 0;
+  return ReadRecord(record, &is_op, &op_name, &thread, eof, /*scan_ops=*/false);
+}
+
+Status TraceReader::NextForStats(v1::Record* record, bool* is_op, uint32_t* op_name, uint64_t* thread,
+                                 bool* eof) {
+  return ReadRecord(record, is_op, op_name, thread, eof, /*scan_ops=*/true);
+}
+
+namespace {
+
+using google::protobuf::internal::WireFormatLite;
+
+// Reads the op name id (field 1) and thread (field 10) of a serialized OpEvent, skipping every
+// other field without materializing it. Hand-written because protobuf has no partial parse;
+// returns false on malformed wire data.
+bool ScanOpEvent(pbio::CodedInputStream* in, uint32_t* op_name, uint64_t* thread) {
+  *op_name = 0;
+  *thread = 0;
+  while (true) {
+    const uint32_t tag = in->ReadTag();
+    if (tag == 0) return true;  // end of the limited region
+    const int field = WireFormatLite::GetTagFieldNumber(tag);
+    const auto type = WireFormatLite::GetTagWireType(tag);
+    if (field == 1 && type == WireFormatLite::WIRETYPE_VARINT) {
+      if (!in->ReadVarint32(op_name)) return false;
+    } else if (field == 10 && type == WireFormatLite::WIRETYPE_VARINT) {
+      if (!in->ReadVarint64(thread)) return false;
+    } else if (!WireFormatLite::SkipField(in, tag)) {
+      return false;
+    }
+  }
+}
+
+}  // namespace
+
+Status TraceReader::ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_name, uint64_t* thread,
+                               bool* eof, bool scan_ops) {
   *eof = false;
+  *is_op = false;
   record->Clear();
   // A CodedInputStream per record keeps the 2 GB stream limit of protobuf out of the way for
   // arbitrarily long traces; constructing one is cheap.
@@ -87,7 +129,20 @@ Status TraceReader::Next(v1::Record* record, bool* eof) {
   }
   auto limit = coded.PushLimit(static_cast<int>(len));
   const int body_start = coded.CurrentPosition();
-  bool parsed = record->MergeFromCodedStream(&coded);
+  bool parsed = false;
+  // Record field 1 (op), length-delimited: tag byte 0x0a.
+  if (scan_ops && coded.ExpectTag(WireFormatLite::MakeTag(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED))) {
+    uint32_t op_len = 0;
+    if (coded.ReadVarint32(&op_len)) {
+      auto op_limit = coded.PushLimit(static_cast<int>(op_len));
+      parsed = ScanOpEvent(&coded, op_name, thread) && coded.BytesUntilLimit() == 0;
+      coded.PopLimit(op_limit);
+      parsed = parsed && coded.BytesUntilLimit() == 0;  // an op record holds nothing else
+      *is_op = parsed;
+    }
+  } else {
+    parsed = record->MergeFromCodedStream(&coded);
+  }
   const int body_read = coded.CurrentPosition() - body_start;
   coded.PopLimit(limit);
   if (body_read < static_cast<int>(len)) {
@@ -95,19 +150,32 @@ Status TraceReader::Next(v1::Record* record, bool* eof) {
                 " needs " + std::to_string(len) + " bytes but only " + std::to_string(body_read) +
                 " remain");
   }
-  if (!parsed || record->kind_case() == v1::Record::KIND_NOT_SET ||
-      !record->GetReflection()->GetUnknownFields(*record).empty()) {
+  if (!parsed || (!*is_op && (record->kind_case() == v1::Record::KIND_NOT_SET ||
+                              !record->GetReflection()->GetUnknownFields(*record).empty()))) {
     return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
                 ": the bytes are not a valid trace record");
   }
   offset_ = at + static_cast<uint64_t>(coded.CurrentPosition());
+  if (*is_op) {
+    if (*op_name == 0 || *op_name >= strings_.size()) {
+      return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
+                  ": op name id " + std::to_string(*op_name) + " was never defined");
+    }
+    ++op_events_;
+    if (records_ == 0) return Fail("first record at byte " + std::to_string(at) + " is not a header");
+    ++records_;
+    return Status::Ok();
+  }
+  return Account(*record, at);
+}
 
-  switch (record->kind_case()) {
+Status TraceReader::Account(const v1::Record& rec, uint64_t at) {
+  switch (rec.kind_case()) {
     case v1::Record::kHeader:
       if (records_ != 0) return Fail("header at byte " + std::to_string(at) + " is not the first record");
       break;
     case v1::Record::kIntern: {
-      const auto& in = record->intern();
+      const auto& in = rec.intern();
       if (in.id() != strings_.size()) {
         return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
                     ": string id " + std::to_string(in.id()) + " out of sequence (expected " +
@@ -117,14 +185,14 @@ Status TraceReader::Next(v1::Record* record, bool* eof) {
       break;
     }
     case v1::Record::kOp:
-      if (record->op().op() == 0 || record->op().op() >= strings_.size()) {
+      if (rec.op().op() == 0 || rec.op().op() >= strings_.size()) {
         return Fail("corrupt record #" + std::to_string(records_) + " at byte " + std::to_string(at) +
-                    ": op name id " + std::to_string(record->op().op()) + " was never defined");
+                    ": op name id " + std::to_string(rec.op().op()) + " was never defined");
       }
       ++op_events_;
       break;
     case v1::Record::kFooter: {
-      const auto& f = record->footer();
+      const auto& f = rec.footer();
       if (f.records() != records_ || f.op_events() != op_events_) {
         return Fail("footer at byte " + std::to_string(at) + " counts " + std::to_string(f.records()) +
                     " records and " + std::to_string(f.op_events()) + " ops, but " +
@@ -136,7 +204,7 @@ Status TraceReader::Next(v1::Record* record, bool* eof) {
     }
     default: break;
   }
-  if (records_ == 0 && record->kind_case() != v1::Record::kHeader) {
+  if (records_ == 0 && rec.kind_case() != v1::Record::kHeader) {
     return Fail("first record at byte " + std::to_string(at) + " is not a header");
   }
   ++records_;

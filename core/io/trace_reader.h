@@ -42,6 +42,12 @@ class TraceReader {
   // ends cleanly and saw_footer() tells the difference.
   Status Next(v1::Record* record, bool* eof);
 
+  // Like Next, but an op record is only scanned for its op name id and thread (set in
+  // *op_name / *thread, with *is_op true) instead of being parsed into `record`. Statistics over
+  // millions of ops need nothing else, and skipping the parse (which allocates the event's
+  // argument trees) makes the scan several times faster. Other records are parsed as by Next.
+  Status NextForStats(v1::Record* record, bool* is_op, uint32_t* op_name, uint64_t* thread, bool* eof);
+
   // Interned strings seen so far (index = id; [0] is "").
   const std::vector<std::string>& strings() const { return strings_; }
   const std::string& String(uint32_t id) const;
@@ -53,6 +59,9 @@ class TraceReader {
 
  private:
   Status Fail(const std::string& what) const;
+  Status ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_name, uint64_t* thread, bool* eof,
+                    bool scan_ops);
+  Status Account(const v1::Record& record, uint64_t at);
   std::string path_;
   int fd_ = -1;
   std::unique_ptr<google::protobuf::io::FileInputStream> file_;

@@ -62,6 +62,7 @@ void Graph::Compact() {
     for (ValueId in : n.inputs) mark(in);
   }
   for (ValueId v : OutputValues()) mark(v);
+  for (const auto& guard : guards) mark(guard.tensor().value());
   std::vector<int32_t> remap(constants.size(), -1);
   std::vector<v1::Tensor> kept_constants;
   for (size_t c = 0; c < constants.size(); ++c) {

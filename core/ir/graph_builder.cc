@@ -87,7 +87,7 @@ class Builder {
         if (active_ || (regions_seen_ == 0 && want_name_.empty())) return AddOp(rec->op());
         break;
       case v1::Record::kGuard:
-        if (active_) AddGuard(rec->guard());
+        if (active_) return AddGuard(rec->guard());
         break;
       default: break;
     }
@@ -267,17 +267,21 @@ class Builder {
     return Status::Ok();
   }
 
-  void AddGuard(const v1::GuardEvent& g) {
+  // A guard keeps the value it checked alive, so a replay can check it again. A guard on a
+  // tensor the builder cannot resolve would check nothing: it is an error, not a silent drop.
+  Status AddGuard(const v1::GuardEvent& g) {
     v1::Guard out;
     *out.mutable_tensor() = g.tensor();
-    TensorKey key{g.tensor().id(), g.tensor().version()};
-    auto it = defined_.find(key);
-    if (it != defined_.end()) out.mutable_tensor()->set_value(it->second);
     out.set_op(reader_.String(g.op()));
     *out.mutable_observed() = g.value();
     out.mutable_loc()->set_file(reader_.String(g.file()));
     out.mutable_loc()->set_line(g.line());
+    ValueId id;
+    IVY_RETURN_IF_ERROR(Resolve(g.tensor(), "guard '" + out.op() + "' at " + out.loc().file() + ":" +
+                                                std::to_string(out.loc().line()), &id));
+    out.mutable_tensor()->set_value(id);
     graph_->guards.push_back(std::move(out));
+    return Status::Ok();
   }
 
   Graph* graph_;

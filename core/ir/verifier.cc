@@ -45,6 +45,10 @@ Status VerifyGraph(const Graph& g) {
   for (ValueId out : g.OutputValues()) {
     if (out >= nv || !defined[out]) return bad("the result refers to undefined value %" + std::to_string(out));
   }
+  for (const auto& guard : g.guards) {
+    const ValueId v = guard.tensor().value();
+    if (v >= nv || !defined[v]) return bad("a guard refers to undefined value %" + std::to_string(v));
+  }
   return Status::Ok();
 }
 

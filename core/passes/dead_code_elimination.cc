@@ -30,6 +30,8 @@ Status DeadCodeElimination::Run(Graph* g, PassResult* result) {
   const auto visible = VisibleStorage(*g);
   std::vector<char> live(g->values.size(), 0);
   for (ValueId v : g->OutputValues()) live[v] = 1;
+  // Guarded values are checked on replay: what computes them stays.
+  for (const auto& guard : g->guards) live[guard.tensor().value()] = 1;
   for (size_t i = g->nodes.size(); i-- > 0;) {
     Node& n = g->nodes[i];
     if (n.erased) continue;

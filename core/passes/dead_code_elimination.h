@@ -1,6 +1,7 @@
 // Dead-code elimination from the region's outputs.
 //
-// A node is kept when a value it defines reaches the region's result, or when it has an effect
+// A node is kept when a value it defines reaches the region's result or a guard (a value the
+// program's control flow depended on, checked again on replay), or when it has an effect
 // beyond its outputs: its schema marks a side effect, or it writes (in place) a tensor whose
 // memory belongs to a region input or a constant (parameter/buffer) — that is state the caller
 // can see. Which ops write is what the recorder observed and schemas/ declares, never a guess

@@ -92,8 +92,6 @@ def test_item_guard_warns_when_tracing_and_fails_on_another_value():
         graph(torch.tensor([3.0, 4.0]))
 
 
-@pytest.mark.xfail(reason="CLI: dead-code elimination drops the op whose value a guard checks "
-                          "(x.sum() > 0), so the plan guards a slot it never defines", strict=False)
 def test_control_flow_guard_fails_on_another_path():
     def fn(x):
         if x.sum() > 0:
