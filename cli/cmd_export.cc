@@ -18,13 +18,16 @@ struct ExportOptions {
   int opset = 17;
   bool no_optimize = false;
   bool static_batch = false;
+  PipelineFlags flags;
 };
 
 int RunExport(const ExportOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("export", st, kExitOutput);
   LoadedGraph lg;
-  st = LoadForCommand(o.file, o.region, !o.no_optimize, &lg);
+  PipelineOptions po;
+  ApplyPipelineFlags(o.flags, &po);
+  st = LoadForCommand(o.file, o.region, o.no_optimize ? nullptr : &po, &lg);
   if (!st.ok()) return Fail("export", st, InputErrorCode(st));
   if (o.to == "plan") {
     v1::Plan plan;
@@ -72,6 +75,7 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_option("--opset", opts->opset, "ONNX opset (default 17, the newest libonnx 1.12 checks)")
       ->check(CLI::Range(13, 17));
   sub->add_flag("--no-optimize", opts->no_optimize, "Export a trace's graph without running the default passes");
+  AddPipelineFlags(sub, &opts->flags);
   sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
   sub->footer(kExitStatusHelp);
   sub->callback([opts, exit_code] { *exit_code = RunExport(*opts); });

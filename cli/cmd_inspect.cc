@@ -82,7 +82,8 @@ int InspectTrace(const InspectOptions& o) {
               (unsigned long long)s.tensor_records, HumanBytes(s.tensor_bytes).c_str(),
               (unsigned long long)s.guards, (unsigned long long)s.shape_reads);
   if (!s.footer_error.empty()) std::printf("  error     %s\n", s.footer_error.c_str());
-  std::printf("  regions   %s\n", s.regions.empty() ? "none" : "");
+  if (s.regions.empty()) std::printf("  regions   none (mark one with ivytrace.region)\n");
+  else std::printf("  regions   %zu\n", s.regions.size());
   for (const auto& r : s.regions) {
     std::printf("    %s:%llu  %llu ops, %llu inputs\n", r.name.c_str(), (unsigned long long)r.instance,
                 (unsigned long long)r.ops, (unsigned long long)r.inputs);
@@ -93,7 +94,7 @@ int InspectTrace(const InspectOptions& o) {
 
 int InspectGraph(const InspectOptions& o) {
   LoadedGraph lg;
-  Status st = LoadForCommand(o.file, o.region, /*optimize=*/false, &lg);
+  Status st = LoadForCommand(o.file, o.region, /*optimize=*/nullptr, &lg);
   if (!st.ok()) return Fail("inspect", st, InputErrorCode(st));
   const Graph& g = lg.graph;
   std::map<std::string, uint64_t> ops;

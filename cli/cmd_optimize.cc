@@ -17,11 +17,12 @@ struct OptimizeOptions {
   bool report = false;
   bool verify = false;
   bool list = false;
+  PipelineFlags flags;
 };
 
 int RunOptimize(const OptimizeOptions& o) {
   if (o.list) {
-    for (const auto& p : RegisteredPasses()) std::printf("%-10s %s\n", p.name.c_str(), p.description.c_str());
+    for (const auto& p : RegisteredPasses()) std::printf("%-16s %s\n", p.name.c_str(), p.description.c_str());
     std::printf("default pipeline:");
     for (const auto& n : DefaultPipeline()) std::printf(" %s", n.c_str());
     std::printf("\n");
@@ -33,21 +34,22 @@ int RunOptimize(const OptimizeOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("optimize", st, kExitOutput);
   LoadedGraph lg;
-  st = LoadForCommand(o.file, o.region, /*optimize=*/false, &lg);
+  st = LoadForCommand(o.file, o.region, /*optimize=*/nullptr, &lg);
   if (!st.ok()) return Fail("optimize", st, InputErrorCode(st));
   PipelineOptions po;
   po.passes = o.passes;
   po.disable = o.disable;
   po.verify = o.verify;
+  ApplyPipelineFlags(o.flags, &po);
   std::vector<PassReport> report;
   st = RunPipeline(po, &lg.graph, &report);
   if (!st.ok()) return Fail("optimize", st, st.kind() == Status::Kind::kInvalidArgument ? kExitUsage : kExitInternal);
   st = WriteGraphFile(o.output, lg.graph.ToProto());
   if (!st.ok()) return Fail("optimize", st, kExitOutput);
   if (o.report) {
-    std::printf("%-10s %8s %8s %8s %8s %10s\n", "pass", "before", "after", "removed", "added", "ms");
+    std::printf("%-16s %8s %8s %8s %8s %10s\n", "pass", "before", "after", "removed", "added", "ms");
     for (const auto& r : report) {
-      std::printf("%-10s %8zu %8zu %8zu %8zu %10.3f\n", r.pass.c_str(), r.nodes_before, r.nodes_after,
+      std::printf("%-16s %8zu %8zu %8zu %8zu %10.3f\n", r.pass.c_str(), r.nodes_before, r.nodes_after,
                   r.removed, r.added, r.seconds * 1e3);
     }
   }
@@ -64,6 +66,7 @@ void SetupOptimize(CLI::App& app, int* exit_code) {
   sub->add_option("--region", opts->region, "Region to optimize: NAME or NAME:K (default: the first)");
   sub->add_option("--passes", opts->passes, "Passes to run instead of the default pipeline")->delimiter(',');
   sub->add_option("--disable", opts->disable, "Passes to leave out")->delimiter(',');
+  AddPipelineFlags(sub, &opts->flags);
   sub->add_flag("--report", opts->report, "Print nodes removed/added and time per pass");
   sub->add_flag("--verify", opts->verify, "Check the IR's invariants after every pass");
   sub->add_flag("--list-passes", opts->list, "List the passes and the default pipeline");

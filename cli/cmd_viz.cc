@@ -24,7 +24,8 @@ int RunViz(const VizOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("viz", st, kExitOutput);
   LoadedGraph lg;
-  st = LoadForCommand(o.file, o.region, o.optimize, &lg);
+  const PipelineOptions po;
+  st = LoadForCommand(o.file, o.region, o.optimize ? &po : nullptr, &lg);
   if (!st.ok()) return Fail("viz", st, InputErrorCode(st));
   std::string text = GraphToDot(lg.graph);
   if (format == "svg") {

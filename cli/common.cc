@@ -19,7 +19,21 @@ int InputErrorCode(const Status& status) {
   }
 }
 
-Status LoadForCommand(const std::string& path, const std::string& region, bool optimize,
+void AddPipelineFlags(CLI::App* sub, PipelineFlags* flags) {
+  sub->add_flag("--no-array-caching", flags->no_array_caching,
+                "Keep ops that read only constants instead of replacing them by their recorded values "
+                "(leaves out the constant-fold pass)");
+  sub->add_option("--fold-size-limit", flags->fold_size_limit,
+                  "Fold only values of at most BYTES bytes (default: no limit)")
+      ->type_name("BYTES");
+}
+
+void ApplyPipelineFlags(const PipelineFlags& flags, PipelineOptions* options) {
+  if (flags.no_array_caching) options->disable.push_back("constant-fold");
+  options->pass_options.fold_size_limit = flags.fold_size_limit;
+}
+
+Status LoadForCommand(const std::string& path, const std::string& region, const PipelineOptions* optimize,
                       LoadedGraph* out) {
   BuildOptions options;
   options.region = region;
@@ -35,7 +49,7 @@ Status LoadForCommand(const std::string& path, const std::string& region, bool o
                    path);
     }
     if (optimize) {
-      IVY_RETURN_IF_ERROR(RunPipeline(PipelineOptions{}, &out->graph, nullptr));
+      IVY_RETURN_IF_ERROR(RunPipeline(*optimize, &out->graph, nullptr));
     }
   }
   return Status::Ok();

@@ -32,10 +32,19 @@ int Fail(const std::string& command, const Status& status, int code);
 // Exit status for an error that happened while reading input.
 int InputErrorCode(const Status& status);
 
-// Loads `path` (trace or graph). A trace is optimized with the default pipeline when `optimize`.
+// Loads `path` (trace or graph). A trace is optimized with `optimize` when it is not null.
 // Warns on stderr when the trace has several regions and none was chosen.
-Status LoadForCommand(const std::string& path, const std::string& region, bool optimize,
+Status LoadForCommand(const std::string& path, const std::string& region, const PipelineOptions* optimize,
                       LoadedGraph* out);
+
+// The flags `optimize` and `export` share to shape the pipeline (the seeds' trace_graph options).
+struct PipelineFlags {
+  bool no_array_caching = false;
+  uint64_t fold_size_limit = 0;
+};
+void AddPipelineFlags(CLI::App* sub, PipelineFlags* flags);
+// Applies `flags` to `options` (passes chosen elsewhere stay).
+void ApplyPipelineFlags(const PipelineFlags& flags, PipelineOptions* options);
 
 // Each subcommand registers itself on the app (see main.cc).
 void SetupInspect(CLI::App& app, int* exit_code);

@@ -63,6 +63,17 @@ void Graph::Compact() {
   }
   for (ValueId v : OutputValues()) mark(v);
   for (const auto& guard : guards) mark(guard.tensor().value());
+  // Recorded values of live nodes' outputs stay: constant-fold and bake-generators may use them.
+  std::vector<char> produced(values.size(), 0);
+  for (const Node& n : nodes) {
+    for (ValueId out : n.outputs) produced[out] = 1;
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    Value& v = values[i];
+    if (v.recorded < 0) continue;
+    if (produced[i] && static_cast<size_t>(v.recorded) < constants.size()) used[v.recorded] = 1;
+    else v.recorded = -1;
+  }
   std::vector<int32_t> remap(constants.size(), -1);
   std::vector<v1::Tensor> kept_constants;
   for (size_t c = 0; c < constants.size(); ++c) {
@@ -72,6 +83,7 @@ void Graph::Compact() {
   }
   constants = std::move(kept_constants);
   for (Value& v : values) {
+    if (v.recorded >= 0) v.recorded = remap[v.recorded];
     if (v.constant < 0) continue;
     v.constant = remap[v.constant];
     if (v.constant < 0) v.kind = v1::VALUE_KIND_UNSPECIFIED;
@@ -111,6 +123,7 @@ v1::Graph Graph::ToProto() const {
     vi->set_tensor_id(v.tensor_id);
     vi->set_tensor_version(v.tensor_version);
     vi->set_storage(v.storage);
+    if (v.recorded >= 0) vi->set_recorded(static_cast<uint32_t>(v.recorded) + 1);
   }
   for (const auto& in : inputs) *g.add_inputs() = in;
   for (const auto& c : constants) *g.add_constants() = c;
@@ -148,6 +161,7 @@ Graph Graph::FromProto(const v1::Graph& g) {
     v.tensor_id = vi.tensor_id();
     v.tensor_version = vi.tensor_version();
     v.storage = vi.storage();
+    v.recorded = static_cast<int32_t>(vi.recorded()) - 1;
     out.values.push_back(std::move(v));
   }
   out.inputs.assign(g.inputs().begin(), g.inputs().end());

@@ -31,6 +31,9 @@ struct Value {
   uint64_t tensor_id = 0;   // the recorder's identity, for messages and verification
   uint32_t tensor_version = 0;
   uint64_t storage = 0;     // shared by views of the same memory
+  // Index into Graph::constants of the value the recorder stored for this node output (the op's
+  // inputs were all constants: array caching; or the op is random: baking generators); -1 = none.
+  int32_t recorded = -1;
 };
 
 struct Node {
@@ -68,7 +71,8 @@ class Graph {
 
   // Rebuilds `inputs`/`outputs` of a node from its args/kwargs/result/mutated.
   static void IndexNode(Node* node);
-  // Removes erased nodes and renumbers producers. Values are kept (ids stay stable).
+  // Removes erased nodes and renumbers producers. Values are kept (ids stay stable). Constants
+  // nothing reads go, except the recorded values of live nodes' outputs.
   void Compact();
 
   // Values the region returns, in tree order.

@@ -99,16 +99,32 @@ class Builder {
     if (role == v1::REGION_INPUT || role == v1::REGION_OUTPUT) return;  // verification only
     TensorKey key{td->ref().id(), td->ref().version()};
     if (td->offset() == 0 && td->total_bytes() <= td->value().data().size()) {
-      stored_[key] = std::move(*td->mutable_value());
+      Complete(key, std::move(*td->mutable_value()));
       return;
     }
     v1::Tensor& partial = partial_[key];
     if (td->offset() == 0) partial = td->value();
     else partial.mutable_data()->append(td->value().data());
     if (partial.data().size() >= td->total_bytes()) {
-      stored_[key] = std::move(partial);
+      v1::Tensor whole = std::move(partial);
       partial_.erase(key);
+      Complete(key, std::move(whole));
     }
+  }
+
+  // A value is complete. The outputs of a foldable or random op in the region keep it (the
+  // recorder writes it right after the op), for constant-fold and bake-generators.
+  void Complete(const TensorKey& key, v1::Tensor t) {
+    const auto role = t.role();
+    if (active_ && (role == v1::FOLDABLE || role == v1::RANDOM_OUTPUT)) {
+      auto it = awaiting_value_.find(key);
+      if (it != awaiting_value_.end()) {
+        graph_->values[it->second].recorded = static_cast<int32_t>(graph_->constants.size());
+        graph_->constants.push_back(t);
+        awaiting_value_.erase(it);
+      }
+    }
+    stored_[key] = std::move(t);
   }
 
   Status BeginRegion(const v1::RegionBegin& rb) {
@@ -127,6 +143,7 @@ class Builder {
     graph_->values.clear();
     graph_->constants.clear();
     defined_.clear();
+    awaiting_value_.clear();
     active_ = true;
     region_id_ = rb.region();
     chosen_ = rb.name() + ":" + std::to_string(k);
@@ -262,6 +279,9 @@ class Builder {
     n.mutated.assign(op.mutated().begin(), op.mutated().end());
     for (auto& m : n.mutated) define(&m);
     for (const auto& [key, id] : mine) defined_[key] = id;
+    if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM)) {
+      for (const auto& [key, id] : mine) awaiting_value_[key] = id;
+    }
     Graph::IndexNode(&n);
     graph_->nodes.push_back(std::move(n));
     return Status::Ok();
@@ -300,6 +320,8 @@ class Builder {
   std::unordered_map<TensorKey, ValueId, TensorKeyHash> defined_;
   std::unordered_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
   std::unordered_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
+  // Outputs of foldable/random ops whose recorded values have not been read yet.
+  std::unordered_map<TensorKey, ValueId, TensorKeyHash> awaiting_value_;
 };
 
 }  // namespace

@@ -3,12 +3,18 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "core/ir/graph.h"
 #include "core/util/status.h"
 
 namespace ivytrace {
+
+// Settings some passes read; every pass gets the same struct.
+struct PassOptions {
+  uint64_t fold_size_limit = 0;  // constant-fold: largest value (bytes) to fold; 0 = no limit
+};
 
 struct PassResult {
   size_t nodes_removed = 0;

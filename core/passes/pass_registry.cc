@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/ir/verifier.h"
+#include "core/passes/constant_fold.h"
 #include "core/passes/dead_code_elimination.h"
 
 namespace ivytrace {
@@ -12,12 +13,13 @@ namespace {
 
 struct Entry {
   const char* name;
-  std::function<std::unique_ptr<Pass>()> make;
+  std::function<std::unique_ptr<Pass>(const PassOptions&)> make;
 };
 
 const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
-      {"dce", [] { return std::make_unique<DeadCodeElimination>(); }},
+      {"constant-fold", [](const PassOptions& o) { return std::make_unique<ConstantFold>(o); }},
+      {"dce", [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
   };
   return entries;
 }
@@ -27,27 +29,30 @@ const std::vector<Entry>& Registry() {
 std::vector<PassInfo> RegisteredPasses() {
   std::vector<PassInfo> out;
   for (const auto& e : Registry()) {
-    auto p = e.make();
+    auto p = e.make(PassOptions{});
     out.push_back({std::string(p->name()), std::string(p->description())});
   }
   return out;
 }
 
-std::unique_ptr<Pass> CreatePass(const std::string& name) {
+std::unique_ptr<Pass> CreatePass(const std::string& name, const PassOptions& options) {
   for (const auto& e : Registry()) {
-    if (name == e.name) return e.make();
+    if (name == e.name) return e.make(options);
   }
   return nullptr;
 }
 
 const std::vector<std::string>& DefaultPipeline() {
-  static const std::vector<std::string> pipeline = {"dce"};
+  static const std::vector<std::string> pipeline = {"constant-fold", "dce"};
   return pipeline;
 }
 
 Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<PassReport>* report) {
   std::vector<std::string> names = options.passes.empty() ? DefaultPipeline() : options.passes;
   std::vector<std::unique_ptr<Pass>> passes;
+  for (auto it = options.enable.rbegin(); it != options.enable.rend(); ++it) {
+    if (std::find(names.begin(), names.end(), *it) == names.end()) names.insert(names.begin(), *it);
+  }
   for (const auto& d : options.disable) {
     if (!CreatePass(d)) {
       return Status::InvalidArgument("--disable: unknown pass '" + d + "'");
@@ -55,7 +60,7 @@ Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<Pas
     names.erase(std::remove(names.begin(), names.end(), d), names.end());
   }
   for (const auto& n : names) {
-    auto p = CreatePass(n);
+    auto p = CreatePass(n, options.pass_options);
     if (!p) {
       std::string known;
       for (const auto& e : Registry()) known += std::string(known.empty() ? "" : ", ") + e.name;

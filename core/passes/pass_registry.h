@@ -17,7 +17,7 @@ struct PassInfo {
 // Every registered pass, in registry order.
 std::vector<PassInfo> RegisteredPasses();
 // A new instance of pass `name`, or null when there is none.
-std::unique_ptr<Pass> CreatePass(const std::string& name);
+std::unique_ptr<Pass> CreatePass(const std::string& name, const PassOptions& options = {});
 // The default pipeline, as data.
 const std::vector<std::string>& DefaultPipeline();
 
@@ -25,6 +25,8 @@ struct PipelineOptions {
   std::vector<std::string> passes;   // empty = DefaultPipeline()
   std::vector<std::string> disable;  // names removed from `passes`
   bool verify = false;               // run the IR verifier after each pass
+  std::vector<std::string> enable;   // names put in front of `passes` (e.g. bake-generators)
+  PassOptions pass_options;
 };
 
 struct PassReport {

@@ -1,0 +1,58 @@
+#include "core/passes/recorded_values.h"
+
+#include <unordered_map>
+
+namespace ivytrace {
+
+std::unordered_set<uint64_t> CallerVisibleStorage(const Graph& g) {
+  std::unordered_set<uint64_t> out;
+  for (const Value& v : g.values) {
+    if ((v.kind == v1::INPUT || v.kind == v1::CONSTANT_VALUE) && v.storage != 0) out.insert(v.storage);
+  }
+  return out;
+}
+
+bool HasRecordedOutputs(const Graph& g, const Node& n, uint64_t size_limit) {
+  if (n.outputs.empty()) return false;
+  for (ValueId out : n.outputs) {
+    const Value& v = g.values[out];
+    if (v.recorded < 0 || static_cast<size_t>(v.recorded) >= g.constants.size()) return false;
+    if (size_limit && g.constants[v.recorded].data().size() > size_limit) return false;
+  }
+  return true;
+}
+
+std::vector<int> LaterInPlaceWriters(const Graph& g, const std::vector<char>& replace) {
+  // Storage -> first node that stays and writes it, scanning backwards so "later" holds.
+  std::vector<int> out(g.nodes.size(), -1);
+  std::unordered_map<uint64_t, int> writer;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (n.erased) continue;
+    if (replace[i]) {
+      for (ValueId v : n.outputs) {
+        auto it = writer.find(g.values[v].storage);
+        if (g.values[v].storage != 0 && it != writer.end()) out[i] = it->second;
+      }
+      continue;
+    }
+    for (const auto& m : n.mutated) {
+      if (m.storage() != 0) writer[m.storage()] = static_cast<int>(i);
+    }
+  }
+  return out;
+}
+
+void ReplaceByRecordedValues(Graph* g, size_t i) {
+  Node& n = g->nodes[i];
+  for (ValueId out : n.outputs) {
+    Value& v = g->values[out];
+    v.kind = v1::CONSTANT_VALUE;
+    v.constant = v.recorded;
+    v.recorded = -1;
+    v.producer = -1;
+  }
+  n.erased = true;
+}
+
+}  // namespace ivytrace

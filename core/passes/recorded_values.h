@@ -1,0 +1,28 @@
+// Shared by the passes that replace a node by the values the recorder stored for its outputs
+// (constant-fold, bake-generators).
+#pragma once
+
+#include <cstdint>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ir/graph.h"
+
+namespace ivytrace {
+
+// Storage ids of memory the caller owns: region inputs and constants (parameters, buffers).
+std::unordered_set<uint64_t> CallerVisibleStorage(const Graph& g);
+
+// True when every output of `n` has a recorded value of at most `size_limit` bytes (0 = any).
+bool HasRecordedOutputs(const Graph& g, const Node& n, uint64_t size_limit = 0);
+
+// For each node marked in `replace`, the index of a node that stays and later writes in place
+// into the memory of one of its outputs (a constant must never be written: a plan would carry
+// the change into the next call), or -1.
+std::vector<int> LaterInPlaceWriters(const Graph& g, const std::vector<char>& replace);
+
+// REQUIRES: HasRecordedOutputs(g, g.nodes[i]). Makes the outputs of node `i` constants holding
+// their recorded values and erases the node.
+void ReplaceByRecordedValues(Graph* g, size_t i);
+
+}  // namespace ivytrace

@@ -1,0 +1,189 @@
+// The optimizer passes on synthetic traces whose records (flags, recorded values) are chosen by
+// hand; tests/e2e/test_passes_e2e.py runs them on recorded programs.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/ir/graph_builder.h"
+#include "core/ir/verifier.h"
+#include "core/passes/pass_registry.h"
+#include "trace_fixture.h"
+
+namespace ivytrace {
+namespace {
+
+using testing::IntArg;
+using testing::Ref;
+using testing::TensorArg;
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("ivytrace_passes_" + name)).string();
+}
+
+// A trace of one region `f` with input x = t1, written op by op.
+class TraceBuilder {
+ public:
+  explicit TraceBuilder(const std::string& name) : path_(TempPath(name)) {
+    w_.Open(path_, v1::Header());
+    v1::Record rb;
+    rb.mutable_region_begin()->set_region(1);
+    rb.mutable_region_begin()->set_name("f");
+    auto* in = rb.mutable_region_begin()->add_inputs();
+    in->set_name("x");
+    *in->mutable_value() = TensorArg(Ref(1, 0));
+    w_.Write(rb);
+  }
+  // One op; `flags` are OpFlag bits; `value` is stored for the result (role from the flags).
+  void Op(const std::string& op, std::vector<v1::Arg> args, const v1::TensorRef& result, uint32_t flags = 0,
+          std::vector<float> value = {}, std::vector<v1::TensorRef> mutated = {}) {
+    v1::Record r;
+    auto* e = r.mutable_op();
+    e->set_op(w_.Intern(op));
+    for (auto& a : args) *e->add_args() = a;
+    *e->mutable_result() = TensorArg(result);
+    for (auto& m : mutated) *e->add_mutated() = m;
+    e->set_flags(flags);
+    e->set_file(w_.Intern("prog.py"));
+    e->set_line(++line_);
+    w_.Write(r);
+    if (value.empty()) return;
+    v1::Record t;
+    auto* td = t.mutable_tensor();
+    *td->mutable_ref() = result;
+    auto* v = td->mutable_value();
+    v->set_dtype(v1::FLOAT32);
+    for (auto d : result.shape()) v->add_shape(d);
+    v->set_role((flags & v1::RANDOM) ? v1::RANDOM_OUTPUT : v1::FOLDABLE);
+    v->set_data(std::string(reinterpret_cast<const char*>(value.data()), value.size() * sizeof(float)));
+    td->set_total_bytes(v->data().size());
+    w_.Write(t);
+  }
+  void Constant(const v1::TensorRef& ref, const std::string& name, std::vector<float> values) {
+    testing::WriteConstant(w_, ref, name, std::move(values));
+  }
+  std::string Finish(const v1::TensorRef& result) {
+    v1::Record re;
+    re.mutable_region_end()->set_region(1);
+    *re.mutable_region_end()->mutable_result() = TensorArg(result);
+    w_.Write(re);
+    w_.Close();
+    return path_;
+  }
+
+ private:
+  std::string path_;
+  TraceWriter w_;
+  int line_ = 0;
+};
+
+std::vector<std::string> Ops(const Graph& g) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.nodes) {
+    if (!n.erased) ops.push_back(n.op);
+  }
+  return ops;
+}
+
+float ConstantFloat(const Graph& g, ValueId v) {
+  const Value& value = g.values[v];
+  EXPECT_EQ(value.kind, v1::CONSTANT_VALUE);
+  float f = 0;
+  const std::string& data = g.constants.at(value.constant).data();
+  EXPECT_GE(data.size(), sizeof f);
+  std::memcpy(&f, data.data(), sizeof f);
+  return f;
+}
+
+Graph Build(const std::string& path) {
+  Graph g;
+  Status st = BuildGraphFromTrace(path, {}, &g);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(VerifyGraph(g).ok());
+  return g;
+}
+
+Status RunPasses(Graph* g, PipelineOptions o, std::vector<PassReport>* report = nullptr) {
+  o.verify = true;
+  return RunPipeline(o, g, report);
+}
+
+// The seeds' array-caching example: b = tensor([2]); a = tensor([2]); return x ** (a + b).
+std::string WriteArrayCachingTrace(const std::string& name) {
+  TraceBuilder t(name);
+  t.Op("torch.tensor", {}, Ref(10, 0, {1}), v1::FOLDABLE_OP, {2});
+  t.Op("torch.tensor", {}, Ref(11, 0, {1}), v1::FOLDABLE_OP, {2});
+  t.Op("torch.Tensor.add", {TensorArg(Ref(11, 0, {1})), TensorArg(Ref(10, 0, {1}))}, Ref(12, 0, {1}),
+       v1::FOLDABLE_OP, {4});
+  t.Op("torch.Tensor.__pow__", {TensorArg(Ref(1, 0)), TensorArg(Ref(12, 0, {1}))}, Ref(13, 0));
+  return t.Finish(Ref(13, 0));
+}
+
+TEST(ConstantFold, SeedsExampleFoldsToThePowerOfARecordedConstant) {
+  Graph g = Build(WriteArrayCachingTrace("fold.ivt"));
+  ASSERT_EQ(g.nodes.size(), 4u);
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPasses(&g, {}, &report).ok());
+  EXPECT_EQ(Ops(g), std::vector<std::string>{"torch.Tensor.__pow__"});
+  EXPECT_EQ(ConstantFloat(g, g.nodes[0].inputs[1]), 4.0f);
+  ASSERT_EQ(report.front().pass, "constant-fold");
+  EXPECT_EQ(report.front().removed, 3u);
+  // Only the folded value travels on.
+  EXPECT_EQ(g.constants.size(), 1u);
+}
+
+TEST(ConstantFold, DisabledOrOverTheSizeLimitKeepsTheOps) {
+  Graph g = Build(WriteArrayCachingTrace("fold_off.ivt"));
+  PipelineOptions off;
+  off.disable = {"constant-fold"};
+  ASSERT_TRUE(RunPasses(&g, off).ok());
+  EXPECT_EQ(Ops(g).size(), 4u);
+
+  Graph small = Build(WriteArrayCachingTrace("fold_limit.ivt"));
+  PipelineOptions limited;
+  limited.pass_options.fold_size_limit = 3;  // each value is 4 bytes
+  ASSERT_TRUE(RunPasses(&small, limited).ok());
+  EXPECT_EQ(Ops(small).size(), 4u);
+  limited.pass_options.fold_size_limit = 4;
+  ASSERT_TRUE(RunPasses(&small, limited).ok());
+  EXPECT_EQ(Ops(small).size(), 1u);
+}
+
+TEST(ConstantFold, RecordedValuesSurviveTheGraphFile) {
+  Graph built = Build(WriteArrayCachingTrace("fold_file.ivt"));
+  ASSERT_TRUE(RunPasses(&built, {{"dce"}}).ok());
+  Graph g = Graph::FromProto(built.ToProto());
+  ASSERT_EQ(g.nodes.size(), 4u);
+  ASSERT_TRUE(RunPasses(&g, {}).ok());
+  EXPECT_EQ(Ops(g), std::vector<std::string>{"torch.Tensor.__pow__"});
+  EXPECT_EQ(ConstantFloat(g, g.nodes[0].inputs[1]), 4.0f);
+}
+
+TEST(ConstantFold, KeepsAConstantThatALaterOpWritesInPlace) {
+  // c = zeros(3) (foldable); c.add_(x); return c * 2: a folded c would be written on every replay.
+  TraceBuilder t("fold_inplace.ivt");
+  t.Op("torch.zeros", {IntArg(3)}, Ref(10, 0), v1::FOLDABLE_OP, {0, 0, 0});
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(10, 0)), IntArg(2)}, Ref(11, 0), v1::FOLDABLE_OP, {0, 0, 0});
+  t.Op("torch.Tensor.add_", {TensorArg(Ref(10, 0)), TensorArg(Ref(1, 0))}, Ref(10, 1), v1::INPLACE, {},
+       {Ref(10, 1)});
+  t.Op("torch.Tensor.add", {TensorArg(Ref(10, 1)), TensorArg(Ref(11, 0))}, Ref(12, 0));
+  Graph g = Build(t.Finish(Ref(12, 0)));
+  ASSERT_TRUE(RunPasses(&g, {}).ok());
+  // mul's result is a fresh tensor: it folds; zeros stays for add_ to write.
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.zeros", "torch.Tensor.add_", "torch.Tensor.add"}));
+}
+
+TEST(ConstantFold, KeepsAnInPlaceWriteToAParameter) {
+  // w.mul_(2) reads only constants, but writing the parameter is state the caller sees.
+  TraceBuilder t("fold_param.ivt");
+  t.Constant(Ref(9, 0), "w", {1, 2, 3});
+  t.Op("torch.Tensor.mul_", {TensorArg(Ref(9, 0)), IntArg(2)}, Ref(9, 1), v1::FOLDABLE_OP | v1::INPLACE, {2, 4, 6},
+       {Ref(9, 1)});
+  t.Op("torch.Tensor.add", {TensorArg(Ref(1, 0)), TensorArg(Ref(9, 1))}, Ref(12, 0));
+  Graph g = Build(t.Finish(Ref(12, 0)));
+  ASSERT_TRUE(RunPasses(&g, {}).ok());
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul_", "torch.Tensor.add"}));
+}
+
+}  // namespace
+}  // namespace ivytrace
