@@ -26,11 +26,15 @@ void AddPipelineFlags(CLI::App* sub, PipelineFlags* flags) {
   sub->add_option("--fold-size-limit", flags->fold_size_limit,
                   "Fold only values of at most BYTES bytes (default: no limit)")
       ->type_name("BYTES");
+  sub->add_flag("--bake-generators", flags->bake_generators,
+                "Replace random ops (torch.rand, randint, ...) by the values they produced when recorded; "
+                "refused for random ops that read a region input");
 }
 
 void ApplyPipelineFlags(const PipelineFlags& flags, PipelineOptions* options) {
   if (flags.no_array_caching) options->disable.push_back("constant-fold");
   options->pass_options.fold_size_limit = flags.fold_size_limit;
+  if (flags.bake_generators) options->enable.push_back("bake-generators");
 }
 
 Status LoadForCommand(const std::string& path, const std::string& region, const PipelineOptions* optimize,

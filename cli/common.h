@@ -41,6 +41,7 @@ Status LoadForCommand(const std::string& path, const std::string& region, const 
 struct PipelineFlags {
   bool no_array_caching = false;
   uint64_t fold_size_limit = 0;
+  bool bake_generators = false;
 };
 void AddPipelineFlags(CLI::App* sub, PipelineFlags* flags);
 // Applies `flags` to `options` (passes chosen elsewhere stay).

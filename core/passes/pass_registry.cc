@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "core/ir/verifier.h"
+#include "core/passes/bake_generators.h"
 #include "core/passes/constant_fold.h"
 #include "core/passes/dead_code_elimination.h"
 
@@ -19,6 +20,7 @@ struct Entry {
 const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {"constant-fold", [](const PassOptions& o) { return std::make_unique<ConstantFold>(o); }},
+      {"bake-generators", [](const PassOptions&) { return std::make_unique<BakeGenerators>(); }},
       {"dce", [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
   };
   return entries;

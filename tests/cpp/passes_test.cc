@@ -185,5 +185,51 @@ TEST(ConstantFold, KeepsAnInPlaceWriteToAParameter) {
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul_", "torch.Tensor.add"}));
 }
 
+// a = rand(1); y = x * a; optionally also n = rand_like(x) (reads the input); return y (+ n).
+std::string WriteGeneratorsTrace(const std::string& name, bool reads_input) {
+  TraceBuilder t(name);
+  t.Op("torch.rand", {IntArg(1)}, Ref(10, 0, {1}), v1::RANDOM, {0.25f});
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), TensorArg(Ref(10, 0, {1}))}, Ref(11, 0));
+  if (!reads_input) return t.Finish(Ref(11, 0));
+  t.Op("torch.Tensor.add", {TensorArg(Ref(1, 0)), IntArg(1)}, Ref(12, 0));
+  t.Op("torch.rand_like", {TensorArg(Ref(12, 0))}, Ref(13, 0), v1::RANDOM, {0.5f, 0.5f, 0.5f});
+  t.Op("torch.Tensor.add", {TensorArg(Ref(11, 0)), TensorArg(Ref(13, 0))}, Ref(14, 0));
+  return t.Finish(Ref(14, 0));
+}
+
+TEST(BakeGenerators, NotByDefaultAndWhenEnabledReplacesRandomOpsByRecordedValues) {
+  Graph g = Build(WriteGeneratorsTrace("gen.ivt", false));
+  ASSERT_TRUE(RunPasses(&g, {}).ok());
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.rand", "torch.Tensor.mul"}));
+  PipelineOptions bake;
+  bake.enable = {"bake-generators"};
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPasses(&g, bake, &report).ok());
+  EXPECT_EQ(report.front().pass, "bake-generators");
+  EXPECT_EQ(Ops(g), std::vector<std::string>{"torch.Tensor.mul"});
+  EXPECT_EQ(ConstantFloat(g, g.nodes[0].inputs[1]), 0.25f);
+}
+
+TEST(BakeGenerators, RefusesARandomOpThatDependsOnARegionInput) {
+  Graph g = Build(WriteGeneratorsTrace("gen_input.ivt", true));
+  Status st = RunPasses(&g, {{"bake-generators"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), Status::Kind::kInvalidArgument);
+  EXPECT_NE(st.message().find("'torch.rand_like' at prog.py:4"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("region input"), std::string::npos) << st.message();
+}
+
+TEST(BakeGenerators, RefusesWhenALaterOpWritesTheDrawInPlace) {
+  TraceBuilder t("gen_inplace.ivt");
+  t.Op("torch.rand", {IntArg(3)}, Ref(10, 0), v1::RANDOM, {1, 2, 3});
+  t.Op("torch.Tensor.mul_", {TensorArg(Ref(10, 0)), TensorArg(Ref(1, 0))}, Ref(10, 1), v1::INPLACE, {},
+       {Ref(10, 1)});
+  Graph g = Build(t.Finish(Ref(10, 1)));
+  Status st = RunPasses(&g, {{"bake-generators"}});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("written in place by 'torch.Tensor.mul_' at prog.py:2"), std::string::npos)
+      << st.message();
+}
+
 }  // namespace
 }  // namespace ivytrace

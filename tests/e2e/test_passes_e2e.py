@@ -102,3 +102,50 @@ def test_full_pipeline_report_lists_the_passes_and_plan_replays_exactly(sample, 
     cli("export", out, "--to", "plan", "-o", plan, check=True)
     with torch.no_grad():
         assert torch.equal(ivytrace.load_plan(plan)(sample["x"]), sample["expected"])
+
+
+def generators_fn(x):
+    a = torch.randint(0, 100, size=[1])
+    z = x**a
+    return z + torch.rand([1])
+
+
+def test_bake_generators_replaces_random_ops_by_their_recorded_values(cli, tmp_path):
+    x = torch.tensor([1.0, 1.5, 2.0], dtype=torch.float64)
+    torch.manual_seed(0)
+    expected = generators_fn(x)
+    torch.manual_seed(0)
+    graph = ivytrace.trace_graph(generators_fn, args=(x,))
+    trace = graph.save(tmp_path / "gen.ivt")
+
+    default = tmp_path / "default.ivg"
+    cli("optimize", trace, "-o", default, check=True)
+    assert ops_of(cli, default) == {"torch.randint": 1, "torch.rand": 1, "torch.Tensor.__pow__": 1,
+                                    "torch.Tensor.add": 1}
+
+    baked = tmp_path / "baked.ivg"
+    run = cli("optimize", trace, "-o", baked, "--bake-generators", "--verify", "--report", check=True)
+    assert report_rows(run.stdout)["bake-generators"] == (4, 2)
+    assert ops_of(cli, baked) == {"torch.Tensor.__pow__": 1, "torch.Tensor.add": 1}
+    plan = tmp_path / "baked.plan"
+    cli("export", trace, "--to", "plan", "-o", plan, "--bake-generators", check=True)
+    replay = ivytrace.load_plan(plan)
+    assert torch.equal(replay(x), expected)
+    assert torch.equal(replay(x), expected)  # the same draws on every call
+    torch.manual_seed(1)
+    again = generators_fn(x)
+    torch.manual_seed(1)
+    traced = ivytrace.trace_graph(generators_fn, args=(x,), include_generators=False)
+    assert torch.equal(traced(x), again) and torch.equal(traced(x), again)
+
+
+def test_bake_generators_refuses_random_ops_that_read_an_input(cli, tmp_path):
+    def noisy(x):
+        return x + torch.rand_like(x)
+
+    trace = ivytrace.trace_graph(noisy, args=(torch.ones(3),)).save(tmp_path / "noisy.ivt")
+    run = cli("optimize", trace, "-o", tmp_path / "noisy.ivg", "--bake-generators")
+    assert run.returncode == 2, run.stderr
+    assert "torch.rand_like" in run.stderr and "test_passes_e2e.py:" in run.stderr, run.stderr
+    assert "region input" in run.stderr
+    assert not (tmp_path / "noisy.ivg").exists()
