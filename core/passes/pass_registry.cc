@@ -6,6 +6,7 @@
 
 #include "core/ir/verifier.h"
 #include "core/passes/bake_generators.h"
+#include "core/passes/common_subexpression_elimination.h"
 #include "core/passes/constant_fold.h"
 #include "core/passes/dead_code_elimination.h"
 
@@ -21,6 +22,7 @@ const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {"constant-fold", [](const PassOptions& o) { return std::make_unique<ConstantFold>(o); }},
       {"bake-generators", [](const PassOptions&) { return std::make_unique<BakeGenerators>(); }},
+      {"cse", [](const PassOptions&) { return std::make_unique<CommonSubexpressionElimination>(); }},
       {"dce", [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
   };
   return entries;
@@ -45,7 +47,7 @@ std::unique_ptr<Pass> CreatePass(const std::string& name, const PassOptions& opt
 }
 
 const std::vector<std::string>& DefaultPipeline() {
-  static const std::vector<std::string> pipeline = {"constant-fold", "dce"};
+  static const std::vector<std::string> pipeline = {"constant-fold", "cse", "dce"};
   return pipeline;
 }
 

@@ -231,5 +231,52 @@ TEST(BakeGenerators, RefusesWhenALaterOpWritesTheDrawInPlace) {
       << st.message();
 }
 
+// y1 = x * 2; y2 = x * K; [y2.add_(1)]; return y1 + y2
+std::string WriteDuplicateTrace(const std::string& name, int k, bool write_second) {
+  TraceBuilder t(name);
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(2)}, Ref(10, 0));
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(k)}, Ref(11, 0));
+  uint32_t v = 0;
+  if (write_second) {
+    t.Op("torch.Tensor.add_", {TensorArg(Ref(11, 0)), IntArg(1)}, Ref(11, 1), v1::INPLACE, {}, {Ref(11, 1)});
+    v = 1;
+  }
+  t.Op("torch.Tensor.add", {TensorArg(Ref(10, 0)), TensorArg(Ref(11, v))}, Ref(12, 0));
+  return t.Finish(Ref(12, 0));
+}
+
+TEST(Cse, MergesTheSecondIdenticalCallIntoTheFirst) {
+  Graph g = Build(WriteDuplicateTrace("cse.ivt", 2, false));
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPasses(&g, {}, &report).ok());
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul", "torch.Tensor.add"}));
+  EXPECT_EQ(g.nodes[1].inputs[0], g.nodes[1].inputs[1]);
+  EXPECT_EQ(g.nodes[1].inputs[0], g.nodes[0].outputs[0]);
+}
+
+TEST(Cse, KeepsCallsWithOtherLiteralsOrWhoseResultIsWrittenInPlace) {
+  Graph other = Build(WriteDuplicateTrace("cse_literal.ivt", 3, false));
+  ASSERT_TRUE(RunPasses(&other, {}).ok());
+  EXPECT_EQ(Ops(other).size(), 3u);
+  Graph written = Build(WriteDuplicateTrace("cse_written.ivt", 2, true));
+  ASSERT_TRUE(RunPasses(&written, {}).ok());
+  EXPECT_EQ(Ops(written).size(), 4u);
+}
+
+TEST(Cse, RenamesRegionOutputsAndChainsMerges) {
+  // a1 = x * 2; a2 = x * 2; b1 = relu(a1); b2 = relu(a2); c = b1 + x (dead); return b2
+  TraceBuilder t("cse_chain.ivt");
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(2)}, Ref(10, 0));
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(2)}, Ref(11, 0));
+  t.Op("torch.relu", {TensorArg(Ref(10, 0))}, Ref(12, 0));
+  t.Op("torch.relu", {TensorArg(Ref(11, 0))}, Ref(13, 0));
+  t.Op("torch.Tensor.add", {TensorArg(Ref(12, 0)), TensorArg(Ref(1, 0))}, Ref(14, 0));
+  Graph g = Build(t.Finish(Ref(13, 0)));
+  ASSERT_TRUE(RunPasses(&g, {}).ok());
+  // The second relu reads the first mul after the merge, so it merges too; the add is dead.
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul", "torch.relu"}));
+  EXPECT_EQ(g.OutputValues()[0], g.nodes[1].outputs[0]);
+}
+
 }  // namespace
 }  // namespace ivytrace

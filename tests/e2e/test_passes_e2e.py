@@ -149,3 +149,24 @@ def test_bake_generators_refuses_random_ops_that_read_an_input(cli, tmp_path):
     assert "torch.rand_like" in run.stderr and "test_passes_e2e.py:" in run.stderr, run.stderr
     assert "region input" in run.stderr
     assert not (tmp_path / "noisy.ivg").exists()
+
+
+def repeated_fn(x):
+    a = torch.relu(x * 2)
+    b = torch.relu(x * 2)  # the same computation again: merged into a
+    c = x * 2
+    c.add_(1)  # written in place: must stay its own tensor
+    return a + b + c
+
+
+def test_cse_merges_repeated_pure_calls_but_not_one_written_in_place(cli, tmp_path):
+    x = torch.tensor([-1.0, 0.5, 2.0])
+    graph = ivytrace.trace_graph(repeated_fn, args=(x,))
+    trace = graph.save(tmp_path / "cse.ivt")
+    out = tmp_path / "cse.ivg"
+    run = cli("optimize", trace, "-o", out, "--verify", "--report", check=True)
+    assert report_rows(run.stdout)["cse"][0] - report_rows(run.stdout)["cse"][1] == 2
+    ops = ops_of(cli, out)
+    assert ops["torch.relu"] == 1 and ops["torch.Tensor.mul"] == 2 and ops["torch.Tensor.add_"] == 1, ops
+    fresh = torch.tensor([3.0, -2.0, 0.0, 1.0])
+    assert torch.equal(graph(fresh), repeated_fn(fresh))

@@ -1,0 +1,99 @@
+#include "core/passes/common_subexpression_elimination.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/ir/arg.h"
+#include "core/schema/schema_registry.h"
+
+namespace ivytrace {
+namespace {
+
+bool Mergeable(const Node& n) {
+  return !n.erased && n.schema && SchemaRegistry::IsPure(*n.schema) && n.mutated.empty() &&
+         !(n.flags & (v1::RANDOM | v1::INPLACE)) && !n.outputs.empty() && !n.inputs.empty();
+}
+
+// The call as data: op, then arguments with tensors reduced to their (renamed) value ids.
+std::string CallKey(const Node& n) {
+  v1::OpEvent call;  // a convenient container for args and kwargs
+  for (const auto& a : n.args) *call.add_args() = a;
+  for (const auto& k : n.kwargs) *call.add_kwargs() = k;
+  auto strip = [](v1::TensorRef* r) {
+    const ValueId v = r->value();
+    r->Clear();
+    r->set_value(v);
+  };
+  for (auto& a : *call.mutable_args()) ForEachTensorMutable(&a, strip);
+  for (auto& k : *call.mutable_kwargs()) ForEachTensorMutable(k.mutable_value(), strip);
+  return n.op + '\0' + call.SerializeAsString();
+}
+
+std::vector<ValueId> ResultValues(const Node& n) {
+  std::vector<ValueId> out;
+  ForEachTensor(n.result, [&](const v1::TensorRef& r) { out.push_back(r.value()); });
+  return out;
+}
+
+}  // namespace
+
+Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
+  // Which nodes write each storage in place.
+  std::unordered_map<uint64_t, std::vector<size_t>> writes;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    if (g->nodes[i].erased) continue;
+    for (const auto& m : g->nodes[i].mutated) writes[m.storage()].push_back(i);
+  }
+  auto written = [&](uint64_t storage) { return storage != 0 && writes.count(storage); };
+  auto written_between = [&](uint64_t storage, size_t from, size_t to) {
+    auto it = writes.find(storage);
+    if (storage == 0 || it == writes.end()) return false;
+    return std::any_of(it->second.begin(), it->second.end(), [&](size_t w) { return w > from && w < to; });
+  };
+  std::unordered_set<ValueId> region_outputs;
+  for (ValueId v : g->OutputValues()) region_outputs.insert(v);
+
+  std::vector<ValueId> rename(g->values.size());
+  for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
+  bool renamed = false;
+  auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
+  std::unordered_map<std::string, size_t> first;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    Node& n = g->nodes[i];
+    if (n.erased) continue;
+    if (renamed) {
+      for (auto& a : n.args) ForEachTensorMutable(&a, apply);
+      for (auto& k : n.kwargs) ForEachTensorMutable(k.mutable_value(), apply);
+      Graph::IndexNode(&n);
+    }
+    if (!Mergeable(n)) continue;
+    const std::string key = CallKey(n);
+    auto [it, inserted] = first.emplace(key, i);
+    if (inserted) continue;
+    const size_t e = it->second;
+    const std::vector<ValueId> mine = ResultValues(n), theirs = ResultValues(g->nodes[e]);
+    bool ok = mine.size() == theirs.size();
+    for (size_t k = 0; ok && k < mine.size(); ++k) {
+      const Value& a = g->values[mine[k]];
+      const Value& b = g->values[theirs[k]];
+      ok = a.dtype == b.dtype && a.shape == b.shape && !written(a.storage) && !written(b.storage) &&
+           !(region_outputs.count(mine[k]) && region_outputs.count(theirs[k]));
+    }
+    for (ValueId in : n.inputs) ok = ok && !written_between(g->values[in].storage, e, i);
+    if (!ok) continue;
+    for (size_t k = 0; k < mine.size(); ++k) rename[mine[k]] = theirs[k];
+    renamed = true;
+    n.erased = true;
+    ++result->nodes_removed;
+  }
+  if (renamed) {
+    ForEachTensorMutable(&g->outputs, apply);
+    for (auto& guard : g->guards) apply(guard.mutable_tensor());
+  }
+  return Status::Ok();
+}
+
+}  // namespace ivytrace
