@@ -9,6 +9,7 @@
 #include "core/passes/common_subexpression_elimination.h"
 #include "core/passes/constant_fold.h"
 #include "core/passes/dead_code_elimination.h"
+#include "core/passes/simplify.h"
 
 namespace ivytrace {
 namespace {
@@ -22,6 +23,7 @@ const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {"constant-fold", [](const PassOptions& o) { return std::make_unique<ConstantFold>(o); }},
       {"bake-generators", [](const PassOptions&) { return std::make_unique<BakeGenerators>(); }},
+      {"simplify", [](const PassOptions&) { return std::make_unique<Simplify>(); }},
       {"cse", [](const PassOptions&) { return std::make_unique<CommonSubexpressionElimination>(); }},
       {"dce", [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
   };
@@ -47,7 +49,7 @@ std::unique_ptr<Pass> CreatePass(const std::string& name, const PassOptions& opt
 }
 
 const std::vector<std::string>& DefaultPipeline() {
-  static const std::vector<std::string> pipeline = {"constant-fold", "cse", "dce"};
+  static const std::vector<std::string> pipeline = {"constant-fold", "simplify", "cse", "dce"};
   return pipeline;
 }
 

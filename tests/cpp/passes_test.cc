@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/ir/arg.h"
 #include "core/ir/graph_builder.h"
 #include "core/ir/verifier.h"
 #include "core/passes/pass_registry.h"
@@ -276,6 +277,51 @@ TEST(Cse, RenamesRegionOutputsAndChainsMerges) {
   // The second relu reads the first mul after the merge, so it merges too; the add is dead.
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul", "torch.relu"}));
   EXPECT_EQ(g.OutputValues()[0], g.nodes[1].outputs[0]);
+}
+
+v1::Arg FloatArg(double f) {
+  v1::Arg a;
+  a.set_f(f);
+  return a;
+}
+
+TEST(Simplify, ForwardsIdentityLikeCallsToTheirInput) {
+  // d = x.detach(); m = d * 1; a = m + 0.0; r = a.reshape(3); y = r.relu(): y reads x directly.
+  TraceBuilder t("simplify.ivt");
+  t.Op("torch.Tensor.detach", {TensorArg(Ref(1, 0))}, Ref(10, 0));
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(10, 0)), IntArg(1)}, Ref(11, 0));
+  t.Op("torch.Tensor.add", {TensorArg(Ref(11, 0)), FloatArg(0.0)}, Ref(12, 0));
+  t.Op("torch.Tensor.reshape", {TensorArg(Ref(12, 0)), IntArg(3)}, Ref(13, 0));
+  t.Op("torch.relu", {TensorArg(Ref(13, 0))}, Ref(14, 0));
+  Graph g = Build(t.Finish(Ref(14, 0)));
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPasses(&g, {}, &report).ok());
+  EXPECT_EQ(Ops(g), std::vector<std::string>{"torch.relu"});
+  EXPECT_EQ(g.values[g.nodes[0].inputs[0]].kind, v1::INPUT);
+}
+
+TEST(Simplify, KeepsCallsThatChangeShapeValueOrAliasing) {
+  TraceBuilder t("simplify_keep.ivt");
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(2)}, Ref(10, 0));          // not the identity
+  t.Op("torch.Tensor.add", {TensorArg(Ref(1, 0)), IntArg(0)}, Ref(11, 0, {2, 3}));  // broadcast
+  t.Op("torch.Tensor.reshape", {TensorArg(Ref(10, 0)), IntArg(1), IntArg(3)}, Ref(12, 0, {1, 3}));
+  t.Op("torch.Tensor.clone", {TensorArg(Ref(10, 0))}, Ref(13, 0));
+  t.Op("torch.Tensor.add_", {TensorArg(Ref(13, 0)), IntArg(1)}, Ref(13, 1), v1::INPLACE, {}, {Ref(13, 1)});
+  v1::Arg all;
+  for (auto r : {Ref(11, 0, {2, 3}), Ref(12, 0, {1, 3}), Ref(13, 1)}) *all.mutable_list()->add_items() = TensorArg(r);
+  t.Op("torch.Tensor.clone", {TensorArg(Ref(1, 0))}, Ref(14, 0));  // returned: stays a copy of x
+  *all.mutable_list()->add_items() = TensorArg(Ref(14, 0));
+  std::string path = t.Finish(Ref(14, 0));
+  Graph g = Build(path);
+  g.outputs = all;
+  ForEachTensorMutable(&g.outputs, [&](v1::TensorRef* r) {
+    for (size_t v = 0; v < g.values.size(); ++v) {
+      if (g.values[v].tensor_id == r->id() && g.values[v].tensor_version == r->version()) r->set_value(v);
+    }
+  });
+  ASSERT_TRUE(RunPasses(&g, {{"simplify", "dce"}}).ok());
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul", "torch.Tensor.add", "torch.Tensor.reshape",
+                                               "torch.Tensor.clone", "torch.Tensor.add_", "torch.Tensor.clone"}));
 }
 
 }  // namespace

@@ -170,3 +170,29 @@ def test_cse_merges_repeated_pure_calls_but_not_one_written_in_place(cli, tmp_pa
     assert ops["torch.relu"] == 1 and ops["torch.Tensor.mul"] == 2 and ops["torch.Tensor.add_"] == 1, ops
     fresh = torch.tensor([3.0, -2.0, 0.0, 1.0])
     assert torch.equal(graph(fresh), repeated_fn(fresh))
+
+
+def identities_fn(x):
+    y = x.detach().contiguous() * 1
+    y = torch.nn.functional.dropout(y, 0.5, training=False) + 0
+    y = y.view(x.shape) / 1
+    z = y.clone()
+    z.mul_(3)  # written in place: this clone stays
+    return torch.relu(y) + z + x.int() * 1.0  # int * 1.0 promotes to float: the mul stays
+
+
+def test_simplify_forwards_identities_and_keeps_what_changes_values(cli, tmp_path):
+    x = torch.tensor([-1.0, 0.5, 2.0])
+    graph = ivytrace.trace_graph(identities_fn, args=(x,))
+    trace = graph.save(tmp_path / "ids.ivt")
+    out = tmp_path / "ids.ivg"
+    run = cli("optimize", trace, "-o", out, "--verify", "--report", check=True)
+    before, after = report_rows(run.stdout)["simplify"]
+    assert before - after == 7, run.stdout
+    ops = ops_of(cli, out)
+    for gone in ("torch.Tensor.detach", "torch.Tensor.contiguous", "torch.nn.functional.dropout",
+                 "torch.Tensor.view"):
+        assert gone not in ops, ops
+    assert ops["torch.Tensor.clone"] == 1 and ops["torch.Tensor.mul_"] == 1, ops
+    fresh = torch.tensor([[3.0, -2.0], [0.25, 1.0]])
+    assert torch.equal(graph(fresh), identities_fn(fresh))
