@@ -4,11 +4,19 @@
 #include <vector>
 
 #include "core/passes/recorded_values.h"
+#include "core/schema/binding.h"
 
 namespace ivytrace {
 namespace {
 
-bool IsRandom(const Node& n) { return (n.schema && n.schema->random()) || (n.flags & v1::RANDOM); }
+// Dropout with training=False is marked random by its schema but draws nothing: it is left for
+// simplify (a model in eval mode must not be refused for it).
+bool IsRandom(const Node& n) {
+  if (!(n.schema && n.schema->random()) && !(n.flags & v1::RANDOM)) return false;
+  BoundCall call;
+  if (n.canonical() == "dropout" && BoundCall::Bind(n, &call).ok() && call.Bool("training") == false) return false;
+  return true;
+}
 
 std::string Where(const Node& n) { return "'" + n.op + "' at " + n.loc.file() + ":" + std::to_string(n.loc.line()); }
 

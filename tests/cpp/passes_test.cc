@@ -220,6 +220,23 @@ TEST(BakeGenerators, RefusesARandomOpThatDependsOnARegionInput) {
   EXPECT_NE(st.message().find("region input"), std::string::npos) << st.message();
 }
 
+TEST(BakeGenerators, DropoutOutsideTrainingIsNotADrawAndSimplifyRemovesIt) {
+  TraceBuilder t("gen_dropout.ivt");
+  v1::Arg off;
+  off.set_b(false);
+  v1::Arg p;
+  p.set_f(0.5);
+  t.Op("torch.nn.functional.dropout", {TensorArg(Ref(1, 0)), p, off}, Ref(10, 0), v1::RANDOM, {1, 2, 3});
+  t.Op("torch.relu", {TensorArg(Ref(10, 0))}, Ref(11, 0));
+  Graph g = Build(t.Finish(Ref(11, 0)));
+  PipelineOptions bake;
+  bake.enable = {"bake-generators"};
+  Status st = RunPasses(&g, bake);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(Ops(g), std::vector<std::string>{"torch.relu"});
+  EXPECT_EQ(g.values[g.nodes[0].inputs[0]].kind, v1::INPUT);
+}
+
 TEST(BakeGenerators, RefusesWhenALaterOpWritesTheDrawInPlace) {
   TraceBuilder t("gen_inplace.ivt");
   t.Op("torch.rand", {IntArg(3)}, Ref(10, 0), v1::RANDOM, {1, 2, 3});
