@@ -1,5 +1,6 @@
 #include "core/passes/constant_fold.h"
 
+#include <unordered_set>
 #include <vector>
 
 #include "core/passes/recorded_values.h"
@@ -8,8 +9,13 @@ namespace ivytrace {
 
 Status ConstantFold::Run(Graph* g, PassResult* result) {
   const auto visible = CallerVisibleStorage(*g);
+  const std::vector<ValueId> outputs = g->OutputValues();
+  const std::unordered_set<ValueId> region_outputs(outputs.begin(), outputs.end());
   auto candidate = [&](const Node& n) {
     if (n.erased || !(n.flags & v1::FOLDABLE_OP)) return false;
+    for (ValueId out : n.outputs) {
+      if (region_outputs.count(out)) return false;
+    }
     if (n.schema && (n.schema->random() || n.schema->side_effect())) return false;
     for (const auto& m : n.mutated) {
       if (visible.count(m.storage())) return false;

@@ -3,7 +3,9 @@
 // those stored values, so the replay does not compute it again. Folding is transitive: in
 // topological order, a node folds when its inputs are constants or outputs of folded nodes.
 //
-// Never folded: ops that write caller-visible memory in place (a parameter or an input: that is
+// Never folded: ops whose result the region returns (the caller gets a fresh tensor on every
+// call, never the plan's own constant, which it could then change), ops that write
+// caller-visible memory in place (a parameter or an input: that is
 // an effect, not a value), random or side-effecting ops, and ops whose results are later written
 // in place by an op that stays (the constant would carry the write into the next replay).
 // `PassOptions::fold_size_limit` leaves values larger than the limit to be computed.

@@ -174,6 +174,19 @@ TEST(ConstantFold, KeepsAConstantThatALaterOpWritesInPlace) {
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.zeros", "torch.Tensor.add_", "torch.Tensor.add"}));
 }
 
+TEST(ConstantFold, KeepsTheOpThatMakesARegionOutput) {
+  // return tensor([2]) + tensor([2]): the add stays so every call returns a fresh tensor.
+  TraceBuilder t("fold_output.ivt");
+  t.Op("torch.tensor", {}, Ref(10, 0, {1}), v1::FOLDABLE_OP, {2});
+  t.Op("torch.tensor", {}, Ref(11, 0, {1}), v1::FOLDABLE_OP, {2});
+  t.Op("torch.Tensor.add", {TensorArg(Ref(11, 0, {1})), TensorArg(Ref(10, 0, {1}))}, Ref(12, 0, {1}),
+       v1::FOLDABLE_OP, {4});
+  Graph g = Build(t.Finish(Ref(12, 0, {1})));
+  ASSERT_TRUE(RunPasses(&g, {}).ok());
+  EXPECT_EQ(Ops(g), std::vector<std::string>{"torch.Tensor.add"});
+  EXPECT_EQ(ConstantFloat(g, g.nodes[0].inputs[0]), 2.0f);
+}
+
 TEST(ConstantFold, KeepsAnInPlaceWriteToAParameter) {
   // w.mul_(2) reads only constants, but writing the parameter is state the caller sees.
   TraceBuilder t("fold_param.ivt");
