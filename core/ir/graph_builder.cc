@@ -112,11 +112,11 @@ class Builder {
     }
   }
 
-  // A value is complete. The outputs of a foldable or random op in the region keep it (the
+  // A value is complete. The outputs of a foldable or random op in the graph keep it (the
   // recorder writes it right after the op), for constant-fold and bake-generators.
   void Complete(const TensorKey& key, v1::Tensor t) {
     const auto role = t.role();
-    if (active_ && (role == v1::FOLDABLE || role == v1::RANDOM_OUTPUT)) {
+    if (role == v1::FOLDABLE || role == v1::RANDOM_OUTPUT) {
       auto it = awaiting_value_.find(key);
       if (it != awaiting_value_.end()) {
         graph_->values[it->second].recorded = static_cast<int32_t>(graph_->constants.size());

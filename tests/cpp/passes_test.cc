@@ -133,6 +133,34 @@ TEST(ConstantFold, SeedsExampleFoldsToThePowerOfARecordedConstant) {
   EXPECT_EQ(g.constants.size(), 1u);
 }
 
+TEST(ConstantFold, RecordedValuesAreKeptInATraceWithoutRegions) {
+  const std::string path = TempPath("fold_noregion.ivt");
+  TraceWriter w;
+  w.Open(path, v1::Header());
+  v1::Record r;
+  auto* e = r.mutable_op();
+  e->set_op(w.Intern("torch.ones"));
+  *e->add_args() = IntArg(1);
+  *e->mutable_result() = TensorArg(Ref(10, 0, {1}));
+  e->set_flags(v1::FOLDABLE_OP);
+  w.Write(r);
+  const float one = 1;
+  v1::Record v;
+  *v.mutable_tensor()->mutable_ref() = Ref(10, 0, {1});
+  auto* val = v.mutable_tensor()->mutable_value();
+  val->set_dtype(v1::FLOAT32);
+  val->add_shape(1);
+  val->set_role(v1::FOLDABLE);
+  val->set_data(std::string(reinterpret_cast<const char*>(&one), sizeof one));
+  v.mutable_tensor()->set_total_bytes(sizeof one);
+  w.Write(v);
+  w.Close();
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(path, {}, &g).ok());
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_GE(g.values[g.nodes[0].outputs[0]].recorded, 0);
+}
+
 TEST(ConstantFold, DisabledOrOverTheSizeLimitKeepsTheOps) {
   Graph g = Build(WriteArrayCachingTrace("fold_off.ivt"));
   PipelineOptions off;
