@@ -72,7 +72,16 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     for (const auto& m : n.mutated) written.insert(m.storage());
   }
   std::unordered_set<ValueId> region_outputs;
-  for (ValueId v : g->OutputValues()) region_outputs.insert(v);
+  std::unordered_set<uint64_t> output_storage;
+  for (ValueId v : g->OutputValues()) {
+    region_outputs.insert(v);
+    if (g->values[v].storage) output_storage.insert(g->values[v].storage);
+  }
+  // Memory a returned tensor must not share once forwarded: the caller's and the plan's.
+  std::unordered_set<uint64_t> visible;
+  for (const Value& v : g->values) {
+    if ((v.kind == v1::INPUT || v.kind == v1::CONSTANT_VALUE) && v.storage) visible.insert(v.storage);
+  }
 
   std::vector<ValueId> rename(g->values.size());
   for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
@@ -92,12 +101,19 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     const Value& to = g->values[out];
     if (from.dtype != to.dtype || from.shape != to.shape) continue;
     if ((from.storage && written.count(from.storage)) || (to.storage && written.count(to.storage))) continue;
-    if (region_outputs.count(out) && (from.kind != v1::NODE_OUTPUT || region_outputs.count(*in))) continue;
+    if (region_outputs.count(out) &&
+        (from.kind != v1::NODE_OUTPUT || region_outputs.count(*in) ||
+         (from.storage && (visible.count(from.storage) || output_storage.count(from.storage))))) {
+      continue;
+    }
     rename[out] = *in;
     renamed = true;
     n.erased = true;
     ++result->nodes_removed;
-    if (region_outputs.erase(out)) region_outputs.insert(*in);
+    if (region_outputs.erase(out)) {
+      region_outputs.insert(*in);
+      if (from.storage) output_storage.insert(from.storage);
+    }
   }
   if (renamed) {
     ForEachTensorMutable(&g->outputs, apply);

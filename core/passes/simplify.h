@@ -7,8 +7,8 @@
 // A rule only fires when the result has the argument's recorded dtype and shape (so type
 // promotion and broadcasting are not changed), when neither tensor's memory is ever written in
 // place (the two would then alias where the program had two tensors), and when the result is not
-// a region output that would become an input, a constant or another output (the caller would get
-// an alias of its own tensor or of the plan's constant).
+// a region output that would become (a view of) an input, a constant or another output (the
+// caller would get an alias of its own tensor, of the plan's constant, or one tensor twice).
 #pragma once
 
 #include "core/passes/pass.h"

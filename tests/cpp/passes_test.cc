@@ -369,6 +369,12 @@ TEST(Simplify, KeepsCallsThatChangeShapeValueOrAliasing) {
   for (auto r : {Ref(11, 0, {2, 3}), Ref(12, 0, {1, 3}), Ref(13, 1)}) *all.mutable_list()->add_items() = TensorArg(r);
   t.Op("torch.Tensor.clone", {TensorArg(Ref(1, 0))}, Ref(14, 0));  // returned: stays a copy of x
   *all.mutable_list()->add_items() = TensorArg(Ref(14, 0));
+  // x.view(1, 3).clone() returned: the view shares x's memory, so the copy stays.
+  v1::TensorRef view = Ref(15, 0, {1, 3});
+  view.set_storage(1);
+  t.Op("torch.Tensor.view", {TensorArg(Ref(1, 0)), IntArg(1), IntArg(3)}, view);
+  t.Op("torch.Tensor.clone", {TensorArg(view)}, Ref(16, 0, {1, 3}));
+  *all.mutable_list()->add_items() = TensorArg(Ref(16, 0, {1, 3}));
   std::string path = t.Finish(Ref(14, 0));
   Graph g = Build(path);
   g.outputs = all;
@@ -379,7 +385,8 @@ TEST(Simplify, KeepsCallsThatChangeShapeValueOrAliasing) {
   });
   ASSERT_TRUE(RunPasses(&g, {{"simplify", "dce"}}).ok());
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul", "torch.Tensor.add", "torch.Tensor.reshape",
-                                               "torch.Tensor.clone", "torch.Tensor.add_", "torch.Tensor.clone"}));
+                                               "torch.Tensor.clone", "torch.Tensor.add_", "torch.Tensor.clone",
+                                               "torch.Tensor.view", "torch.Tensor.clone"}));
 }
 
 }  // namespace
