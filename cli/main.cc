@@ -8,11 +8,27 @@
 
 #include "cli/common.h"
 
+namespace {
+
+// protobuf logs its own view of a record that does not parse (e.g. "invalid UTF-8") straight to
+// stderr; the reader already reports the file and byte offset, so those lines are detail for -v.
+void ProtobufLogToSpdlog(google::protobuf::LogLevel level, const char* file, int line,
+                         const std::string& message) {
+  if (level >= google::protobuf::LOGLEVEL_FATAL) {
+    spdlog::critical("protobuf ({}:{}): {}", file, line, message);
+  } else {
+    spdlog::debug("protobuf ({}:{}): {}", file, line, message);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ivytrace::cli;
   auto logger = spdlog::stderr_color_mt("ivytrace");
   logger->set_pattern("ivytrace: %^%l%$: %v");
   spdlog::set_default_logger(logger);
+  google::protobuf::SetLogHandler(&ProtobufLogToSpdlog);
 
   CLI::App app{"ivytrace: turn a running PyTorch program into a clean computation graph, then "
                "optimize it, draw it and export it as ONNX or as an executable plan."};

@@ -16,6 +16,10 @@ class FileInputStream;
 class CodedInputStream;
 }  // namespace google::protobuf::io
 
+namespace ivytrace::internal {
+class CrcInputStream;
+}  // namespace ivytrace::internal
+
 namespace ivytrace {
 
 namespace v1 = ::ivytrace::v1;
@@ -61,13 +65,12 @@ class TraceReader {
   Status Fail(const std::string& what) const;
   Status ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_name, uint64_t* thread, bool* eof,
                     bool scan_ops);
-  Status Account(const v1::Record& record, uint64_t at);
+  Status Account(const v1::Record& record, uint64_t at, uint32_t crc_before);
   std::string path_;
   int fd_ = -1;
   std::unique_ptr<google::protobuf::io::FileInputStream> file_;
-  std::unique_ptr<google::protobuf::io::CodedInputStream> coded_;
+  std::unique_ptr<internal::CrcInputStream> crc_;  // over file_: checksums what was consumed
   uint64_t offset_ = 0;
-  uint64_t coded_base_ = 0;
   uint64_t records_ = 0;
   uint64_t op_events_ = 0;
   bool saw_footer_ = false;

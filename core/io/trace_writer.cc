@@ -1,6 +1,7 @@
 #include "core/io/trace_writer.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
@@ -45,6 +46,9 @@ Status TraceWriter::Write(const v1::Record& record) {
       std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
     return Status::IOError("cannot write '" + path_ + "': " + std::strerror(errno));
   }
+  crc_ = static_cast<uint32_t>(crc32(crc_, len, static_cast<uInt>(end - len)));
+  crc_ = static_cast<uint32_t>(
+      crc32(crc_, reinterpret_cast<const Bytef*>(buffer_.data()), static_cast<uInt>(buffer_.size())));
   ++records_;
   if (record.kind_case() == v1::Record::kOp) ++ops_;
   return Status::Ok();
@@ -55,6 +59,7 @@ Status TraceWriter::Close() {
   v1::Record r;
   r.mutable_footer()->set_records(records_);
   r.mutable_footer()->set_op_events(ops_);
+  r.mutable_footer()->set_crc32(crc_);
   Status st = Write(r);
   if (std::fclose(file_) != 0 && st.ok()) st = Status::IOError("cannot write '" + path_ + "'");
   file_ = nullptr;

@@ -30,6 +30,7 @@ class TraceWriter {
   std::unordered_map<std::string, uint32_t> strings_;
   uint64_t records_ = 0;
   uint64_t ops_ = 0;
+  uint32_t crc_ = 0;  // zlib CRC-32 of every byte written after the magic (see Footer.crc32)
   std::string buffer_;
 };
 

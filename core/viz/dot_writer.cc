@@ -40,6 +40,7 @@ std::string GraphToDot(const Graph& g) {
   std::ostringstream os;
   os << "digraph \"" << Escape(g.name) << "\" {\n"
      << "  rankdir=TB;\n"
+     << "  graph [fontname=\"Helvetica\", fontsize=11];\n"
      << "  node [fontname=\"Helvetica\", fontsize=10];\n"
      << "  edge [fontname=\"Helvetica\", fontsize=8, color=\"#555555\"];\n";
   // Which node (or input/constant pseudo-node) defines each value.

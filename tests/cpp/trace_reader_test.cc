@@ -1,5 +1,6 @@
 #include "core/io/trace_reader.h"
 
+#include <google/protobuf/stubs/common.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -116,6 +117,49 @@ TEST(TraceReader, GarbageInTheMiddleIsCorruptionAtItsOffset) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.kind(), Status::Kind::kCorruption);
   EXPECT_NE(st.message().find("byte"), std::string::npos) << st.message();
+}
+
+Status ScanEverything(const std::string& path, bool allow_missing_footer) {
+  TraceReader r;
+  r.set_allow_missing_footer(allow_missing_footer);
+  IVY_RETURN_IF_ERROR(r.Open(path));
+  v1::Record rec;
+  bool eof = false, is_op = false;
+  uint32_t op = 0;
+  uint64_t thread = 0;
+  while (true) {
+    IVY_RETURN_IF_ERROR(r.NextForStats(&rec, &is_op, &op, &thread, &eof));
+    if (eof) return Status::Ok();
+  }
+}
+
+// Any run of changed bytes, anywhere after the magic, is caught: by structure where it breaks
+// it, by the footer's checksum where it still parses (a changed tensor value, a changed name).
+// Both read paths (full parse and the statistics scan, also with a missing footer allowed, as
+// `inspect` reads) must agree.
+TEST(TraceReader, EveryChangedByteIsCaught) {
+  google::protobuf::LogSilencer quiet;  // protobuf's own "invalid UTF-8" lines, thousands of them
+  auto path = testing::WriteSeedsTrace(TempPath("sweep.ivt"));
+  const std::string good = ReadAll(path);
+  size_t n = 0;
+  ASSERT_TRUE(ReadEverything(path, &n).ok());
+  for (size_t at = kMagicSize; at < good.size(); ++at) {
+    for (size_t width : {size_t{1}, size_t{16}}) {
+      std::string data = good;
+      bool changed = false;
+      for (size_t k = at; k < std::min(good.size(), at + width); ++k) {
+        changed |= data[k] != static_cast<char>(0xff);
+        data[k] = static_cast<char>(0xff);
+      }
+      if (!changed) continue;
+      WriteAll(path, data);
+      Status full = ReadEverything(path, &n);
+      EXPECT_EQ(full.kind(), Status::Kind::kCorruption) << "at " << at << " width " << width;
+      EXPECT_NE(full.message().find("byte"), std::string::npos) << full.message();
+      EXPECT_EQ(ScanEverything(path, false).kind(), Status::Kind::kCorruption) << "at " << at;
+      EXPECT_EQ(ScanEverything(path, true).kind(), Status::Kind::kCorruption) << "at " << at;
+    }
+  }
 }
 
 TEST(TraceReader, NotATraceAndMissingFile) {

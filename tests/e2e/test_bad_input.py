@@ -167,3 +167,23 @@ class TestRecord:
         proc = cli("optimize", out, "-o", tmp_path / "g.ivg")
         assert proc.returncode == EXIT_BAD_INPUT
         assert "without a footer" in proc.stderr
+
+
+def test_changed_bytes_anywhere_are_caught(cli, good_trace, tmp_path):
+    """Garbage written over any part of a recorded trace (including tensor values, which still
+    parse) is reported: the footer's checksum covers what the structure checks cannot."""
+    data = good_trace.read_bytes()
+    bad = tmp_path / "bad.ivt"
+    missed = []
+    for at in range(8, len(data) - 1, 5):
+        damaged = bytearray(data)
+        damaged[at:at + 32] = b"\xff" * len(damaged[at:at + 32])
+        if damaged == data:
+            continue
+        bad.write_bytes(bytes(damaged))
+        for command in ("inspect", "optimize"):
+            proc = cli(*COMMANDS[command](bad, tmp_path / "out.bin"))
+            if proc.returncode != EXIT_BAD_INPUT or "byte" not in proc.stderr:
+                missed.append((at, command, proc.returncode, proc.stderr))
+    assert missed == []
+    assert list(tmp_path.glob("out.*")) == []

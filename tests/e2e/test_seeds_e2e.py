@@ -4,15 +4,7 @@ import json
 import torch
 
 import ivytrace
-
-
-def fn(x, y):
-    z = x**y
-    print(z)
-    k = x * y
-    j = torch.cat([x, z, y])
-    s = torch.sum(j)
-    return z
+from seeds_example import fn  # samples/: the same program a user runs
 
 
 def test_seeds_first_example_optimizes_to_the_power(cli, tmp_path, capsys):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import zlib
 
 from ivytrace.recorder.encode import V, varint
 from ivytrace.v1 import trace_pb2
@@ -71,6 +72,7 @@ class TraceWriter:
         self.tensor_bytes = 0
         self.closed = False
         self._write_all(MAGIC)
+        self._crc = 0  # zlib CRC-32 of every byte after the magic (the footer's crc32)
 
     # -- strings ---------------------------------------------------------------------------
     def intern(self, s: str) -> int:
@@ -163,6 +165,8 @@ class TraceWriter:
             self._write_all(data)
 
     def _write_all(self, data) -> None:
+        if hasattr(self, "_crc"):
+            self._crc = zlib.crc32(data, self._crc)
         view = memoryview(data)
         while view:
             n = os.write(self._fd, view)
@@ -180,13 +184,14 @@ class TraceWriter:
         """Write the footer (if given) with the counts filled in, and close the file."""
         if self.closed:
             return
-        if footer is not None:
-            with self._lock:
+        with self._lock:
+            self._flush_locked()
+            if footer is not None:
                 footer.records = self.records
                 footer.op_events = self.op_events
                 footer.tensor_bytes = self.tensor_bytes
-            self.emit(TAG_FOOTER, footer.SerializeToString())
-        with self._lock:
-            self._flush_locked()
+                footer.crc32 = self._crc  # of everything written before the footer
+                self.records += 1
+                self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
             self.closed = True
             os.close(self._fd)
