@@ -1,0 +1,133 @@
+"""Recording cost (issue 3). Prints figures beside the unrecorded run and beside torch.profiler with
+an ExecutionTraceObserver (PyTorch's own op-log recorder), all measured in this run.
+
+  (a) cost per recorded op on small-tensor ops: a loop of N elementwise ops on a 4-element tensor
+      (target: at most 3 us per recorded op);
+  (b) slowdown of the sample conv model's forward pass (samples/models.py SmallResNet) at a batch a
+      user would run (target: at most 5%).
+
+Each recorder is started once, outside the timing, and records every timed repetition (as a user
+recording a program sees it); both write a real file (ivytrace: the protobuf trace, streamed as ops happen; the
+profiler: its JSON execution trace) into a temporary directory.
+
+    .venv/bin/python bench/bench_record.py [--ops 20000] [--batch 32] [--repeat 5]
+Benchmarks are not tests: nothing here asserts on time.
+"""
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "samples"))
+from models import make_input, make_model  # noqa: E402
+
+import ivytrace  # noqa: E402
+
+
+@ivytrace.region("loop")
+def small_ops(x, n):
+    """n recorded ops on a region input: alternating add and mul keep the values bounded. (Ops on
+    tensors made outside every region are array-caching candidates whose values the recorder
+    stores too: a different, heavier cost that a region avoids.)"""
+    for i in range(n // 2):
+        x = x + 1.0
+        x = x * 0.5
+    return x
+
+
+def timed(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), statistics.median(times)
+
+
+def under_ivytrace(tmp, body, repeat):
+    """Times `body` inside one recording session (started and warmed up outside the timing: a
+    session writes each parameter's value once, on first use)."""
+    with ivytrace.Recorder(tmp / "bench.ivt"):
+        body()
+        return timed(body, repeat)
+
+
+def under_profiler_et(tmp, body, repeat):
+    from torch.profiler import ExecutionTraceObserver
+
+    et = ExecutionTraceObserver()
+    et.register_callback(str(tmp / "bench_et.json"))
+    et.start()
+    try:
+        body()
+        return timed(body, repeat)
+    finally:
+        et.stop()
+        et.unregister_callback()
+
+
+def report(title, rows, base_name, per=None, unit=""):
+    base = rows[base_name][0]
+    print(f"\n{title}")
+    head = f"  {'run':34s} {'best ms':>9s} {'median ms':>10s} {'vs unrecorded':>14s}"
+    if per:
+        head += f" {'extra us/' + unit:>14s}"
+    print(head)
+    for name, (best, median) in rows.items():
+        line = f"  {name:34s} {best * 1e3:9.2f} {median * 1e3:10.2f} {best / base:13.2f}x"
+        if per:
+            line += f" {(best - base) / per * 1e6:14.2f}"
+        print(line)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ops", type=int, default=20000, help="small ops in (a)")
+    ap.add_argument("--batch", type=int, default=32, help="batch of the conv model in (b)")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    torch.set_num_threads(1)  # one core for every run: the comparison is per op, not per machine
+    warnings.simplefilter("ignore")
+    print(f"torch {torch.__version__}, 1 intra-op thread")
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        x = torch.randn(4)
+
+        def body_a():
+            small_ops(x, args.ops)
+
+        rows = {"unrecorded": timed(body_a, args.repeat),
+                "ivytrace Recorder": under_ivytrace(tmp, body_a, args.repeat),
+                "torch.profiler ExecutionTrace": under_profiler_et(tmp, body_a, args.repeat)}
+        report(f"(a) {args.ops:,} small-tensor ops (4 floats), best of {args.repeat}", rows,
+               "unrecorded", per=args.ops, unit="op")
+        ivy = (rows["ivytrace Recorder"][0] - rows["unrecorded"][0]) / args.ops * 1e6
+        print(f"  ivytrace: {ivy:.2f} us per recorded op (target <= 3 us: {'met' if ivy <= 3 else 'NOT met'})")
+
+        model = make_model("cnn").eval()
+        xb = make_input("cnn", batch=args.batch)
+
+        forward = ivytrace.region("forward")(model)  # as samples/run_model.py marks it
+
+        def body_b():
+            with torch.no_grad():
+                forward(xb)
+
+        body_b()  # warm up allocator and kernels
+        rows = {"unrecorded": timed(body_b, args.repeat),
+                "ivytrace Recorder": under_ivytrace(tmp, body_b, args.repeat),
+                "torch.profiler ExecutionTrace": under_profiler_et(tmp, body_b, args.repeat)}
+        report(f"(b) SmallResNet forward, batch {args.batch}, best of {args.repeat}", rows, "unrecorded")
+        slow = rows["ivytrace Recorder"][0] / rows["unrecorded"][0] - 1
+        print(f"  ivytrace: {slow * 100:.1f}% slowdown (target <= 5%: {'met' if slow <= 0.05 else 'NOT met'})")
+
+
+if __name__ == "__main__":
+    main()
