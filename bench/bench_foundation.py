@@ -13,7 +13,6 @@ import argparse
 import io
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "samples"))
+sys.path.insert(0, str(REPO / "bench"))
+from timing import best_of  # noqa: E402
 from models import make_input, make_model  # noqa: E402
 
 import ivytrace  # noqa: E402
@@ -32,14 +33,6 @@ from ivytrace import Recorder  # noqa: E402
 
 BIN = os.environ.get("IVYTRACE_BIN") or str(REPO / "build" / "ivytrace")
 
-
-def best_of(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times)
 
 
 def bench_capture_to_onnx(repeat, tmp):

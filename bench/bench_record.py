@@ -14,7 +14,6 @@ profiler: its JSON execution trace) into a temporary directory.
 Benchmarks are not tests: nothing here asserts on time.
 """
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -25,6 +24,8 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "samples"))
+sys.path.insert(0, str(REPO / "bench"))
+from timing import best_of  # noqa: E402
 from models import make_input, make_model  # noqa: E402
 
 import ivytrace  # noqa: E402
@@ -41,21 +42,13 @@ def small_ops(x, n):
     return x
 
 
-def timed(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), statistics.median(times)
-
 
 def under_ivytrace(tmp, body, repeat):
     """Times `body` inside one recording session (started and warmed up outside the timing: a
     session writes each parameter's value once, on first use)."""
     with ivytrace.Recorder(tmp / "bench.ivt"):
         body()
-        return timed(body, repeat)
+        return best_of(body, repeat)
 
 
 def under_profiler_et(tmp, body, repeat):
@@ -66,7 +59,7 @@ def under_profiler_et(tmp, body, repeat):
     et.start()
     try:
         body()
-        return timed(body, repeat)
+        return best_of(body, repeat)
     finally:
         et.stop()
         et.unregister_callback()
@@ -103,7 +96,7 @@ def main():
         def body_a():
             small_ops(x, args.ops)
 
-        rows = {"unrecorded": timed(body_a, args.repeat),
+        rows = {"unrecorded": best_of(body_a, args.repeat),
                 "ivytrace Recorder": under_ivytrace(tmp, body_a, args.repeat),
                 "torch.profiler ExecutionTrace": under_profiler_et(tmp, body_a, args.repeat)}
         report(f"(a) {args.ops:,} small-tensor ops (4 floats), best of {args.repeat}", rows,
@@ -121,7 +114,7 @@ def main():
                 forward(xb)
 
         body_b()  # warm up allocator and kernels
-        rows = {"unrecorded": timed(body_b, args.repeat),
+        rows = {"unrecorded": best_of(body_b, args.repeat),
                 "ivytrace Recorder": under_ivytrace(tmp, body_b, args.repeat),
                 "torch.profiler ExecutionTrace": under_profiler_et(tmp, body_b, args.repeat)}
         report(f"(b) SmallResNet forward, batch {args.batch}, best of {args.repeat}", rows, "unrecorded")
