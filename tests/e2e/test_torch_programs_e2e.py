@@ -1,0 +1,136 @@
+"""Real PyTorch programs (samples/torch_programs.py): record -> `ivytrace optimize` -> `ivytrace
+export --to plan` -> plan replay, compared with running the program itself.
+
+Recorded inputs must replay exactly; fresh inputs within rtol 1e-4 / atol 1e-5.
+"""
+import copy
+import re
+import sys
+import warnings
+
+import pytest
+import torch
+
+from ivytrace.recorder.recorder import Recorder
+from ivytrace.recorder.torch_recorder import SpecializationWarning
+from ivytrace.region import bind_inputs, signature_of
+from ivytrace.runtime.plan import load_plan
+
+from torch_programs import PROGRAMS, branchy, branchy_inputs, random_draws, random_inputs, random_ops
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def record(fn, args, path):
+    """Runs fn(*args) under the recorder as one region; returns its output."""
+    rec = Recorder(str(path), warn_guards=True, argv=sys.argv)
+    rec.start()
+    try:
+        rid = rec.region_begin(fn.__name__, bind_inputs(signature_of(fn), args, {}), __file__, 0)
+        out = fn(*args)
+        rec.region_end(rid, out)
+    finally:
+        rec.stop()
+    return out
+
+
+def build_plan(cli, fn, args, d, *export_flags):
+    """Record, optimize (with IR verification), export the optimized graph as a plan, load it."""
+    trace, graph, plan = d / "t.ivytrace", d / "g.ivygraph", d / "p.ivyplan"
+    out = record(fn, copy.deepcopy(args), trace)
+    cli("optimize", trace, "-o", graph, "--verify", *export_flags, check=True)
+    cli("export", graph, "--to", "plan", "-o", plan, "--no-optimize", check=True)
+    return load_plan(plan), out
+
+
+def flat(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    return [t for o in out for t in flat(o)]
+
+
+def assert_same(got, want, exact):
+    got, want = flat(got), flat(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        if exact:
+            assert torch.equal(g, w), (g, w)
+        else:
+            torch.testing.assert_close(g, w, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_program_replays_like_torch(name, cli, tmp_path):
+    fn, make_inputs = PROGRAMS[name]
+    args = make_inputs(0)
+    plan, recorded_out = build_plan(cli, fn, args, tmp_path)
+    # The recording ran the program for real: its output is the program's.
+    assert_same(recorded_out, fn(*copy.deepcopy(args)), exact=True)
+    assert_same(plan(*copy.deepcopy(args)), recorded_out, exact=True)
+    for seed in (1, 2):
+        fresh = make_inputs(seed)
+        assert_same(plan(*copy.deepcopy(fresh)), fn(*copy.deepcopy(fresh)), exact=False)
+
+
+def test_writes_through_views_reach_the_base(cli, tmp_path):
+    """The view program's outputs depend on every write: a graph that dropped one would differ."""
+    fn, make_inputs = PROGRAMS["views"]
+    x, idx = make_inputs(3)
+    y, w, z, s = fn(x.clone(), idx)
+    # The program's own semantics (later writes win): rows 3 and 0 from y[idx] = -1.5, then
+    # column 1 from x; v (made before every write) sees them all.
+    assert y[0, 0] == -1.5 and y[3, 3] == -1.5 and torch.equal(y[:, 1], x[:, 2]) and s == y.sum()
+    plan, _ = build_plan(cli, fn, (x, idx), tmp_path)
+    got = plan(x.clone(), idx)
+    assert_same(got, (y, w, z, s), exact=True)
+    # Against a graph that ignores the writes through views, the result differs.
+    assert not torch.equal(got[0], x * 2 + 1)
+
+
+def test_random_ops_are_generators_with_recorded_values(cli, tmp_path):
+    from ivytrace.schema import load_schemas
+    schemas = load_schemas()
+    for op in ("torch.rand", "torch.randn", "torch.randint", "torch.Tensor.normal_", "torch.bernoulli",
+               "torch.multinomial", "torch.nn.functional.dropout"):
+        assert schemas.is_random(op), op
+    x = random_inputs(0)
+    # Baked generators: the plan returns the recorded random draws, whatever the seed. The
+    # draws read no input data, so the program reseeded as when recorded makes the same draws.
+    torch.manual_seed(42)
+    plan, out = build_plan(cli, random_draws, x, tmp_path, "--bake-generators")
+    torch.manual_seed(1234)
+    assert_same(plan(*x), out, exact=True)
+    fresh = random_inputs(4)
+    torch.manual_seed(42)
+    want = random_draws(*fresh)
+    torch.manual_seed(99)
+    assert_same(plan(*fresh), want, exact=False)
+    # Live generators: replay draws again; seeded like the original, it draws the same values.
+    live_dir = tmp_path / "live"
+    live_dir.mkdir()
+    torch.manual_seed(7)
+    plan_live, out_live = build_plan(cli, random_ops, x, live_dir)
+    torch.manual_seed(7)
+    assert_same(plan_live(*x), out_live, exact=True)
+    fresh = random_inputs(5)
+    torch.manual_seed(8)
+    want = random_ops(*fresh)
+    torch.manual_seed(8)
+    assert_same(plan_live(*fresh), want, exact=False)
+
+
+def test_guard_warns_with_line_and_replay_checks_it(cli, tmp_path):
+    x = branchy_inputs(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan, out = build_plan(cli, branchy, x, tmp_path)
+    msgs = [str(w.message) for w in caught if issubclass(w.category, SpecializationWarning)]
+    assert msgs, "branching on a tensor's value must warn"
+    assert re.search(r"torch_programs\.py:\d+", msgs[0]), msgs[0]
+    assert_same(plan(*x), out, exact=True)
+    assert_same(plan(torch.full((3,), 5.0)), branchy(torch.full((3,), 5.0)), exact=True)
+    with pytest.raises(Exception) as e:
+        plan(-torch.ones(3))                   # takes the other branch
+    assert "Guard" in type(e.value).__name__
+    assert "torch_programs.py" in str(e.value)
