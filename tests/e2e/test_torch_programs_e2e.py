@@ -134,3 +134,38 @@ def test_guard_warns_with_line_and_replay_checks_it(cli, tmp_path):
         plan(-torch.ones(3))                   # takes the other branch
     assert "Guard" in type(e.value).__name__
     assert "torch_programs.py" in str(e.value)
+
+
+def _write_through_diagonal(x):
+    y = x * 2
+    y.diagonal().add_(1)               # a view op whose writes the builder cannot carry back
+    return y + 1
+
+
+def test_unsupported_write_through_a_view_names_the_view_op_and_line(cli, tmp_path):
+    trace = tmp_path / "t.ivytrace"
+    record(_write_through_diagonal, (torch.randn(3, 3),), trace)
+    proc = cli("optimize", trace, "-o", tmp_path / "g.ivygraph")
+    assert proc.returncode != 0
+    err = proc.stderr
+    assert "torch.Tensor.diagonal" in err, err
+    line = _write_through_diagonal.__code__.co_firstlineno + 2
+    assert f"test_torch_programs_e2e.py:{line}" in err, err
+    assert "torch.Tensor.add_" in err, err
+
+
+def _write_through_view_chain(x):
+    y = torch.zeros(3, 4, 5)
+    a = y.permute(2, 0, 1)[1:4]           # permute, then a slice
+    a.unsqueeze(0)[0, :, 2].copy_(x)      # unsqueeze, then an int index; copy_ writes x in
+    b = y.transpose(0, 2).flatten(0, 1)   # made after the write: sees it
+    return y * 1, b.sum(0)
+
+
+def test_write_through_a_chain_of_views_replays(cli, tmp_path):
+    x = torch.randn(3, 4)
+    plan, out = build_plan(cli, _write_through_view_chain, (x,), tmp_path)
+    assert out[0].abs().sum() > 0
+    assert_same(plan(x), out, exact=True)
+    fresh = torch.randn(3, 4)
+    assert_same(plan(fresh), _write_through_view_chain(fresh), exact=False)
