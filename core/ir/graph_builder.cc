@@ -359,6 +359,7 @@ class Builder {
     Node node;                          // the view op (args resolved), to re-derive the view
     std::vector<int64_t> parent_shape;
     v1::DType parent_dtype = v1::DTYPE_UNSPECIFIED;
+    bool underivable = false;           // one of several outputs of an op we cannot invert
   };
 
   static bool IntArg(const v1::Arg& a, int64_t* v) {
@@ -385,13 +386,75 @@ class Builder {
     return true;
   }
 
+  // Views returned in a tuple (split, chunk, unbind, tensor_split...): each one is the parent
+  // indexed along one dimension. split/chunk/unbind get an indexing link (re-derived and
+  // written back with __getitem__ / __setitem__); other ops an unsupported one.
+  void RecordMultiViewLinks(const Node& n) {
+    if (n.args.empty() || !n.args[0].has_tensor()) return;
+    if (!n.result.has_tuple() && !n.result.has_list()) return;
+    const auto& items = n.result.has_tuple() ? n.result.tuple().items() : n.result.list().items();
+    const auto& in = n.args[0].tensor();
+    const Value& parent = graph_->values[in.value()];
+    const int64_t rank = static_cast<int64_t>(parent.shape.size());
+    const std::string& op = n.op;
+    const bool unbind = op == "torch.unbind" || op == "torch.Tensor.unbind";
+    const bool split = op == "torch.split" || op == "torch.Tensor.split" || op == "torch.chunk" ||
+                       op == "torch.Tensor.chunk";
+    int64_t dim = 0;
+    bool known = unbind || split;
+    const size_t dim_pos = unbind ? 1 : 2;
+    if (n.args.size() > dim_pos && !IntArg(n.args[dim_pos], &dim)) known = false;
+    for (const auto& kw : n.kwargs) {
+      if (kw.name() == "dim") known = known && IntArg(kw.value(), &dim);
+      else known = false;
+    }
+    if (dim < 0) dim += rank;
+    if (dim < 0 || dim >= rank) known = false;
+    int64_t offset = 0;
+    for (int i = 0; i < items.size(); ++i) {
+      if (!items[i].has_tensor()) return;
+      const auto& out = items[i].tensor();
+      // (The trace's storage id: a value the builder made for a write back has its own.)
+      if (out.storage() == 0 || out.storage() != in.storage() || out.id() == in.id()) continue;
+      ViewLink link;
+      link.parent = in.id();
+      link.parent_shape = parent.shape;
+      link.parent_dtype = parent.dtype;
+      link.node.op = op;
+      link.node.loc = n.loc;
+      const Value& ov = graph_->values[out.value()];
+      if (known && (unbind || static_cast<int64_t>(ov.shape.size()) == rank)) {
+        const int64_t len = unbind ? 1 : ov.shape[dim];
+        link.inverse = Inverse::kSetItem;
+        link.index = IndexAt(dim, [&](v1::Arg* x) {
+          if (unbind) {
+            x->set_i(i);
+          } else {
+            x->mutable_slice()->mutable_start()->set_i(offset);
+            x->mutable_slice()->mutable_stop()->set_i(offset + len);
+          }
+        });
+        offset += len;
+        // Re-derived as parent[index], the same view.
+        link.node.op = "torch.Tensor.__getitem__";
+        link.node.schema = registry_.Find(link.node.op);
+        link.node.args = {n.args[0], link.index};
+        link.node.result = items[i];
+      } else {
+        link.underivable = true;
+      }
+      links_[out.id()] = std::move(link);
+    }
+  }
+
   void RecordViewLink(const Node& n) {
+    RecordMultiViewLinks(n);
     if (!n.result.has_tensor() || n.args.empty() || !n.args[0].has_tensor()) return;
     const auto& out = n.result.tensor();
     const auto& in = n.args[0].tensor();
     if (out.storage() == 0 || out.id() == in.id()) return;
     const Value& parent = graph_->values[in.value()];
-    if (parent.storage != out.storage()) return;
+    if (in.storage() != out.storage()) return;
     ViewLink link;
     link.parent = in.id();
     link.node = n;
@@ -503,6 +566,13 @@ class Builder {
   // `r` (a view, at a version no op defined): its view op replayed on its parent at that version.
   Status DeriveAlias(const v1::TensorRef& r, const std::string& where, ValueId* out) {
     const ViewLink& link = links_.at(r.id());
+    if (link.underivable) {
+      return Status::Unsupported("trace '" + reader_.path() + "': " + where + " reads tensor t" +
+                                 std::to_string(r.id()) + " (version " + std::to_string(r.version()) +
+                                 "), a view made by '" + link.node.op + "' at " + At(link.node.loc) +
+                                 " whose base was written since; the builder cannot re-derive "
+                                 "this view (supported: split, chunk, unbind, and single views)");
+    }
     v1::TensorRef pr;
     pr.set_id(link.parent);
     pr.set_version(r.version());
@@ -532,11 +602,11 @@ class Builder {
       if (it == links_.end()) {
         why = "which is a view of t" + std::to_string(m.storage()) +
               " made outside the region or by an op that was not recorded";
-      } else if (it->second.inverse == Inverse::kUnsupported) {
+      } else if (it->second.inverse == Inverse::kUnsupported || it->second.underivable) {
         why = "which is a view made by '" + it->second.node.op + "' at " + At(it->second.node.loc) +
               ", a view op whose writes cannot be carried back to its base (supported: view, "
               "reshape, flatten, (un)squeeze, t, T, mT, transpose, permute, select, narrow, "
-              "__getitem__)";
+              "__getitem__, split, chunk, unbind)";
       }
       if (!why.empty()) {
         poisoned_[TensorKey{m.storage(), nv}] =

@@ -169,3 +169,41 @@ def test_write_through_a_chain_of_views_replays(cli, tmp_path):
     assert_same(plan(x), out, exact=True)
     fresh = torch.randn(3, 4)
     assert_same(plan(fresh), _write_through_view_chain(fresh), exact=False)
+
+
+def _write_through_split_views(x):
+    y = x * 2
+    y[1:3].zero_()                     # y's next version comes from a write back...
+    y.view(-1)[::3].add_(1)            # ...and a view of it is written through again
+    p, q = y.chunk(2, dim=1)
+    q.add_(x[:, :2])
+    r = y.unbind(0)
+    r[2].mul_(3)
+    s1, s2, s3 = y.split([1, 2, 1])
+    s2.sub_(0.5)
+    return y * 1, p + 0, q + 0, r[0] + 0
+
+
+def test_writes_through_split_chunk_unbind_views_replay(cli, tmp_path):
+    x = torch.randn(4, 4)
+    plan, out = build_plan(cli, _write_through_split_views, (x,), tmp_path)
+    assert_same(plan(x), out, exact=True)
+    fresh = torch.randn(4, 4)
+    assert_same(plan(fresh), _write_through_split_views(fresh), exact=False)
+
+
+def _read_stale_tensor_split_view(x):
+    y = x * 2
+    p, q = y.tensor_split(2)
+    y.add_(1)                          # q must see this, but tensor_split is not re-derivable
+    return q * 1
+
+
+def test_reading_an_underivable_view_after_a_write_names_the_view_op(cli, tmp_path):
+    trace = tmp_path / "t.ivytrace"
+    record(_read_stale_tensor_split_view, (torch.randn(4, 4),), trace)
+    proc = cli("export", trace, "--to", "plan", "-o", tmp_path / "p.ivyplan")
+    assert proc.returncode != 0
+    line = _read_stale_tensor_split_view.__code__.co_firstlineno + 2
+    assert f"'torch.Tensor.tensor_split' at {__file__}:{line}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "p.ivyplan").exists()
