@@ -207,3 +207,25 @@ def test_reading_an_underivable_view_after_a_write_names_the_view_op(cli, tmp_pa
     line = _read_stale_tensor_split_view.__code__.co_firstlineno + 2
     assert f"'torch.Tensor.tensor_split' at {__file__}:{line}" in proc.stderr, proc.stderr
     assert not (tmp_path / "p.ivyplan").exists()
+
+
+def _write_through_reshape_and_transpose(x):
+    y = x * 2
+    y.view(-1).add_(1)                 # written back with a Reshape
+    y.t().mul_(x.t())                  # written back with a Transpose
+    y.view(1, 9).sub_(0.25)
+    return y + 1
+
+
+def test_onnx_export_sees_writes_through_reshape_and_transpose_views(cli, tmp_path):
+    import onnxruntime as ort
+    x = torch.randn(3, 3)
+    trace = tmp_path / "t.ivytrace"
+    record(_write_through_reshape_and_transpose, (x,), trace)
+    onnx_path = tmp_path / "m.onnx"
+    cli("export", trace, "--to", "onnx", "-o", onnx_path, "--static-batch", check=True)
+    sess = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    for inp in (x, torch.randn(3, 3)):
+        (got,) = sess.run(None, {sess.get_inputs()[0].name: inp.numpy()})
+        want = _write_through_reshape_and_transpose(inp.clone())
+        torch.testing.assert_close(torch.from_numpy(got), want, rtol=RTOL, atol=ATOL)
