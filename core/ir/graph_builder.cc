@@ -316,6 +316,21 @@ class Builder {
         old_versions.push_back(ov);
       }
     }
+    // The recorder writes a mutated tensor's id/version/storage only: its dtype and shape are
+    // the argument's (an in-place op keeps both).
+    for (auto& m : n.mutated) {
+      if (m.dtype() != v1::DTYPE_UNSPECIFIED || m.shape_size() > 0) continue;
+      bool found = false;
+      auto fill = [&](const v1::TensorRef& r) {
+        if (found || r.id() != m.id()) return;
+        found = true;
+        const Value& v = graph_->values[r.value()];
+        m.set_dtype(v.dtype);
+        for (int64_t d : v.shape) m.add_shape(d);
+      };
+      for (const auto& a : n.args) ForEachTensor(a, fill);
+      for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), fill);
+    }
     for (auto& m : n.mutated) define(&m);
     for (const auto& [key, id] : mine) defined_[key] = id;
     if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM)) {
@@ -628,6 +643,7 @@ class Builder {
           n.op = "torch.reshape";
           n.args.push_back(TensorArg(child_new));
           v1::Arg shape;
+          shape.mutable_tuple();
           for (int64_t d : link.parent_shape) shape.mutable_tuple()->add_items()->set_i(d);
           n.args.push_back(shape);
           parent_new = Emit(std::move(n), link.parent, nv, m.storage(), link.parent_dtype, link.parent_shape);
@@ -639,6 +655,7 @@ class Builder {
           std::vector<int64_t> inv(link.perm.size());
           for (size_t i = 0; i < link.perm.size(); ++i) inv[link.perm[i]] = static_cast<int64_t>(i);
           v1::Arg dims;
+          dims.mutable_tuple();
           for (int64_t d : inv) dims.mutable_tuple()->add_items()->set_i(d);
           n.args.push_back(dims);
           parent_new = Emit(std::move(n), link.parent, nv, m.storage(), link.parent_dtype, link.parent_shape);
