@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/io/trace_reader.h"
@@ -146,6 +147,8 @@ class Builder {
     awaiting_value_.clear();
     links_.clear();
     poisoned_.clear();
+    copied_storages_.clear();
+    last_version_.clear();
     active_ = true;
     region_id_ = rb.region();
     chosen_ = rb.name() + ":" + std::to_string(k);
@@ -193,6 +196,7 @@ class Builder {
       r->set_value(id);
     });
     IVY_RETURN_IF_ERROR(st);
+    IVY_RETURN_IF_ERROR(CopyBackIntoInputs());
     graph_->outputs = std::move(out);
     active_ = false;
     done_ = true;
@@ -332,7 +336,11 @@ class Builder {
       for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), fill);
     }
     for (auto& m : n.mutated) define(&m);
-    for (const auto& [key, id] : mine) defined_[key] = id;
+    for (const auto& [key, id] : mine) {
+      defined_[key] = id;
+      auto& last = last_version_[key.id];
+      last = std::max(last, key.version);
+    }
     if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM)) {
       for (const auto& [key, id] : mine) awaiting_value_[key] = id;
     }
@@ -578,6 +586,42 @@ class Builder {
     return loc.file() + ":" + std::to_string(loc.line());
   }
 
+  // A region input written through an indexing view ends with its new value in a private copy
+  // (clone + __setitem__). The program wrote the caller's tensor: so does the graph, with one
+  // copy_ of the input's last version into the input at the end of the region.
+  Status CopyBackIntoInputs() {
+    for (const auto& gi : graph_->inputs) {
+      Status st;
+      ForEachTensor(gi.value(), [&](const v1::TensorRef& r) {
+        if (!st.ok() || !copied_storages_.count(r.storage()) || r.id() != r.storage()) return;
+        auto last = last_version_.find(r.id());
+        if (last == last_version_.end() || last->second <= r.version()) return;
+        ValueId newest;
+        v1::TensorRef nr = r;
+        nr.set_version(last->second);
+        st = Resolve(nr, "the copy back into region input '" + gi.name() + "'", &newest);
+        if (!st.ok()) return;
+        const ValueId input = r.value();
+        Node n;
+        n.op = "torch.Tensor.copy_";
+        n.flags = v1::INPLACE;
+        n.args = {TensorArg(input), TensorArg(newest)};
+        const Value& iv = graph_->values[input];
+        const uint64_t out_id = kSyntheticId | ++synthetic_;
+        const v1::DType dtype = iv.dtype;
+        const std::vector<int64_t> shape = iv.shape;
+        const ValueId done = Emit(std::move(n), out_id, 1, r.storage(), dtype, shape, /*as_result=*/false);
+        // copy_ returns the input object it wrote: its result is that same new value.
+        Node& emitted = graph_->nodes.back();
+        emitted.result = TensorArg(done);
+        emitted.mutated.back().set_id(r.id());
+        Graph::IndexNode(&emitted);
+      });
+      IVY_RETURN_IF_ERROR(st);
+    }
+    return Status::Ok();
+  }
+
   // `r` (a view, at a version no op defined): its view op replayed on its parent at that version.
   Status DeriveAlias(const v1::TensorRef& r, const std::string& where, ValueId* out) {
     const ViewLink& link = links_.at(r.id());
@@ -683,6 +727,9 @@ class Builder {
         case Inverse::kUnsupported: return Status::Unsupported("unreachable");
       }
       defined_[TensorKey{link.parent, nv}] = parent_new;
+      if (link.inverse == Inverse::kSetItem) copied_storages_.insert(m.storage());
+      auto& last = last_version_[link.parent];
+      last = std::max(last, nv);
       child = link.parent;
       child_new = parent_new;
     }
@@ -726,6 +773,8 @@ class Builder {
   std::unordered_map<uint64_t, ViewLink> links_;
   // (storage, version) left undefined by a write through a view that cannot be carried back.
   std::unordered_map<TensorKey, std::string, TensorKeyHash> poisoned_;
+  std::unordered_set<uint64_t> copied_storages_;          // storages written back by a copy
+  std::unordered_map<uint64_t, uint32_t> last_version_;   // tensor id -> newest version defined
   static constexpr uint64_t kSyntheticId = 1ull << 62;   // tensor ids of builder-made copies
   uint64_t synthetic_ = 0;
   // Outputs of foldable/random ops whose recorded values have not been read yet.

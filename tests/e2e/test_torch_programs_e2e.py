@@ -229,3 +229,20 @@ def test_onnx_export_sees_writes_through_reshape_and_transpose_views(cli, tmp_pa
         (got,) = sess.run(None, {sess.get_inputs()[0].name: inp.numpy()})
         want = _write_through_reshape_and_transpose(inp.clone())
         torch.testing.assert_close(torch.from_numpy(got), want, rtol=RTOL, atol=ATOL)
+
+
+def _update_state_through_views(x, state):
+    state[0] += x.sum()                # augmented assignment on an indexed view of an input
+    state.t()[1:, 0] = x[:2]           # write through t() then a slice
+    return state * 1
+
+
+def test_writes_through_views_of_an_input_reach_the_callers_tensor(cli, tmp_path):
+    x = torch.randn(3)
+    plan, out = build_plan(cli, _update_state_through_views, (x, torch.zeros(3, 3)), tmp_path)
+    for inp in (x, torch.randn(3)):
+        mine, theirs = torch.zeros(3, 3), torch.zeros(3, 3)
+        got = plan(inp, mine)
+        want = _update_state_through_views(inp, theirs)
+        assert torch.equal(got, want)
+        assert torch.equal(mine, theirs), "the caller's tensor must see every write, as in the program"
