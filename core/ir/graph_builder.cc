@@ -492,7 +492,8 @@ class Builder {
     static const char* kReshape[] = {"torch.Tensor.view", "torch.Tensor.reshape", "torch.reshape",
                                      "torch.flatten", "torch.Tensor.flatten", "torch.Tensor.view_as",
                                      "torch.unsqueeze", "torch.Tensor.unsqueeze", "torch.squeeze",
-                                     "torch.Tensor.squeeze", "torch.Tensor.unflatten", "torch.unflatten"};
+                                     "torch.Tensor.squeeze", "torch.Tensor.unflatten", "torch.unflatten",
+                                     "torch.Tensor.detach", "torch.detach"};
     const bool same_dtype = graph_->values[out.value()].dtype == parent.dtype;
     if (std::find(std::begin(kReshape), std::end(kReshape), op) != std::end(kReshape) && same_dtype) {
       link.inverse = Inverse::kReshape;

@@ -246,3 +246,18 @@ def test_writes_through_views_of_an_input_reach_the_callers_tensor(cli, tmp_path
         want = _update_state_through_views(inp, theirs)
         assert torch.equal(got, want)
         assert torch.equal(mine, theirs), "the caller's tensor must see every write, as in the program"
+
+
+def _write_through_detach(x):
+    y = x * 2
+    d = y.detach()                     # shares y's memory and version counter, has no _base
+    d.add_(1)
+    return y * 1
+
+
+def test_write_through_detach_is_a_write_to_the_base_not_a_constant(cli, tmp_path):
+    x = torch.randn(3)
+    plan, out = build_plan(cli, _write_through_detach, (x,), tmp_path)
+    assert_same(plan(x), out, exact=True)
+    fresh = torch.randn(3)
+    assert_same(plan(fresh), _write_through_detach(fresh), exact=False)
