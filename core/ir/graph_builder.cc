@@ -591,7 +591,22 @@ class Builder {
   // (clone + __setitem__). The program wrote the caller's tensor: so does the graph, with one
   // copy_ of the input's last version into the input at the end of the region.
   Status CopyBackIntoInputs() {
-    for (const auto& gi : graph_->inputs) {
+    // Module state (parameters, buffers, outside tensors) the region wrote the same way: the
+    // plan's constant is the state, as for a plain in-place write to it.
+    std::vector<v1::GraphInput> targets = graph_->inputs;
+    for (size_t i = 0; i < graph_->values.size(); ++i) {
+      const Value& v = graph_->values[i];
+      if (v.kind != v1::CONSTANT_VALUE || !copied_storages_.count(v.storage)) continue;
+      v1::GraphInput gi;
+      gi.set_name(v.name.empty() ? "t" + std::to_string(v.tensor_id) : v.name);
+      auto* r = gi.mutable_value()->mutable_tensor();
+      r->set_id(v.tensor_id);
+      r->set_version(v.tensor_version);
+      r->set_storage(v.storage);
+      r->set_value(static_cast<ValueId>(i));
+      targets.push_back(std::move(gi));
+    }
+    for (const auto& gi : targets) {
       Status st;
       ForEachTensor(gi.value(), [&](const v1::TensorRef& r) {
         if (!st.ok() || !copied_storages_.count(r.storage()) || r.id() != r.storage()) return;
@@ -600,7 +615,7 @@ class Builder {
         ValueId newest;
         v1::TensorRef nr = r;
         nr.set_version(last->second);
-        st = Resolve(nr, "the copy back into region input '" + gi.name() + "'", &newest);
+        st = Resolve(nr, "the copy back into '" + gi.name() + "'", &newest);
         if (!st.ok()) return;
         const ValueId input = r.value();
         Node n;

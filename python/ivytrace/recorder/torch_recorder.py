@@ -288,7 +288,10 @@ class TorchRecorder(TorchFunctionMode):
         total_field = b"\x20" + varint(total)
         add = self.w.add_parts
         for off in range(0, max(total, 1), CHUNK_BYTES):
-            chunk = mv[off:off + CHUNK_BYTES]
+            # A copy, not a view of the tensor's memory: the record may be written after the call
+            # (the op's own record goes first, and buffered writers hold records longer), and an
+            # in-place write in between would change the value recorded for this version.
+            chunk = mv[off:off + CHUNK_BYTES].tobytes()
             n = len(chunk)
             data_tag = b"\x1a" + varint(n)
             tensor_len = len(head) + len(data_tag) + n + len(tail)
