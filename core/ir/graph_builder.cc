@@ -362,14 +362,20 @@ class Builder {
   //  * a view op whose output shares its input's storage leaves a link (view -> parent, how);
   //  * a write to a view v (version ov -> nv) is followed by "scatter back" nodes that compute
   //    the parent at nv from the parent at ov and v at nv, up the links to the root:
-  //      reshape-like views (view, reshape, flatten, unsqueeze, squeeze, view_as):
+  //      reshape-like views (view, reshape, flatten, unsqueeze, squeeze, view_as, detach):
   //          parent' = torch.reshape(v', parent.shape)
   //      transposes (t, T, mT, transpose, swapaxes, permute):
   //          parent' = torch.permute(v', inverse permutation)
-  //      indexing views (__getitem__ with ints/slices/None/Ellipsis, select, narrow):
+  //      indexing views (__getitem__ with ints/slices/None/Ellipsis, select, narrow, and each
+  //      output of split/chunk/unbind):
   //          c = torch.clone(parent); torch.Tensor.__setitem__(c, index, v'); parent' = c
+  //      (c has its own storage id, so CSE and the other passes never take it for an alias);
   //  * any other alias read at a version no op defined is re-derived from its parent at that
   //    version by replaying its view op (so `y.view(-1)` made before `y.add_(1)` sees the write).
+  //  * a region input or a constant (module state) written back through such a copy gets one
+  //    final torch.Tensor.copy_ of its last version, so the caller's tensor is written as the
+  //    program wrote it (CopyBackIntoInputs);
+  //  * x.detach() shares x's storage id (recorder) and is written back like a reshape.
   // A write through a view made by any other op (or a view whose base the region never saw)
   // leaves the new version of the storage undefined; reading it fails with a message naming
   // the op and line that made the view and the write, never a wrong graph.
