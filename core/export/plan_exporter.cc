@@ -105,6 +105,27 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     for (const auto& kw : n.kwargs) *step->add_kwargs() = kw;
     *step->mutable_result() = n.result;
     *step->mutable_loc() = n.loc;
+    // A written tensor the call does not return is the argument object it wrote.
+    for (const auto& m : n.mutated) {
+      bool returned = false;
+      ForEachTensor(n.result, [&](const v1::TensorRef& r) { returned = returned || r.value() == m.value(); });
+      if (returned) continue;
+      int64_t arg_slot = -1;
+      auto find = [&](const v1::TensorRef& r) {
+        if (arg_slot < 0 && r.id() == m.id()) arg_slot = r.value();
+      };
+      for (const auto& a : n.args) ForEachTensor(a, find);
+      for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), find);
+      if (arg_slot < 0) {
+        return Status::Unsupported("cannot export to a plan: op '" + n.op + "' at " + n.loc.file() + ":" +
+                                   std::to_string(n.loc.line()) + " writes tensor t" +
+                                   std::to_string(m.id()) + " in place, which is neither an argument "
+                                   "nor what it returns");
+      }
+      auto* w = step->add_written();
+      w->set_slot(m.value());
+      w->set_arg(static_cast<uint32_t>(arg_slot));
+    }
     for (uint32_t f : frees[s]) step->add_free_after(f);
   }
   *plan->mutable_outputs() = g.outputs;

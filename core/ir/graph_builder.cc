@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/io/trace_reader.h"
@@ -144,6 +145,10 @@ class Builder {
     graph_->constants.clear();
     defined_.clear();
     awaiting_value_.clear();
+    links_.clear();
+    poisoned_.clear();
+    copied_storages_.clear();
+    last_version_.clear();
     active_ = true;
     region_id_ = rb.region();
     chosen_ = rb.name() + ":" + std::to_string(k);
@@ -191,6 +196,7 @@ class Builder {
       r->set_value(id);
     });
     IVY_RETURN_IF_ERROR(st);
+    IVY_RETURN_IF_ERROR(CopyBackIntoInputs());
     graph_->outputs = std::move(out);
     active_ = false;
     done_ = true;
@@ -206,7 +212,14 @@ class Builder {
       return Status::Ok();
     }
     auto st = stored_.find(key);
+    if (st == stored_.end() && links_.count(r.id())) return DeriveAlias(r, where, out);
     if (st == stored_.end()) {
+      auto p = poisoned_.find(TensorKey{r.storage(), r.version()});
+      if (p != poisoned_.end()) {
+        return Status::Unsupported("trace '" + reader_.path() + "': " + where + " reads tensor t" +
+                                   std::to_string(r.id()) + " (version " + std::to_string(r.version()) +
+                                   "), " + p->second);
+      }
       return Status::Unsupported(
           "trace '" + reader_.path() + "' (record ending at byte " + std::to_string(reader_.offset()) +
           "): " + where + " reads tensor t" + std::to_string(r.id()) + " (version " +
@@ -277,13 +290,471 @@ class Builder {
     n.result = op.result();
     ForEachTensorMutable(&n.result, define);
     n.mutated.assign(op.mutated().begin(), op.mutated().end());
+    // Views share their base's version counter, so one write bumps every alias the call was
+    // passed (`t[0] += 5` on a view passes both the view and the item). Only one of them was
+    // written: the first argument (self) if it is among them; the others are re-derived from
+    // the new version of their storage when something reads them (DeriveAlias).
+    std::vector<uint32_t> old_versions;
+    {
+      uint64_t self_id = 0;
+      if (!n.args.empty() && n.args[0].has_tensor()) self_id = n.args[0].tensor().id();
+      std::vector<v1::TensorRef> kept;
+      for (const auto& m : n.mutated) {
+        bool drop = false;
+        for (const auto& o : n.mutated) {
+          if (&o != &m && o.storage() == m.storage() && o.storage() != 0 && m.id() != self_id &&
+              (o.id() == self_id || &o < &m)) {
+            drop = true;
+          }
+        }
+        if (!drop) kept.push_back(m);
+      }
+      n.mutated = std::move(kept);
+      for (const auto& m : n.mutated) {
+        uint32_t ov = m.version();
+        auto find_old = [&](const v1::TensorRef& r) {
+          if (r.id() == m.id() && r.version() < m.version()) ov = r.version();
+        };
+        for (const auto& a : n.args) ForEachTensor(a, find_old);
+        for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), find_old);
+        old_versions.push_back(ov);
+      }
+    }
+    // The recorder writes a mutated tensor's id/version/storage only: its dtype and shape are
+    // the argument's (an in-place op keeps both).
+    for (auto& m : n.mutated) {
+      if (m.dtype() != v1::DTYPE_UNSPECIFIED || m.shape_size() > 0) continue;
+      bool found = false;
+      auto fill = [&](const v1::TensorRef& r) {
+        if (found || r.id() != m.id()) return;
+        found = true;
+        const Value& v = graph_->values[r.value()];
+        m.set_dtype(v.dtype);
+        for (int64_t d : v.shape) m.add_shape(d);
+      };
+      for (const auto& a : n.args) ForEachTensor(a, fill);
+      for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), fill);
+    }
     for (auto& m : n.mutated) define(&m);
-    for (const auto& [key, id] : mine) defined_[key] = id;
+    for (const auto& [key, id] : mine) {
+      defined_[key] = id;
+      auto& last = last_version_[key.id];
+      last = std::max(last, key.version);
+    }
     if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM)) {
       for (const auto& [key, id] : mine) awaiting_value_[key] = id;
     }
+    RecordViewLink(n);
+    Graph::IndexNode(&n);
+    const std::vector<v1::TensorRef> written = n.mutated;
+    const v1::SourceLocation loc = n.loc;
+    graph_->nodes.push_back(std::move(n));
+    for (size_t i = 0; i < written.size(); ++i) {
+      IVY_RETURN_IF_ERROR(WriteBack(written[i], old_versions[i], loc, where));
+    }
+    return Status::Ok();
+  }
+
+  // ---- writes through views ---------------------------------------------------------------
+  //
+  // The recorder gives a view the storage id of its root base, and every alias of a storage
+  // shares one version counter (as in PyTorch). The graph stays SSA and functional:
+  //  * a view op whose output shares its input's storage leaves a link (view -> parent, how);
+  //  * a write to a view v (version ov -> nv) is followed by "scatter back" nodes that compute
+  //    the parent at nv from the parent at ov and v at nv, up the links to the root:
+  //      reshape-like views (view, reshape, flatten, unsqueeze, squeeze, view_as, detach):
+  //          parent' = torch.reshape(v', parent.shape)
+  //      transposes (t, T, mT, transpose, swapaxes, permute):
+  //          parent' = torch.permute(v', inverse permutation)
+  //      indexing views (__getitem__ with ints/slices/None/Ellipsis, select, narrow, and each
+  //      output of split/chunk/unbind):
+  //          c = torch.clone(parent); torch.Tensor.__setitem__(c, index, v'); parent' = c
+  //      (c has its own storage id, so CSE and the other passes never take it for an alias);
+  //  * any other alias read at a version no op defined is re-derived from its parent at that
+  //    version by replaying its view op (so `y.view(-1)` made before `y.add_(1)` sees the write).
+  //  * a region input or a constant (module state) written back through such a copy gets one
+  //    final torch.Tensor.copy_ of its last version, so the caller's tensor is written as the
+  //    program wrote it (CopyBackIntoInputs);
+  //  * x.detach() shares x's storage id (recorder) and is written back like a reshape.
+  // A write through a view made by any other op (or a view whose base the region never saw)
+  // leaves the new version of the storage undefined; reading it fails with a message naming
+  // the op and line that made the view and the write, never a wrong graph.
+  enum class Inverse { kReshape, kPermute, kSetItem, kUnsupported };
+  struct ViewLink {
+    uint64_t parent = 0;
+    Inverse inverse = Inverse::kUnsupported;
+    std::vector<int64_t> perm;          // kPermute: the forward permutation
+    v1::Arg index;                      // kSetItem: the index
+    Node node;                          // the view op (args resolved), to re-derive the view
+    std::vector<int64_t> parent_shape;
+    v1::DType parent_dtype = v1::DTYPE_UNSPECIFIED;
+    bool underivable = false;           // one of several outputs of an op we cannot invert
+  };
+
+  static bool IntArg(const v1::Arg& a, int64_t* v) {
+    if (a.kind_case() != v1::Arg::kI) return false;
+    *v = a.i();
+    return true;
+  }
+  static bool IntList(const std::vector<v1::Arg>& args, size_t from, std::vector<int64_t>* out) {
+    out->clear();
+    if (args.size() == from + 1 && (args[from].has_list() || args[from].has_tuple())) {
+      const auto& items = args[from].has_list() ? args[from].list().items() : args[from].tuple().items();
+      for (const auto& a : items) {
+        int64_t v;
+        if (!IntArg(a, &v)) return false;
+        out->push_back(v);
+      }
+      return true;
+    }
+    for (size_t i = from; i < args.size(); ++i) {
+      int64_t v;
+      if (!IntArg(args[i], &v)) return false;
+      out->push_back(v);
+    }
+    return true;
+  }
+
+  // Views returned in a tuple (split, chunk, unbind, tensor_split...): each one is the parent
+  // indexed along one dimension. split/chunk/unbind get an indexing link (re-derived and
+  // written back with __getitem__ / __setitem__); other ops an unsupported one.
+  void RecordMultiViewLinks(const Node& n) {
+    if (n.args.empty() || !n.args[0].has_tensor()) return;
+    if (!n.result.has_tuple() && !n.result.has_list()) return;
+    const auto& items = n.result.has_tuple() ? n.result.tuple().items() : n.result.list().items();
+    const auto& in = n.args[0].tensor();
+    const Value& parent = graph_->values[in.value()];
+    const int64_t rank = static_cast<int64_t>(parent.shape.size());
+    const std::string& op = n.op;
+    const bool unbind = op == "torch.unbind" || op == "torch.Tensor.unbind";
+    const bool split = op == "torch.split" || op == "torch.Tensor.split" || op == "torch.chunk" ||
+                       op == "torch.Tensor.chunk";
+    int64_t dim = 0;
+    bool known = unbind || split;
+    const size_t dim_pos = unbind ? 1 : 2;
+    if (n.args.size() > dim_pos && !IntArg(n.args[dim_pos], &dim)) known = false;
+    for (const auto& kw : n.kwargs) {
+      if (kw.name() == "dim") known = known && IntArg(kw.value(), &dim);
+      else known = false;
+    }
+    if (dim < 0) dim += rank;
+    if (dim < 0 || dim >= rank) known = false;
+    int64_t offset = 0;
+    for (int i = 0; i < items.size(); ++i) {
+      if (!items[i].has_tensor()) return;
+      const auto& out = items[i].tensor();
+      // (The trace's storage id: a value the builder made for a write back has its own.)
+      if (out.storage() == 0 || out.storage() != in.storage() || out.id() == in.id()) continue;
+      ViewLink link;
+      link.parent = in.id();
+      link.parent_shape = parent.shape;
+      link.parent_dtype = parent.dtype;
+      link.node.op = op;
+      link.node.loc = n.loc;
+      const Value& ov = graph_->values[out.value()];
+      if (known && (unbind || static_cast<int64_t>(ov.shape.size()) == rank)) {
+        const int64_t len = unbind ? 1 : ov.shape[dim];
+        link.inverse = Inverse::kSetItem;
+        link.index = IndexAt(dim, [&](v1::Arg* x) {
+          if (unbind) {
+            x->set_i(i);
+          } else {
+            x->mutable_slice()->mutable_start()->set_i(offset);
+            x->mutable_slice()->mutable_stop()->set_i(offset + len);
+          }
+        });
+        offset += len;
+        // Re-derived as parent[index], the same view.
+        link.node.op = "torch.Tensor.__getitem__";
+        link.node.schema = registry_.Find(link.node.op);
+        link.node.args = {n.args[0], link.index};
+        link.node.result = items[i];
+      } else {
+        link.underivable = true;
+      }
+      links_[out.id()] = std::move(link);
+    }
+  }
+
+  void RecordViewLink(const Node& n) {
+    RecordMultiViewLinks(n);
+    if (!n.result.has_tensor() || n.args.empty() || !n.args[0].has_tensor()) return;
+    const auto& out = n.result.tensor();
+    const auto& in = n.args[0].tensor();
+    if (out.storage() == 0 || out.id() == in.id()) return;
+    const Value& parent = graph_->values[in.value()];
+    if (in.storage() != out.storage()) return;
+    ViewLink link;
+    link.parent = in.id();
+    link.node = n;
+    link.node.mutated.clear();
+    link.node.flags = 0;
+    link.parent_shape = parent.shape;
+    link.parent_dtype = parent.dtype;
+    const std::string& op = n.op;
+    const int64_t rank = static_cast<int64_t>(parent.shape.size());
+    auto norm = [&](int64_t d) { return d < 0 ? d + rank : d; };
+    int64_t a = 0, b = 0;
+    static const char* kReshape[] = {"torch.Tensor.view", "torch.Tensor.reshape", "torch.reshape",
+                                     "torch.flatten", "torch.Tensor.flatten", "torch.Tensor.view_as",
+                                     "torch.unsqueeze", "torch.Tensor.unsqueeze", "torch.squeeze",
+                                     "torch.Tensor.squeeze", "torch.Tensor.unflatten", "torch.unflatten",
+                                     "torch.Tensor.detach", "torch.detach"};
+    const bool same_dtype = graph_->values[out.value()].dtype == parent.dtype;
+    if (std::find(std::begin(kReshape), std::end(kReshape), op) != std::end(kReshape) && same_dtype) {
+      link.inverse = Inverse::kReshape;
+    } else if ((op == "torch.t" || op == "torch.Tensor.t") && rank <= 2) {
+      link.inverse = Inverse::kPermute;
+      for (int64_t i = rank; i-- > 0;) link.perm.push_back(i);
+    } else if (op == "torch.Tensor.T.__get__") {
+      link.inverse = Inverse::kPermute;
+      for (int64_t i = rank; i-- > 0;) link.perm.push_back(i);
+    } else if (op == "torch.Tensor.mT.__get__" && rank >= 2) {
+      link.inverse = Inverse::kPermute;
+      for (int64_t i = 0; i < rank; ++i) link.perm.push_back(i);
+      std::swap(link.perm[rank - 2], link.perm[rank - 1]);
+    } else if ((op == "torch.transpose" || op == "torch.Tensor.transpose" || op == "torch.swapaxes" ||
+                op == "torch.Tensor.swapaxes") && n.args.size() == 3 && n.kwargs.empty() &&
+               IntArg(n.args[1], &a) && IntArg(n.args[2], &b)) {
+      link.inverse = Inverse::kPermute;
+      for (int64_t i = 0; i < rank; ++i) link.perm.push_back(i);
+      std::swap(link.perm[norm(a)], link.perm[norm(b)]);
+    } else if ((op == "torch.permute" || op == "torch.Tensor.permute") && n.kwargs.empty() &&
+               IntList(n.args, 1, &link.perm) && static_cast<int64_t>(link.perm.size()) == rank) {
+      link.inverse = Inverse::kPermute;
+      for (auto& d : link.perm) d = norm(d);
+    } else if (op == "torch.Tensor.__getitem__" && n.args.size() == 2 && n.kwargs.empty()) {
+      link.inverse = Inverse::kSetItem;
+      link.index = n.args[1];
+    } else if ((op == "torch.select" || op == "torch.Tensor.select") && n.args.size() == 3 &&
+               n.kwargs.empty() && IntArg(n.args[1], &a) && IntArg(n.args[2], &b)) {
+      link.inverse = Inverse::kSetItem;
+      link.index = IndexAt(norm(a), [&](v1::Arg* x) { x->set_i(b); });
+    } else if ((op == "torch.narrow" || op == "torch.Tensor.narrow") && n.args.size() == 4 &&
+               n.kwargs.empty() && IntArg(n.args[1], &a) && IntArg(n.args[2], &b)) {
+      int64_t len;
+      if (IntArg(n.args[3], &len)) {
+        link.inverse = Inverse::kSetItem;
+        const int64_t d = norm(a);
+        const int64_t start = b < 0 && d < rank ? b + parent.shape[d] : b;
+        link.index = IndexAt(d, [&](v1::Arg* x) {
+          x->mutable_slice()->mutable_start()->set_i(start);
+          x->mutable_slice()->mutable_stop()->set_i(start + len);
+        });
+      }
+    }
+    links_[out.id()] = std::move(link);
+  }
+
+  // (slice(None),) * dim + (item,)
+  template <typename F>
+  static v1::Arg IndexAt(int64_t dim, F fill) {
+    v1::Arg idx;
+    auto* items = idx.mutable_tuple();
+    for (int64_t i = 0; i < dim; ++i) items->add_items()->mutable_slice();
+    fill(items->add_items());
+    return idx;
+  }
+
+  v1::Arg TensorArg(ValueId id) const {
+    const Value& v = graph_->values[id];
+    v1::Arg a;
+    auto* r = a.mutable_tensor();
+    r->set_id(v.tensor_id);
+    r->set_version(v.tensor_version);
+    r->set_storage(v.storage);
+    r->set_dtype(v.dtype);
+    for (int64_t d : v.shape) r->add_shape(d);
+    r->set_value(id);
+    return a;
+  }
+
+  // A new value (tensor id/version/storage as given) made by `n`, which is appended.
+  ValueId Emit(Node n, uint64_t tid, uint32_t version, uint64_t storage, v1::DType dtype,
+               const std::vector<int64_t>& shape, bool as_result = true) {
+    n.schema = registry_.Find(n.op);
+    Value v;
+    v.kind = v1::NODE_OUTPUT;
+    v.dtype = dtype;
+    v.shape = shape;
+    v.producer = static_cast<int32_t>(graph_->nodes.size());
+    v.tensor_id = tid;
+    v.tensor_version = version;
+    v.storage = storage;
+    const ValueId id = graph_->AddValue(std::move(v));
+    if (as_result) n.result = TensorArg(id);
+    else n.mutated.push_back(TensorArg(id).tensor());
     Graph::IndexNode(&n);
     graph_->nodes.push_back(std::move(n));
+    return id;
+  }
+
+  static std::string At(const v1::SourceLocation& loc) {
+    return loc.file() + ":" + std::to_string(loc.line());
+  }
+
+  // A region input written through an indexing view ends with its new value in a private copy
+  // (clone + __setitem__). The program wrote the caller's tensor: so does the graph, with one
+  // copy_ of the input's last version into the input at the end of the region.
+  Status CopyBackIntoInputs() {
+    // Module state (parameters, buffers, outside tensors) the region wrote the same way: the
+    // plan's constant is the state, as for a plain in-place write to it.
+    std::vector<v1::GraphInput> targets = graph_->inputs;
+    for (size_t i = 0; i < graph_->values.size(); ++i) {
+      const Value& v = graph_->values[i];
+      if (v.kind != v1::CONSTANT_VALUE || !copied_storages_.count(v.storage)) continue;
+      v1::GraphInput gi;
+      gi.set_name(v.name.empty() ? "t" + std::to_string(v.tensor_id) : v.name);
+      auto* r = gi.mutable_value()->mutable_tensor();
+      r->set_id(v.tensor_id);
+      r->set_version(v.tensor_version);
+      r->set_storage(v.storage);
+      r->set_value(static_cast<ValueId>(i));
+      targets.push_back(std::move(gi));
+    }
+    for (const auto& gi : targets) {
+      Status st;
+      ForEachTensor(gi.value(), [&](const v1::TensorRef& r) {
+        if (!st.ok() || !copied_storages_.count(r.storage()) || r.id() != r.storage()) return;
+        auto last = last_version_.find(r.id());
+        if (last == last_version_.end() || last->second <= r.version()) return;
+        ValueId newest;
+        v1::TensorRef nr = r;
+        nr.set_version(last->second);
+        st = Resolve(nr, "the copy back into '" + gi.name() + "'", &newest);
+        if (!st.ok()) return;
+        const ValueId input = r.value();
+        Node n;
+        n.op = "torch.Tensor.copy_";
+        n.flags = v1::INPLACE;
+        n.args = {TensorArg(input), TensorArg(newest)};
+        const Value& iv = graph_->values[input];
+        const uint64_t out_id = kSyntheticId | ++synthetic_;
+        const v1::DType dtype = iv.dtype;
+        const std::vector<int64_t> shape = iv.shape;
+        const ValueId done = Emit(std::move(n), out_id, 1, r.storage(), dtype, shape, /*as_result=*/false);
+        // copy_ returns the input object it wrote: its result is that same new value.
+        Node& emitted = graph_->nodes.back();
+        emitted.result = TensorArg(done);
+        emitted.mutated.back().set_id(r.id());
+        Graph::IndexNode(&emitted);
+      });
+      IVY_RETURN_IF_ERROR(st);
+    }
+    return Status::Ok();
+  }
+
+  // `r` (a view, at a version no op defined): its view op replayed on its parent at that version.
+  Status DeriveAlias(const v1::TensorRef& r, const std::string& where, ValueId* out) {
+    const ViewLink& link = links_.at(r.id());
+    if (link.underivable) {
+      return Status::Unsupported("trace '" + reader_.path() + "': " + where + " reads tensor t" +
+                                 std::to_string(r.id()) + " (version " + std::to_string(r.version()) +
+                                 "), a view made by '" + link.node.op + "' at " + At(link.node.loc) +
+                                 " whose base was written since; the builder cannot re-derive "
+                                 "this view (supported: split, chunk, unbind, and single views)");
+    }
+    v1::TensorRef pr;
+    pr.set_id(link.parent);
+    pr.set_version(r.version());
+    pr.set_storage(r.storage());
+    ValueId parent;
+    IVY_RETURN_IF_ERROR(Resolve(pr, where, &parent));
+    Node n = link.node;
+    n.args[0] = TensorArg(parent);
+    const Value& old = graph_->values[link.node.result.tensor().value()];
+    const v1::DType dtype = old.dtype;
+    const std::vector<int64_t> shape = old.shape;
+    *out = Emit(std::move(n), r.id(), r.version(), r.storage(), dtype, shape);
+    defined_[TensorKey{r.id(), r.version()}] = *out;
+    return Status::Ok();
+  }
+
+  // After a write to `m` (now at m.version(), before at `ov`): define every parent up to the
+  // storage's root at the new version.
+  Status WriteBack(const v1::TensorRef& m, uint32_t ov, const v1::SourceLocation& loc,
+                   const std::string& where) {
+    uint64_t child = m.id();
+    ValueId child_new = defined_.at(TensorKey{m.id(), m.version()});
+    const uint32_t nv = m.version();
+    while (child != m.storage()) {
+      auto it = links_.find(child);
+      std::string why;
+      if (it == links_.end()) {
+        why = "which is a view of t" + std::to_string(m.storage()) +
+              " made outside the region or by an op that was not recorded";
+      } else if (it->second.inverse == Inverse::kUnsupported || it->second.underivable) {
+        why = "which is a view made by '" + it->second.node.op + "' at " + At(it->second.node.loc) +
+              ", a view op whose writes cannot be carried back to its base (supported: view, "
+              "reshape, flatten, (un)squeeze, t, T, mT, transpose, permute, select, narrow, "
+              "__getitem__, split, chunk, unbind)";
+      }
+      if (!why.empty()) {
+        poisoned_[TensorKey{m.storage(), nv}] =
+            "the value after " + where + " wrote tensor t" + std::to_string(m.id()) + ", " + why;
+        return Status::Ok();
+      }
+      const ViewLink& link = it->second;
+      v1::TensorRef pr;
+      pr.set_id(link.parent);
+      pr.set_version(ov);
+      pr.set_storage(m.storage());
+      ValueId parent_old;
+      IVY_RETURN_IF_ERROR(Resolve(pr, where, &parent_old));
+      ValueId parent_new;
+      Node n;
+      n.loc = loc;
+      switch (link.inverse) {
+        case Inverse::kReshape: {
+          n.op = "torch.reshape";
+          n.args.push_back(TensorArg(child_new));
+          v1::Arg shape;
+          shape.mutable_tuple();
+          for (int64_t d : link.parent_shape) shape.mutable_tuple()->add_items()->set_i(d);
+          n.args.push_back(shape);
+          parent_new = Emit(std::move(n), link.parent, nv, m.storage(), link.parent_dtype, link.parent_shape);
+          break;
+        }
+        case Inverse::kPermute: {
+          n.op = "torch.permute";
+          n.args.push_back(TensorArg(child_new));
+          std::vector<int64_t> inv(link.perm.size());
+          for (size_t i = 0; i < link.perm.size(); ++i) inv[link.perm[i]] = static_cast<int64_t>(i);
+          v1::Arg dims;
+          dims.mutable_tuple();
+          for (int64_t d : inv) dims.mutable_tuple()->add_items()->set_i(d);
+          n.args.push_back(dims);
+          parent_new = Emit(std::move(n), link.parent, nv, m.storage(), link.parent_dtype, link.parent_shape);
+          break;
+        }
+        case Inverse::kSetItem: {
+          // A private copy of the parent (its own storage id, so passes never see it alias the
+          // program's memory), written in place with the view's new value.
+          const uint64_t copy_id = kSyntheticId | ++synthetic_;
+          n.op = "torch.clone";
+          n.args.push_back(TensorArg(parent_old));
+          Node set;
+          set.loc = loc;
+          ValueId copy = Emit(std::move(n), copy_id, 0, copy_id, link.parent_dtype, link.parent_shape);
+          set.op = "torch.Tensor.__setitem__";
+          set.args.push_back(TensorArg(copy));
+          set.args.push_back(link.index);
+          set.args.push_back(TensorArg(child_new));
+          set.result.set_none(true);
+          set.flags = v1::INPLACE;
+          parent_new = Emit(std::move(set), copy_id, 1, copy_id, link.parent_dtype, link.parent_shape,
+                            /*as_result=*/false);
+          break;
+        }
+        case Inverse::kUnsupported: return Status::Unsupported("unreachable");
+      }
+      defined_[TensorKey{link.parent, nv}] = parent_new;
+      if (link.inverse == Inverse::kSetItem) copied_storages_.insert(m.storage());
+      auto& last = last_version_[link.parent];
+      last = std::max(last, nv);
+      child = link.parent;
+      child_new = parent_new;
+    }
     return Status::Ok();
   }
 
@@ -320,6 +791,14 @@ class Builder {
   std::unordered_map<TensorKey, ValueId, TensorKeyHash> defined_;
   std::unordered_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
   std::unordered_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
+  // Views made in the region: view tensor id -> how it was made from its parent.
+  std::unordered_map<uint64_t, ViewLink> links_;
+  // (storage, version) left undefined by a write through a view that cannot be carried back.
+  std::unordered_map<TensorKey, std::string, TensorKeyHash> poisoned_;
+  std::unordered_set<uint64_t> copied_storages_;          // storages written back by a copy
+  std::unordered_map<uint64_t, uint32_t> last_version_;   // tensor id -> newest version defined
+  static constexpr uint64_t kSyntheticId = 1ull << 62;   // tensor ids of builder-made copies
+  uint64_t synthetic_ = 0;
   // Outputs of foldable/random ops whose recorded values have not been read yet.
   std::unordered_map<TensorKey, ValueId, TensorKeyHash> awaiting_value_;
 };

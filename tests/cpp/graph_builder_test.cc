@@ -126,5 +126,60 @@ TEST(GraphBuilder, ReadOfAnUnrecordedTensorIsAClearError) {
   EXPECT_NE(st.message().find("t5"), std::string::npos) << st.message();
 }
 
+// y = x * 2; v = y.view(-1) (or y.diagonal()); v.add_(1); return y. The view shares y's storage.
+std::string WriteViewWriteTrace(const std::string& path, const std::string& view_op) {
+  TraceWriter w;
+  w.Open(path, v1::Header());
+  v1::Record rb;
+  rb.mutable_region_begin()->set_region(1);
+  rb.mutable_region_begin()->set_name("f");
+  auto* in = rb.mutable_region_begin()->add_inputs();
+  in->set_name("x");
+  *in->mutable_value() = TensorArg(Ref(1, 0, {2, 3}));
+  w.Write(rb);
+  auto view = [&](uint32_t version) {
+    v1::TensorRef r = Ref(3, version, view_op == "torch.Tensor.view" ? std::vector<int64_t>{6}
+                                                                        : std::vector<int64_t>{2});
+    r.set_storage(2);
+    return r;
+  };
+  testing::WriteOp(w, "torch.Tensor.mul", {TensorArg(Ref(1, 0, {2, 3})), IntArg(2)},
+                   TensorArg(Ref(2, 0, {2, 3})), {}, 2);
+  std::vector<v1::Arg> args{TensorArg(Ref(2, 0, {2, 3}))};
+  if (view_op == "torch.Tensor.view") args.push_back(IntArg(-1));
+  testing::WriteOp(w, view_op, args, TensorArg(view(0)), {}, 3);
+  testing::WriteOp(w, "torch.Tensor.add_", {TensorArg(view(0)), IntArg(1)}, TensorArg(view(1)), {view(1)}, 4);
+  v1::Record re;
+  re.mutable_region_end()->set_region(1);
+  v1::TensorRef y1 = Ref(2, 1, {2, 3});
+  *re.mutable_region_end()->mutable_result() = TensorArg(y1);
+  w.Write(re);
+  w.Close();
+  return path;
+}
+
+TEST(GraphBuilder, WriteThroughAViewDefinesTheNextVersionOfTheBase) {
+  Graph g;
+  Status st = BuildGraphFromTrace(WriteViewWriteTrace(TempPath("viewwrite.ivt"), "torch.Tensor.view"), {}, &g);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_TRUE(VerifyGraph(g).ok());
+  ASSERT_EQ(g.nodes.size(), 4u);
+  const Node& back = g.nodes[3];
+  EXPECT_EQ(back.op, "torch.reshape");
+  EXPECT_EQ(back.inputs[0], g.nodes[2].outputs[0]) << "the base's new value is made from the written view";
+  EXPECT_EQ(g.OutputValues()[0], back.outputs[0]);
+  EXPECT_EQ(g.values[back.outputs[0]].tensor_id, 2u);
+  EXPECT_EQ(g.values[back.outputs[0]].tensor_version, 1u);
+  EXPECT_EQ(g.values[back.outputs[0]].shape, (std::vector<int64_t>{2, 3}));
+}
+
+TEST(GraphBuilder, WriteThroughAnUninvertibleViewIsAClearErrorWhenTheBaseIsRead) {
+  Graph g;
+  Status st = BuildGraphFromTrace(WriteViewWriteTrace(TempPath("viewwrite2.ivt"), "torch.Tensor.diagonal"), {}, &g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("'torch.Tensor.diagonal' at prog.py:3"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("'torch.Tensor.add_' at prog.py:4"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace ivytrace

@@ -438,3 +438,43 @@ def test_nested_recorders_each_see_the_program_and_not_each_other(tmp_path):
     assert inner.op_names() == ["torch.Tensor.sub", "torch.relu", "torch.Tensor.sum", "torch.Tensor.gt"]
     # The inner recorder's own t.shape / t._version reads are not in the outer trace.
     assert outer.of_kind("shape_read") == [] and len(outer.of_kind("guard")) == 1
+
+
+def test_write_through_a_view_is_a_new_version_of_the_base(record):
+    x = torch.arange(6.0)
+
+    def prog():
+        y = x * 1
+        v = y.view(2, 3)
+        v.add_(1)
+        y.sum()
+
+    r = record(prog)
+    ops = r.ops()
+    names = r.op_names()
+    mul, view, add = ops[:3]
+    base = mul.result.tensor
+    assert view.result.tensor.storage == base.id
+    (m,) = add.mutated
+    assert (m.id, m.version, m.storage) == (view.result.tensor.id, 1, base.id)
+    total = ops[names.index("torch.Tensor.sum")]
+    # The base is read at the version the write through the view gave it, and its value is not
+    # re-recorded as a constant: the graph builder derives it from the write.
+    assert (total.args[0].tensor.id, total.args[0].tensor.version) == (base.id, 1)
+    assert not [td for td in r.tensors(common_pb2.CONSTANT) if td.ref.id == base.id]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.rand(3), lambda: torch.randn(3), lambda: torch.randint(0, 5, (3,)),
+    lambda: torch.empty(3).normal_(), lambda: torch.bernoulli(torch.full((3,), 0.5)),
+    lambda: torch.multinomial(torch.tensor([0.2, 0.8]), 3, replacement=True),
+    lambda: F.dropout(torch.ones(8), 0.5, training=True),
+], ids=["rand", "randn", "randint", "normal_", "bernoulli", "multinomial", "dropout"])
+def test_every_kind_of_random_op_is_flagged_with_its_values(record, make):
+    out = []
+    r = record(lambda: out.append(make()))
+    rnd = [op for op in r.ops() if op.flags & trace_pb2.RANDOM]
+    assert len(rnd) == 1, r.op_names()
+    (td,) = [td for td in r.tensors(common_pb2.RANDOM_OUTPUT)]
+    got = value_of(td)
+    np.testing.assert_array_equal(got, out[0].numpy())

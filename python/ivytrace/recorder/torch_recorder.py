@@ -78,6 +78,9 @@ _SHAPE = _names.SHAPE
 _SMALL = len(V)
 _VERSION = [b""] + [b"\x10" + V[n] for n in range(1, _SMALL)]   # TensorRef.version = 2
 _shapes: dict = {}
+# Ops whose result aliases their first argument's memory and version counter without being a
+# view (`_base` is None): recorded with the argument's storage id.
+_ALIAS_OPS = frozenset({"torch.Tensor.detach", "torch.detach"})
 # OpEvent.args (2) / OpEvent.result (4) headers around an Arg{tensor = 1} whose TensorRef is k bytes.
 _ARG_TENSOR = [b"\x12" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
 _RESULT_TENSOR = [b"\x22" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
@@ -196,6 +199,20 @@ class TorchRecorder(TorchFunctionMode):
             self._sweep()
         return r
 
+    def _alias_ref(self, t, args):
+        """A new tensor that shares memory and the version counter with args[0] but has no
+        `_base` (x.detach()): it gets args[0]'s storage id, so a write through it is a write to
+        that storage, not a silent change of a tensor the recorder would take for a constant."""
+        src = args[0] if args else None
+        if not isinstance(src, _Tensor) or t._base is not None or t._version != src._version:
+            return self._ref_of(t)
+        sid = self._ref_of(src)[2]
+        tid = self._next_tid
+        self._next_tid = tid + 1
+        r = (_weakref(t), tid, sid, b"\x08" + varint(tid), b"\x18" + varint(sid))
+        self._ids[id(t)] = r
+        return r
+
     def _sweep(self):
         ids = self._ids
         for k in [k for k, r in ids.items() if r[0]() is None]:
@@ -271,7 +288,10 @@ class TorchRecorder(TorchFunctionMode):
         total_field = b"\x20" + varint(total)
         add = self.w.add_parts
         for off in range(0, max(total, 1), CHUNK_BYTES):
-            chunk = mv[off:off + CHUNK_BYTES]
+            # A copy, not a view of the tensor's memory: the record may be written after the call
+            # (the op's own record goes first, and buffered writers hold records longer), and an
+            # in-place write in between would change the value recorded for this version.
+            chunk = mv[off:off + CHUNK_BYTES].tobytes()
             n = len(chunk)
             data_tag = b"\x1a" + varint(n)
             tensor_len = len(head) + len(data_tag) + n + len(tail)
@@ -434,7 +454,7 @@ class TorchRecorder(TorchFunctionMode):
         if type(result) is _Tensor:
             r = ids.get(id(result))
             if r is None or r[0]() is not result:
-                r = self._ref_of(result)
+                r = self._ref_of(result) if info[3] not in _ALIAS_OPS else self._alias_ref(result, args)
             v = result._version
             outs.append((result, r, v))
             ref = r[3] + _version_field(v) + r[4] + _DTYPE_FIELD.get(result.dtype, b"") + _shape_field(result.shape)

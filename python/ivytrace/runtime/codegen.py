@@ -17,6 +17,7 @@ import itertools
 
 from ivytrace.runtime.errors import GuardError, PlanError
 from ivytrace.runtime.values import literal, same_value, tensor_from_proto
+from ivytrace.v1 import common_pb2
 
 _counter = itertools.count()
 
@@ -252,6 +253,9 @@ class _Gen:
                     body.append(f"    {target} = {call}")
             else:
                 body.append(f"    {call}")
+            for w in step.written:   # a tensor written in place and not returned: the argument object
+                src = self.slot(common_pb2.TensorRef(value=w.arg), where)
+                body.append(f"    {self.define(w.slot, where)} = {src}")
             for slot in set(self.names) - before:
                 self.emit_guards(slot)
             free = []
