@@ -222,7 +222,9 @@ class NumpyRecorder:
         self._schemas = session.schemas
         self.thread = threading.get_ident()
         self.active = False
-        self._ids = {}          # id(array) -> (weakref, tid, root weakref)
+        self._ids = {}          # id(array) -> (weakref, tid, storage id)
+        self._by_storage = {}   # storage id -> [weakref of each array on it]
+        self._sweep_at = 4096
         self._next = 1
         self._versions = {}     # storage id -> version
         self._known = {}        # tid -> version known in the current frame
@@ -289,14 +291,34 @@ class NumpyRecorder:
             self._next += 1
             if sid is None:
                 sid = tid
-            r = (weakref.ref(a), tid, sid, root)
+            r = (weakref.ref(a), tid, sid)
             self._ids[id(a)] = r
-            if len(self._ids) > 4 * max(1024, len(self._live())):
-                pass
+            self._by_storage.setdefault(sid, []).append(r[0])
+            if len(self._ids) > self._sweep_at:
+                self._sweep()
         return r[1], r[2], self._versions.get(r[2], 0)
 
-    def _live(self):
-        return self._ids
+    def _sweep(self):
+        for k in [k for k, r in self._ids.items() if r[0]() is None]:
+            del self._ids[k]
+        for sid in list(self._by_storage):
+            alive = [w for w in self._by_storage[sid] if w() is not None]
+            if alive:
+                self._by_storage[sid] = alive
+            else:
+                del self._by_storage[sid]
+        self._sweep_at = max(2 * len(self._ids), 4096)
+
+    def _sharing(self, sid):
+        """Live arrays on storage `sid` that the current frame knows (views of a written array)."""
+        out = []
+        for w in self._by_storage.get(sid, ()):
+            a = w()
+            if a is not None:
+                r = self._ids.get(id(a))
+                if r is not None and r[0]() is a and r[1] in self._known:
+                    out.append(a)
+        return out
 
     def _tensor_ref(self, a, tid, sid, v, full=True) -> bytes:
         b = b"\x08" + varint(tid) + (b"\x10" + varint(v) if v else b"") + b"\x18" + varint(sid)
@@ -366,13 +388,22 @@ class NumpyRecorder:
         random = self._schemas.is_random(name)
         flags = (RANDOM if random else 0) | (RAISED if raised else 0)
         # Writes: bump the storage versions first, so the result is seen at its new version.
+        # Every known array on a written storage (the written array and its views) is listed as
+        # mutated at the new version, so later reads of any of them resolve to this op.
         mutated = []
+        sids = []
         for a in written:
             tid, sid, v = self._ref(a)
-            self._versions[sid] = v + 1
-        for a in written:
-            tid, sid, v = self._ref(a)
-            mutated.append((a, tid, sid, v))
+            if sid not in sids:
+                sids.append(sid)
+                self._versions[sid] = v + 1
+        seen = set()
+        for sid in sids:
+            for a in [x for x in written if self._ref(x)[1] == sid] + self._sharing(sid):
+                tid, sid2, v = self._ref(a)
+                if tid not in seen:
+                    seen.add(tid)
+                    mutated.append((a, tid, sid2, v))
         outs = []
         if not raised:
             parts.append(ld(b"\x22", self._enc_out.encode(result, outs)))

@@ -16,7 +16,7 @@ import linecache
 import itertools
 
 from ivytrace.runtime.errors import GuardError, PlanError
-from ivytrace.runtime.values import literal, same_value, tensor_from_proto
+from ivytrace.runtime.values import array_from_proto, literal, same_value, tensor_from_proto
 
 _counter = itertools.count()
 
@@ -193,7 +193,8 @@ class _Gen:
             if c.slot in self.names:
                 raise PlanError(f"{where}: slot {c.slot} is defined twice")
             var = self.names[c.slot] = f"c{c.slot}"
-            self.ns[var] = tensor_from_proto(c.value, where)
+            make = array_from_proto if plan.framework == "numpy" else tensor_from_proto
+            self.ns[var] = make(c.value, where)
             self.constants.add(c.slot)
 
         # Guards are checked right after their tensor is defined.
