@@ -31,7 +31,11 @@ Limits:
   * NumPy scalars returned by recorded calls (np.sum(a), a[0, 0]) are given back as 0-d
     TracedArrays, so later arithmetic on them is recorded too.
   * Only the thread that installed the recorder is recorded.
-  * np.random's legacy global functions are recorded; Generator objects (default_rng) are not.
+  * np.random's legacy global functions are recorded; Generator objects (default_rng) and
+    RandomState methods are not. np.random.seed/get_state/set_state run unrecorded, but compiled
+    (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
+    np.random.RandomState(seed) while recording shows up as a few ops and int() guards on the
+    user's line (outside regions they do not reach any graph).
 """
 from __future__ import annotations
 
@@ -83,6 +87,9 @@ _METHODS = ("reshape", "astype", "transpose", "sum", "mean", "max", "min", "prod
             "argmax", "argmin", "copy", "flatten", "ravel", "squeeze", "clip", "dot", "fill",
             "swapaxes", "cumsum", "any", "all", "__getitem__", "__setitem__")
 _WRITING_METHODS = {"__setitem__": 0, "fill": 0}   # method -> index (in args incl. self) it writes
+# np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
+# recorded: they would show up as ops and guards on the user's line.
+_UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
 _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
 
 _state = threading.local()
@@ -179,6 +186,14 @@ for _g in _GUARDS:
     setattr(TracedArray, _g, _make_guard(_g))
 
 
+def _unrecorded(orig):
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        with _Busy():
+            return orig(*args, **kwargs)
+    return wrapper
+
+
 def _call(name, func, args, kwargs, out, record_name=None):
     """Run `func` on plain arrays; record it if a recorder is active and we are not inside
     another recorded call. Results are TracedArrays (the `out=` arrays themselves when given)."""
@@ -247,6 +262,11 @@ class NumpyRecorder:
             self._patch(np, n, random=False)
         for n in _RANDOM:
             self._patch(np.random, n, random=True)
+        for n in _UNRECORDED:
+            orig = getattr(np.random, n, None)
+            if orig is not None:
+                setattr(np.random, n, _unrecorded(orig))
+                self._patched.append((np.random, n, orig))
 
     def _patch(self, mod, n, random):
         orig = getattr(mod, n, None)
