@@ -59,15 +59,20 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
 
   plan->Clear();
   plan->set_name(g.name);
-  // The framework the steps call into: the first component of the first live op's name
-  // ("numpy.add" -> "numpy"); "torch" when the plan has no steps.
-  std::string framework = "torch";
+  // The framework the steps call into: the first component of the live ops' names
+  // ("numpy.add" -> "numpy"); "torch" when the plan has no steps or mixes frameworks.
+  std::string framework;
   for (const Node& n : g.nodes) {
     if (n.erased) continue;
-    framework = n.op.substr(0, n.op.find('.'));
-    break;
+    std::string f = n.op.substr(0, n.op.find('.'));
+    if (framework.empty()) {
+      framework = f;
+    } else if (f != framework) {
+      framework = "torch";
+      break;
+    }
   }
-  plan->set_framework(framework);
+  plan->set_framework(framework.empty() ? "torch" : framework);
   plan->set_num_slots(static_cast<uint32_t>(g.values.size()));
   *plan->mutable_source() = g.source;
   for (const auto& in : g.inputs) *plan->add_inputs() = in;
