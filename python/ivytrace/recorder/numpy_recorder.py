@@ -92,6 +92,7 @@ _WRITING_METHODS = {"__setitem__": 0, "fill": 0}   # method -> index (in args in
 _UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
 _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
 
+_shapes: dict = {}          # shape -> TensorRef.shape field bytes
 _state = threading.local()
 _REC = None   # the installed NumpyRecorder
 
@@ -143,11 +144,9 @@ class TracedArray(np.ndarray):
         return _call(name, func, inputs, kwargs, kwargs.get("out"))
 
     def __array_function__(self, func, types, args, kwargs):
-        mod = getattr(func, "__module__", "") or ""
-        name = "numpy." + func.__name__ if mod == "numpy" or mod.startswith("numpy.") and mod.count(".") == 1 \
-            else f"{mod}.{func.__name__}"
-        if mod in ("numpy.linalg", "numpy.fft"):
-            name = f"{mod}.{func.__name__}"
+        # Public array functions carry their public module ("numpy", "numpy.linalg", ...).
+        mod = getattr(func, "__module__", "") or "numpy"
+        name = f"{mod}.{func.__name__}" if mod == "numpy" or mod.startswith("numpy.") else f"numpy.{func.__name__}"
         return _call(name, func, args, kwargs, kwargs.get("out"))
 
     @property
@@ -347,7 +346,10 @@ class NumpyRecorder:
             if dt:
                 b += b"\x20" + varint(dt)
             if a.ndim:
-                b += ld(b"\x2a", b"".join(varint(int(d)) for d in a.shape))
+                sh = _shapes.get(a.shape)
+                if sh is None:
+                    sh = _shapes[a.shape] = ld(b"\x2a", b"".join(varint(int(d)) for d in a.shape))
+                b += sh
         return b
 
     def _enc_in(self, a, ins):
@@ -557,12 +559,25 @@ def _user_caller() -> bool:
     return not (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR))
 
 
+_internal_code: dict = {}   # code object -> True if inside numpy/ivytrace, else {f_lasti: line}
+
+
 def _location(intern):
+    """(file id, line) of the first frame outside numpy and ivytrace; cached per code object and
+    instruction offset (f_lineno scans the line table)."""
     f = sys._getframe(1)
     while f is not None:
-        fn = f.f_code.co_filename
-        if not (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR) or fn.startswith("<__array_function__")):
-            return intern(fn), f.f_lineno or 0
+        c = f.f_code
+        lines = _internal_code.get(c)
+        if lines is None:
+            fn = c.co_filename
+            lines = _internal_code[c] = True if (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR)
+                                                 or fn.startswith("<__array_function__")) else {}
+        if lines is not True:
+            n = lines.get(f.f_lasti)
+            if n is None:
+                n = lines[f.f_lasti] = f.f_lineno or 0
+            return intern(c.co_filename), n
         f = f.f_back
     return 0, 0
 
