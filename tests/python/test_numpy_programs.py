@@ -263,3 +263,36 @@ def test_cli_records_a_numpy_program_and_its_regions_replay(cli_binary, tmp_path
     np.testing.assert_allclose(plan(fresh), progs.mlp(fresh), rtol=1e-4, atol=1e-5)
     info = subprocess.run([str(cli_binary), "inspect", str(trace), "--json"], capture_output=True, text=True)
     assert "numpy" in info.stdout
+
+
+def test_onnx_export_of_an_elementwise_and_matmul_numpy_graph(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    w = np.random.RandomState(0).rand(8, 3).astype(np.float32)
+
+    def fn(x, y):
+        return np.maximum(np.tanh(x * y + x) @ w, np.float32(0.1))
+
+    x, y = (np.random.RandomState(s).rand(4, 8).astype(np.float32) for s in (1, 2))
+    graph = _trace(fn, (x, y))
+    path = graph.export(tmp_path / "fn.onnx")
+    sess = ort.InferenceSession(str(path))
+    fresh = np.random.RandomState(3).rand(4, 8).astype(np.float32)
+    out = sess.run(None, {i.name: v for i, v in zip(sess.get_inputs(), (fresh, y))})[0]
+    np.testing.assert_allclose(out, fn(fresh, y), rtol=1e-4, atol=1e-5)
+
+
+def test_cli_record_default_frameworks_include_numpy(cli_binary, tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text("import numpy as np\nx = np.ones(3)\ny = np.exp(x) + x\nprint(float(y.sum()) > 0)\n")
+    trace = tmp_path / "d.ivytrace"
+    done = subprocess.run([str(cli_binary), "record", "-o", str(trace), "--", sys.executable, str(prog)],
+                          capture_output=True, text=True,
+                          env={**__import__("os").environ, "PYTHONPATH": str(REPO / "python")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+    from ivytrace.recorder.reader import read_trace
+    t = read_trace(str(trace))
+    assert "numpy" in [f.name for f in t.header.frameworks]
+    names = list(t.op_names())
+    assert "numpy.exp" in names and "numpy.add" in names and "numpy.ones" in names
+    assert [t.string(g.op) for g in t.of_kind("guard")] == ["numpy.ndarray.__float__"]
