@@ -115,3 +115,28 @@ def test_other_threads_are_not_recorded(record):
 
     r = _run(record, body, np.ones(2))
     assert len(r.ops("numpy.multiply")) == 1
+
+
+def test_array_derived_by_an_unrecorded_method_warns(record):
+    def prog():
+        from ivytrace.recorder.recorder import active
+        rec = active()
+        (a,) = rec.numpy.wrap((np.arange(3.0),))
+        rid = rec.region_begin("r", [("a", a)])
+        v = a.view()                  # ndarray.view is not recorded
+        out = v * 2
+        rec.region_end(rid, out)
+
+    with pytest.warns(RuntimeWarning, match="does not record"):
+        record(prog, frameworks=("numpy",))
+
+
+def test_recorded_methods_round_take_diagonal(record):
+    def body(a):
+        a.round(1).take([0, 2]).cumprod()
+        a.reshape(3, 1).diagonal()
+
+    r = _run(record, body, np.arange(3.0) / 3)
+    names = list(r.op_names())
+    for n in ("numpy.ndarray.round", "numpy.ndarray.take", "numpy.ndarray.cumprod", "numpy.ndarray.diagonal"):
+        assert n in names

@@ -85,7 +85,8 @@ _RANDOM = ("rand", "randn", "randint", "random", "random_sample", "normal", "uni
 # array functions they call are recorded).
 _METHODS = ("reshape", "astype", "transpose", "sum", "mean", "max", "min", "prod", "std", "var",
             "argmax", "argmin", "copy", "flatten", "ravel", "squeeze", "clip", "dot", "fill",
-            "swapaxes", "cumsum", "any", "all", "__getitem__", "__setitem__")
+            "swapaxes", "cumsum", "cumprod", "any", "all", "round", "take", "repeat", "diagonal",
+            "__getitem__", "__setitem__")
 _WRITING_METHODS = {"__setitem__": 0, "fill": 0}   # method -> index (in args incl. self) it writes
 # np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
 # recorded: they would show up as ops and guards on the user's line.
@@ -238,6 +239,7 @@ class NumpyRecorder:
         self.active = False
         self._ids = {}          # id(array) -> (weakref, tid, storage id)
         self._by_storage = {}   # storage id -> [weakref of each array on it]
+        self._ids_sid = {}      # tid -> storage id
         self._sweep_at = 4096
         self._next = 1
         self._versions = {}     # storage id -> version
@@ -312,6 +314,7 @@ class NumpyRecorder:
                 sid = tid
             r = (weakref.ref(a), tid, sid)
             self._ids[id(a)] = r
+            self._ids_sid[tid] = sid
             self._by_storage.setdefault(sid, []).append(r[0])
             if len(self._ids) > self._sweep_at:
                 self._sweep()
@@ -357,6 +360,12 @@ class NumpyRecorder:
         ins.append((a, tid, sid, v))
         ref = self._tensor_ref(a, tid, sid, v)
         if self._known.get(tid) != v:
+            if sid != tid and any(self._const.get(t2) != v2 for t2, v2 in self._known.items()
+                                  if self._ids_sid.get(t2) == sid):
+                self._warn_once(("derived", _location(self._intern)),
+                                "ivytrace: an array that shares memory with a recorded, non-constant array "
+                                "was made by an operation the NumPy recorder does not record; its value is "
+                                "recorded as a constant (replays will not follow the inputs)")
             self._write_value(a, ref, CONSTANT)
             self._known[tid] = v
             self._const[tid] = v
@@ -464,6 +473,11 @@ class NumpyRecorder:
                     done.add(tid)
                     self._write_value(a, self._tensor_ref(a, tid, sid, v), values)
         self.w.emit()
+
+    def _warn_once(self, key, message):
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
 
     def guard(self, op, a, result):
         with _Busy():
