@@ -140,3 +140,15 @@ def test_recorded_methods_round_take_diagonal(record):
     names = list(r.op_names())
     for n in ("numpy.ndarray.round", "numpy.ndarray.take", "numpy.ndarray.cumprod", "numpy.ndarray.diagonal"):
         assert n in names
+
+
+def test_shape_reads_are_recorded(record):
+    def body(a):
+        n = a.shape[0]
+        m = len(a)
+        a.reshape(-1)
+
+    r = _run(record, body, np.zeros((2, 3)))
+    reads = r.of_kind("shape_read")
+    assert [r.s(x.op) for x in reads] == ["numpy.ndarray.shape", "numpy.ndarray.__len__"]
+    assert [i.i for i in reads[0].value.tuple.items] == [2, 3] and reads[1].value.i == 2

@@ -24,6 +24,8 @@ Limits:
   * Arrays that never meet a recorded function stay plain ndarrays: an array made by a function
     that is not wrapped (np.frombuffer, np.load, a C extension) and only combined with other plain
     arrays is not recorded; once it meets a TracedArray it is recorded as a constant.
+  * Shapes: `a.shape` and `len(a)` write ShapeRead records (the graph is specialized on them, as
+    for torch); `a.ndim`, `a.size` and setting `a.shape` are not recorded.
   * Writes that bypass NumPy's Python-visible API (a.data, ctypes, np.copyto through a plain
     array, writes through a plain view of a traced array) are not seen.
   * Methods not listed in _METHODS run unrecorded on the TracedArray (their ufunc/array-function
@@ -50,7 +52,7 @@ import weakref
 import numpy as np
 
 from ivytrace.recorder.encode import (A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint)
-from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_TENSOR
+from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
 INPLACE = trace_pb2.INPLACE
@@ -155,6 +157,32 @@ class TracedArray(np.ndarray):
         return _call("numpy.transpose", np.ndarray.transpose, (self,), {}, None, record_name="numpy.transpose")
 
 
+def _shape_get(self):
+    v = np.ndarray.shape.__get__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        rec.shape_read("numpy.ndarray.shape", self, v)
+    return v
+
+
+def _shape_set(self, value):
+    np.ndarray.shape.__set__(self, value)   # in-place reshape: not recorded (see Limits)
+
+
+TracedArray.shape = property(_shape_get, _shape_set)
+
+
+def _len(self):
+    v = np.ndarray.__len__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        rec.shape_read("numpy.ndarray.__len__", self, v)
+    return v
+
+
+TracedArray.__len__ = _len
+
+
 def _make_method(mname):
     base = getattr(np.ndarray, mname)
 
@@ -216,8 +244,6 @@ def _rewrap(result, args, kwargs, out):
         if isinstance(result, np.ndarray) and outs and outs[0] is not None and \
                 np.shares_memory(result, outs[0]) and result.shape == outs[0].shape:
             return outs[0]
-    if isinstance(result, np.ndarray) and args and result is getattr(args[0], "base", None) is not None:
-        pass
     return _traced(result)
 
 
@@ -474,6 +500,17 @@ class NumpyRecorder:
                     self._write_value(a, self._tensor_ref(a, tid, sid, v), values)
         self.w.emit()
 
+    def shape_read(self, op, a, value):
+        """A ShapeRead record: the program read a shape (the graph is specialized on it)."""
+        with _Busy():
+            ins = []
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, ins)).tensor
+            fid, line = _location(self._intern)
+            msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
+                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
+                                      file=fid, line=line)
+            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
+
     def _warn_once(self, key, message):
         if key not in self._warned:
             self._warned.add(key)
@@ -493,7 +530,6 @@ class NumpyRecorder:
             self.w.emit(TAG_GUARD, msg.SerializeToString())
             if self.session.warn_guards and (fid, line) not in self._warned:
                 self._warned.add((fid, line))
-                from ivytrace.recorder.torch_recorder import SpecializationWarning  # noqa: F401  (same class)
                 warnings.warn(f"ivytrace: this graph is specialized on the value of {op} at "
                               f"{self.w.string(fid) if fid else '?'}:{line}", RuntimeWarning, stacklevel=3)
 
