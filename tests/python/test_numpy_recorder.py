@@ -152,3 +152,19 @@ def test_shape_reads_are_recorded(record):
     reads = r.of_kind("shape_read")
     assert [r.s(x.op) for x in reads] == ["numpy.ndarray.shape", "numpy.ndarray.__len__"]
     assert [i.i for i in reads[0].value.tuple.items] == [2, 3] and reads[1].value.i == 2
+
+
+def test_region_ids_are_unique_across_torch_and_numpy_regions(record):
+    torch = pytest.importorskip("torch")
+    import ivytrace
+
+    def prog():
+        for _ in range(2):
+            with ivytrace.region("t", inputs={"x": torch.ones(2)}) as r:
+                r.set_result(torch.ones(2) * 2)
+            with ivytrace.region("n", inputs={"x": np.ones(2)}) as r:
+                r.set_result(np.ones(2) * 2)
+
+    r = record(prog, frameworks=("torch", "numpy"))
+    ids = [b.region for b in r.of_kind("region_begin")]
+    assert len(ids) == 4 and len(set(ids)) == 4

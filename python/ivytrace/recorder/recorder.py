@@ -71,7 +71,6 @@ class Recorder:
         self.schemas = None
         self._import_hook = None
         self._numpy_hook = None
-        self._np_region = set()    # region ids the numpy recorder owns
         self._stopped = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -128,6 +127,8 @@ class Recorder:
             return
         from ivytrace.recorder.torch_recorder import recorder_for
         self.torch = recorder_for(self)
+        if self.numpy is not None:   # region ids stay unique across the two recorders
+            self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
         self.torch.install()
 
     def stop(self, error: str = "", exit_status: int | None = None):
@@ -186,9 +187,12 @@ class Recorder:
     def region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
         if self.numpy is not None and not self._stopped and _has_ndarray([v for _, v in inputs]) \
                 and not _has_torch_tensor([v for _, v in inputs]):
+            # Region ids are unique in the trace: the two recorders draw from one sequence.
+            if self.torch is not None:
+                self.numpy._next_region = max(self.numpy._next_region, self.torch._next_region)
             rid = self.numpy.region_begin(name, inputs, file, line)
-            if rid:
-                self._np_region.add(rid)
+            if self.torch is not None:
+                self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
             return -rid if rid else 0
         if self.torch is None and _fully_imported("torch") and not self._stopped:
             self._attach_torch()
