@@ -12,6 +12,7 @@ in the exec namespace, so no string from the plan file is ever compiled.
 """
 from __future__ import annotations
 
+import builtins
 import linecache
 import itertools
 
@@ -66,7 +67,10 @@ class _Gen:
         self.plan = plan
         self.allow = allow
         self.filename = filename
-        self.ns: dict = {"__builtins__": {}}
+        # Only __import__: C functions that import lazily on first use (numpy's ndarray.mean imports
+        # numpy._core._methods) look it up in the calling frame's builtins. The generated code never
+        # names it (it uses only names this module makes up).
+        self.ns: dict = {"__builtins__": {"__import__": builtins.__import__}}
         self.lines: list[str] = []
         self.names: dict[int, str] = {}     # slot -> variable holding it
         self.constants: set[int] = set()
