@@ -1,5 +1,7 @@
 #include "core/export/plan_exporter.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 #include "core/export/unsupported_ops.h"
@@ -57,7 +59,20 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
 
   plan->Clear();
   plan->set_name(g.name);
-  plan->set_framework("torch");
+  // The framework the steps call into: the first component of the live ops' names
+  // ("numpy.add" -> "numpy"); "torch" when the plan has no steps or mixes frameworks.
+  std::string framework;
+  for (const Node& n : g.nodes) {
+    if (n.erased) continue;
+    std::string f = n.op.substr(0, n.op.find('.'));
+    if (framework.empty()) {
+      framework = f;
+    } else if (f != framework) {
+      framework = "torch";
+      break;
+    }
+  }
+  plan->set_framework(framework.empty() ? "torch" : framework);
   plan->set_num_slots(static_cast<uint32_t>(g.values.size()));
   *plan->mutable_source() = g.source;
   for (const auto& in : g.inputs) *plan->add_inputs() = in;
@@ -76,6 +91,31 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     c->set_slot(static_cast<uint32_t>(i));
     *c->mutable_value() = g.constants[v.constant];
   }
+  // A value an op wrote in place without returning it (x[i] = v, fill) is, on replay, the same
+  // object as the argument it wrote: later steps read that argument's slot (the latest earlier
+  // value with the same recorder tensor id). Framework-neutral; values are allocated in
+  // definition order, so "earlier" is a smaller id.
+  std::vector<ValueId> alias(g.values.size());
+  for (size_t i = 0; i < alias.size(); ++i) alias[i] = static_cast<ValueId>(i);
+  for (const Node& n : g.nodes) {
+    if (n.erased) continue;
+    std::vector<ValueId> returned;
+    ForEachTensor(n.result, [&](const v1::TensorRef& r) { returned.push_back(r.value()); });
+    for (const auto& m : n.mutated) {
+      const ValueId mv = m.value();
+      if (std::find(returned.begin(), returned.end(), mv) != returned.end()) continue;
+      for (ValueId j = mv; j-- > 0;) {
+        const Value& c = g.values[j];
+        if (c.tensor_id != g.values[mv].tensor_id) continue;
+        if (c.kind == v1::NODE_OUTPUT && (c.producer < 0 || g.nodes[c.producer].erased)) continue;
+        alias[mv] = alias[j];
+        break;
+      }
+    }
+  }
+  auto rename = [&](v1::Arg* a) { ForEachTensorMutable(a, [&](v1::TensorRef* r) { r->set_value(alias[r->value()]); }); };
+  v1::Arg outputs = g.outputs;
+  rename(&outputs);
   // Last step reading each slot, so the runtime can drop what it no longer needs.
   std::vector<int> last_use(g.values.size(), -1);
   std::vector<const Node*> live;
@@ -83,10 +123,11 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     if (!n.erased) live.push_back(&n);
   }
   for (size_t s = 0; s < live.size(); ++s) {
-    for (ValueId in : live[s]->inputs) last_use[in] = static_cast<int>(s);
+    for (ValueId in : live[s]->inputs) last_use[alias[in]] = static_cast<int>(s);
   }
-  for (ValueId v : g.OutputValues()) last_use[v] = static_cast<int>(live.size());  // never freed
-  for (const auto& guard : g.guards) last_use[guard.tensor().value()] = static_cast<int>(live.size());
+  ForEachTensor(outputs, [&](const v1::TensorRef& r) { last_use[r.value()] = static_cast<int>(live.size()); });
+  for (ValueId v : g.OutputValues()) last_use[alias[v]] = static_cast<int>(live.size());  // never freed
+  for (const auto& guard : g.guards) last_use[alias[guard.tensor().value()]] = static_cast<int>(live.size());
   for (ValueId v : g.InputValues()) {
     if (last_use[v] < 0) last_use[v] = static_cast<int>(live.size());
   }
@@ -101,8 +142,8 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     const Node& n = *live[s];
     auto* step = plan->add_steps();
     step->set_function(n.op);
-    for (const auto& a : n.args) *step->add_args() = a;
-    for (const auto& kw : n.kwargs) *step->add_kwargs() = kw;
+    for (const auto& a : n.args) rename(&(*step->add_args() = a));
+    for (const auto& kw : n.kwargs) rename((*step->add_kwargs() = kw).mutable_value());
     *step->mutable_result() = n.result;
     *step->mutable_loc() = n.loc;
     // A written tensor the call does not return is the argument object it wrote.
@@ -128,8 +169,12 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
     }
     for (uint32_t f : frees[s]) step->add_free_after(f);
   }
-  *plan->mutable_outputs() = g.outputs;
-  for (const auto& gd : g.guards) *plan->add_guards() = gd;
+  *plan->mutable_outputs() = outputs;
+  for (const auto& gd : g.guards) {
+    auto* pg = plan->add_guards();
+    *pg = gd;
+    pg->mutable_tensor()->set_value(alias[gd.tensor().value()]);
+  }
   return Status::Ok();
 }
 

@@ -115,12 +115,15 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
         trace_path = os.path.join(workdir, "trace.ivytrace")
         plan_path = os.path.join(workdir, "graph.ivyplan")
         call = fn.forward if isinstance(fn, torch.nn.Module) else fn
-        inputs = bind_inputs(signature_of(call), args, kwargs)
         # Buffered: the trace lives only for this call, so per-call writes (for crash safety)
         # would only cost time.
-        rec = Recorder(trace_path, warn_guards=True, argv=sys.argv, buffer_bytes=1 << 20)
+        np = sys.modules.get("numpy")
+        frameworks = ("torch", "numpy") if np is not None and _any_ndarray(np, (args, kwargs)) else ("torch",)
+        rec = Recorder(trace_path, frameworks=frameworks, warn_guards=True, argv=sys.argv, buffer_bytes=1 << 20)
         rec.start()
         try:
+            args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
+            inputs = bind_inputs(signature_of(call), args, kwargs)
             if isinstance(fn, torch.nn.Module):
                 rec.add_root_module(fn)
             f = sys._getframe(2)
@@ -132,6 +135,7 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
                 rec.stop(error=f"{type(e).__name__}: {e}")
                 raise
             rec.region_end(rid, out)
+            out = _plain_arrays(out)
         finally:
             rec.stop()
         cmd = ["export", trace_path, "--to", "plan", "-o", plan_path]
@@ -144,6 +148,30 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+def _any_ndarray(np, v) -> bool:
+    if isinstance(v, np.ndarray):
+        return True
+    if type(v) in (list, tuple):
+        return any(_any_ndarray(np, x) for x in v)
+    if type(v) is dict:
+        return any(_any_ndarray(np, x) for x in v.values())
+    return False
+
+
+def _plain_arrays(v):
+    """Recorded NumPy arrays handed back to the caller as plain ndarrays."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return v
+    if isinstance(v, np.ndarray) and type(v) is not np.ndarray:
+        return v.view(np.ndarray)
+    if type(v) in (list, tuple):
+        return type(v)(_plain_arrays(x) for x in v)
+    if type(v) is dict:
+        return {k: _plain_arrays(x) for k, x in v.items()}
+    return v
 
 
 __all__ = ["trace_graph", "Graph", "LazyGraph", "CLIError"]

@@ -20,7 +20,7 @@ from ivytrace._version import __version__
 from ivytrace.recorder.writer import TAG_HEADER, TraceWriter
 from ivytrace.v1 import trace_pb2
 
-KNOWN_FRAMEWORKS = ("torch",)
+KNOWN_FRAMEWORKS = ("torch", "numpy")
 
 # Open sessions, innermost last. `ivytrace.region` writes to the innermost one.
 _ACTIVE: list = []
@@ -65,10 +65,12 @@ class Recorder:
         self.buffer_bytes = buffer_bytes
         self.writer = None
         self.torch = None          # TorchRecorder once attached
+        self.numpy = None          # NumpyRecorder once attached
         self.t0 = 0
         self.start_unix_ns = 0
         self.schemas = None
         self._import_hook = None
+        self._numpy_hook = None
         self._stopped = False
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -98,13 +100,35 @@ class Recorder:
             else:
                 self._import_hook = _AfterImport("torch", self._attach_torch)
                 sys.meta_path.insert(0, self._import_hook)
+        if "numpy" in self.frameworks:
+            if _fully_imported("numpy"):
+                self._attach_numpy()
+            else:
+                self._numpy_hook = _AfterImport("numpy", self._attach_numpy)
+                sys.meta_path.insert(0, self._numpy_hook)
         return self
+
+    def _attach_numpy(self, module=None):
+        if self._stopped or self.numpy is not None:
+            return
+        from ivytrace.recorder.numpy_recorder import recorder_for
+        self.numpy = recorder_for(self)
+        self.numpy.install()
+
+    def _unhook(self):
+        for h in (self._import_hook, self._numpy_hook):
+            if h is not None and h in sys.meta_path:
+                sys.meta_path.remove(h)
+        if self.numpy is not None:
+            self.numpy.uninstall()
 
     def _attach_torch(self, module=None):
         if self._stopped or self.torch is not None:
             return
         from ivytrace.recorder.torch_recorder import recorder_for
         self.torch = recorder_for(self)
+        if self.numpy is not None:   # region ids stay unique across the two recorders
+            self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
         self.torch.install()
 
     def stop(self, error: str = "", exit_status: int | None = None):
@@ -112,8 +136,7 @@ class Recorder:
         if self._stopped or self.writer is None:
             return
         self._stopped = True
-        if self._import_hook is not None and self._import_hook in sys.meta_path:
-            sys.meta_path.remove(self._import_hook)
+        self._unhook()
         if self.torch is not None:
             self.torch.uninstall()
         if self in _ACTIVE:
@@ -126,8 +149,7 @@ class Recorder:
     def _abandon(self):
         """Stop recording without writing anything more (the file belongs to another process)."""
         self._stopped = True
-        if self._import_hook is not None and self._import_hook in sys.meta_path:
-            sys.meta_path.remove(self._import_hook)
+        self._unhook()
         if self.torch is not None:
             self.torch.uninstall()
         if self in _ACTIVE:
@@ -154,7 +176,24 @@ class Recorder:
         if self.torch is not None:
             self.torch.register_root(module)
 
+    def wrap_inputs(self, args, kwargs):
+        """Region inputs as the recorders need them (NumPy arrays become recorded arrays)."""
+        if self.numpy is None and "numpy" in self.frameworks and _fully_imported("numpy") and not self._stopped:
+            self._attach_numpy()
+        if self.numpy is None or self._stopped or not _has_ndarray((args, kwargs)):
+            return args, kwargs
+        return self.numpy.wrap(tuple(args)), self.numpy.wrap(dict(kwargs))
+
     def region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
+        if self.numpy is not None and not self._stopped and _has_ndarray([v for _, v in inputs]) \
+                and not _has_torch_tensor([v for _, v in inputs]):
+            # Region ids are unique in the trace: the two recorders draw from one sequence.
+            if self.torch is not None:
+                self.numpy._next_region = max(self.numpy._next_region, self.torch._next_region)
+            rid = self.numpy.region_begin(name, inputs, file, line)
+            if self.torch is not None:
+                self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
+            return -rid if rid else 0
         if self.torch is None and _fully_imported("torch") and not self._stopped:
             self._attach_torch()
         if self.torch is None or self._stopped:
@@ -162,8 +201,38 @@ class Recorder:
         return self.torch.region_begin(name, inputs, file, line)
 
     def region_end(self, rid: int, result=None, raised: bool = False):
+        if rid and rid < 0:
+            if self.numpy is not None and not self._stopped:
+                self.numpy.region_end(-rid, result, raised)
+            return
         if self.torch is not None and rid and not self._stopped:
             self.torch.region_end(rid, result, raised)
+
+
+def _has_ndarray(v) -> bool:
+    np = sys.modules.get("numpy")
+    if np is None:
+        return False
+    if isinstance(v, np.ndarray):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_ndarray(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_ndarray(x) for x in v.values())
+    return False
+
+
+def _has_torch_tensor(v) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "Tensor"):
+        return False
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_torch_tensor(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_torch_tensor(x) for x in v.values())
+    return False
 
 
 def _fully_imported(name: str) -> bool:

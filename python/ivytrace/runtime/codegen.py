@@ -12,11 +12,12 @@ in the exec namespace, so no string from the plan file is ever compiled.
 """
 from __future__ import annotations
 
+import builtins
 import linecache
 import itertools
 
 from ivytrace.runtime.errors import GuardError, PlanError
-from ivytrace.runtime.values import literal, same_value, tensor_from_proto
+from ivytrace.runtime.values import array_from_proto, literal, same_value, tensor_from_proto
 from ivytrace.v1 import common_pb2
 
 _counter = itertools.count()
@@ -67,7 +68,10 @@ class _Gen:
         self.plan = plan
         self.allow = allow
         self.filename = filename
-        self.ns: dict = {"__builtins__": {}}
+        # Only __import__: C functions that import lazily on first use (numpy's ndarray.mean imports
+        # numpy._core._methods) look it up in the calling frame's builtins. The generated code never
+        # names it (it uses only names this module makes up).
+        self.ns: dict = {"__builtins__": {"__import__": builtins.__import__}}
         self.lines: list[str] = []
         self.names: dict[int, str] = {}     # slot -> variable holding it
         self.constants: set[int] = set()
@@ -194,7 +198,8 @@ class _Gen:
             if c.slot in self.names:
                 raise PlanError(f"{where}: slot {c.slot} is defined twice")
             var = self.names[c.slot] = f"c{c.slot}"
-            self.ns[var] = tensor_from_proto(c.value, where)
+            make = array_from_proto if plan.framework == "numpy" else tensor_from_proto
+            self.ns[var] = make(c.value, where)
             self.constants.add(c.slot)
 
         # Guards are checked right after their tensor is defined.

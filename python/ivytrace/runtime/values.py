@@ -90,6 +90,23 @@ def tensor_from_proto(t, where: str) -> torch.Tensor:
     return torch.frombuffer(bytearray(t.data), dtype=dt).reshape(shape)
 
 
+def array_from_proto(t, where: str):
+    """A NumPy array from an ivytrace.v1.Tensor (for plans whose framework is "numpy")."""
+    import numpy as np
+    name = str(dtype_of(t.dtype, where)).replace("torch.", "")
+    try:
+        dt = np.dtype(name)
+    except TypeError:
+        raise PlanError(f"{where}: dtype {name} has no NumPy equivalent") from None
+    shape = tuple(int(s) for s in t.shape)
+    if any(s < 0 for s in shape):
+        raise PlanError(f"{where}: negative dimension in shape {list(shape)}")
+    if len(t.data) != math.prod(shape) * dt.itemsize:
+        raise PlanError(f"{where}: array of shape {list(shape)} and dtype {dt} needs "
+                        f"{math.prod(shape) * dt.itemsize} bytes, the plan has {len(t.data)}")
+    return np.frombuffer(bytearray(t.data), dtype=dt).reshape(shape)
+
+
 def same_value(a, b) -> bool:
     """Equality for guard values; NaN equals NaN, lists compare elementwise."""
     if isinstance(a, float) and isinstance(b, float):

@@ -1,0 +1,665 @@
+"""The NumPy recorder: a recording ndarray subclass (NEP 13 `__array_ufunc__`, NEP 18
+`__array_function__`) plus wrappers around NumPy's array-creating module functions.
+
+How calls are captured, with no change to the user's code:
+  * While the recorder is installed, the array-creating functions of the `numpy` module
+    (np.array, np.asarray, np.zeros, np.ones, np.arange, np.linspace, np.eye, np.full, ...) and
+    of `numpy.random` (rand, randn, randint, normal, uniform, ...) are replaced by wrappers that
+    return a `TracedArray` view of the array they made. Region inputs (trace_graph arguments) are
+    turned into TracedArray views too.
+  * A TracedArray records every ufunc call on it (`a + b`, `np.exp(a)`, `np.add(a, b, out=a,
+    where=m)`, `np.add.reduce`, `np.add.accumulate`, ...) through `__array_ufunc__` as
+    "numpy.<ufunc>" / "numpy.<ufunc>.<method>", every array function (np.concatenate,
+    np.einsum, np.mean, np.transpose, ...) through `__array_function__` as "numpy.<function>",
+    and its methods and attributes (.T, .reshape, .astype, .sum, indexing, index assignment) as
+    "numpy.ndarray.<name>".
+  * Guards: bool(a), a.item(), float(a), int(a), a.tolist() write a GuardEvent with the value
+    Python saw and the user's source line.
+
+Versions: NumPy has no version counters, so the recorder keeps one per storage (the root of an
+array's `.base` chain): a recorded write (out=, in-place operators, __setitem__) bumps it, and
+every array on that storage is then at the new version (as views share the counter in PyTorch).
+
+Limits:
+  * Arrays that never meet a recorded function stay plain ndarrays: an array made by a function
+    that is not wrapped (np.frombuffer, np.load, a C extension) and only combined with other plain
+    arrays is not recorded; once it meets a TracedArray it is recorded as a constant.
+  * Shapes: `a.shape` and `len(a)` write ShapeRead records (the graph is specialized on them, as
+    for torch); `a.ndim`, `a.size` and setting `a.shape` are not recorded.
+  * Writes that bypass NumPy's Python-visible API (a.data, ctypes, np.copyto through a plain
+    array, writes through a plain view of a traced array) are not seen.
+  * Methods not listed in _METHODS run unrecorded on the TracedArray (their ufunc/array-function
+    calls are recorded instead, if any).
+  * NumPy scalars returned by recorded calls (np.sum(a), a[0, 0]) are given back as 0-d
+    TracedArrays, so later arithmetic on them is recorded too.
+  * Only the thread that installed the recorder is recorded.
+  * np.random's legacy global functions are recorded; Generator objects (default_rng) and
+    RandomState methods are not. np.random.seed/get_state/set_state run unrecorded, but compiled
+    (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
+    np.random.RandomState(seed) while recording shows up as a few ops and int() guards on the
+    user's line (outside regions they do not reach any graph).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+import time
+import warnings
+import weakref
+
+import numpy as np
+
+from ivytrace.recorder.encode import (A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint)
+from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
+from ivytrace.v1 import common_pb2, trace_pb2
+
+INPLACE = trace_pb2.INPLACE
+RANDOM = trace_pb2.RANDOM
+FOLDABLE_OP = trace_pb2.FOLDABLE_OP
+RAISED = trace_pb2.RAISED
+CONSTANT = common_pb2.CONSTANT
+REGION_INPUT = common_pb2.REGION_INPUT
+REGION_OUTPUT = common_pb2.REGION_OUTPUT
+RANDOM_OUTPUT = common_pb2.RANDOM_OUTPUT
+FOLDABLE = common_pb2.FOLDABLE
+FOLD_LIMIT = 16 << 20
+GUARD_VALUE_LIMIT = 65536
+
+_DTYPES = {
+    np.dtype(n): getattr(common_pb2, e) for n, e in (
+        ("float32", "FLOAT32"), ("float64", "FLOAT64"), ("float16", "FLOAT16"), ("int8", "INT8"),
+        ("int16", "INT16"), ("int32", "INT32"), ("int64", "INT64"), ("uint8", "UINT8"),
+        ("bool", "BOOL"), ("complex64", "COMPLEX64"), ("complex128", "COMPLEX128"),
+        ("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"))}
+
+_NP_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+_IVYTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+# Module functions that make arrays from non-arrays (wrapped so their results are traced).
+_CREATORS = ("array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
+             "arange", "linspace", "eye", "identity")
+_RANDOM = ("rand", "randn", "randint", "random", "random_sample", "normal", "uniform", "standard_normal",
+           "choice", "permutation")
+
+# ndarray methods recorded as "numpy.ndarray.<name>" (others run unrecorded; the ufuncs and
+# array functions they call are recorded).
+_METHODS = ("reshape", "astype", "transpose", "sum", "mean", "max", "min", "prod", "std", "var",
+            "argmax", "argmin", "copy", "flatten", "ravel", "squeeze", "clip", "dot", "fill",
+            "swapaxes", "cumsum", "cumprod", "any", "all", "round", "take", "repeat", "diagonal",
+            "__getitem__", "__setitem__")
+_WRITING_METHODS = {"__setitem__": 0, "fill": 0}   # method -> index (in args incl. self) it writes
+# np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
+# recorded: they would show up as ops and guards on the user's line.
+_UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
+_GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
+
+_shapes: dict = {}          # shape -> TensorRef.shape field bytes
+_state = threading.local()
+_REC = None   # the installed NumpyRecorder
+
+
+def _busy() -> bool:
+    return getattr(_state, "busy", False)
+
+
+class _Busy:
+    def __enter__(self):
+        self.prev = getattr(_state, "busy", False)
+        _state.busy = True
+
+    def __exit__(self, *exc):
+        _state.busy = self.prev
+        return False
+
+
+def _plain(v):
+    """TracedArray -> plain ndarray view, recursively through lists/tuples/dicts."""
+    if isinstance(v, TracedArray):
+        return v.view(np.ndarray)
+    t = type(v)
+    if t is tuple or t is list:
+        return t(_plain(x) for x in v)
+    if t is dict:
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def _traced(v):
+    """Wrap plain ndarrays in a result as TracedArray views."""
+    if type(v) is np.ndarray:
+        return v.view(TracedArray)
+    if isinstance(v, np.generic) and not isinstance(v, (np.str_, np.bytes_, np.void)):
+        return np.asarray(v).view(TracedArray)   # numpy scalars become 0-d arrays (recorded)
+    t = type(v)
+    if t is tuple or t is list:
+        return t(_traced(x) for x in v)
+    return v
+
+
+class TracedArray(np.ndarray):
+    """An ndarray whose NumPy calls the recorder writes to the trace."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        name = f"numpy.{ufunc.__name__}" if method == "__call__" else f"numpy.{ufunc.__name__}.{method}"
+        func = ufunc if method == "__call__" else getattr(ufunc, method)
+        return _call(name, func, inputs, kwargs, kwargs.get("out"))
+
+    def __array_function__(self, func, types, args, kwargs):
+        # Public array functions carry their public module ("numpy", "numpy.linalg", ...).
+        mod = getattr(func, "__module__", "") or "numpy"
+        name = f"{mod}.{func.__name__}" if mod == "numpy" or mod.startswith("numpy.") else f"numpy.{func.__name__}"
+        return _call(name, func, args, kwargs, kwargs.get("out"))
+
+    @property
+    def T(self):
+        return _call("numpy.transpose", np.ndarray.transpose, (self,), {}, None, record_name="numpy.transpose")
+
+
+def _shape_get(self):
+    v = np.ndarray.shape.__get__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        rec.shape_read("numpy.ndarray.shape", self, v)
+    return v
+
+
+def _shape_set(self, value):
+    np.ndarray.shape.__set__(self, value)   # in-place reshape: not recorded (see Limits)
+
+
+TracedArray.shape = property(_shape_get, _shape_set)
+
+
+def _len(self):
+    v = np.ndarray.__len__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        rec.shape_read("numpy.ndarray.__len__", self, v)
+    return v
+
+
+TracedArray.__len__ = _len
+
+
+def _make_method(mname):
+    base = getattr(np.ndarray, mname)
+
+    def method(self, *args, **kwargs):
+        out = kwargs.get("out")
+        if mname in _WRITING_METHODS:
+            out = self
+        return _call(f"numpy.ndarray.{mname}", base, (self,) + args, kwargs, out)
+    method.__name__ = mname
+    return method
+
+
+def _make_guard(gname):
+    base = getattr(np.ndarray, gname)
+
+    def guard(self, *args):
+        result = base(self.view(np.ndarray), *args)
+        rec = _REC
+        if rec is not None and not _busy() and rec.active:
+            rec.guard(f"numpy.ndarray.{gname}", self, result)
+        return result
+    guard.__name__ = gname
+    return guard
+
+
+for _m in _METHODS:
+    setattr(TracedArray, _m, _make_method(_m))
+for _g in _GUARDS:
+    setattr(TracedArray, _g, _make_guard(_g))
+
+
+def _unrecorded(orig):
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        with _Busy():
+            return orig(*args, **kwargs)
+    return wrapper
+
+
+def _call(name, func, args, kwargs, out, record_name=None):
+    """Run `func` on plain arrays; record it if a recorder is active and we are not inside
+    another recorded call. Results are TracedArrays (the `out=` arrays themselves when given)."""
+    rec = _REC
+    pargs = _plain(args)
+    pkw = _plain(kwargs)
+    if rec is None or _busy() or not rec.active or threading.get_ident() != rec.thread:
+        with _Busy():
+            result = func(*pargs, **pkw)
+        return _rewrap(result, args, kwargs, out)
+    return rec.record(record_name or name, func, args, kwargs, pargs, pkw, out)
+
+
+def _rewrap(result, args, kwargs, out):
+    if out is not None and result is not None:
+        # Give back the caller's own out= arrays (identity matters: `a += 1` rebinds a).
+        outs = out if isinstance(out, tuple) else (out,)
+        if isinstance(result, tuple) and len(result) == len(outs):
+            return tuple(o if o is not None else _traced(r) for o, r in zip(outs, result))
+        if isinstance(result, np.ndarray) and outs and outs[0] is not None and \
+                np.shares_memory(result, outs[0]) and result.shape == outs[0].shape:
+            return outs[0]
+    return _traced(result)
+
+
+def _storage_root(a):
+    b = a
+    while isinstance(b.base, np.ndarray):
+        b = b.base
+    return b
+
+
+class NumpyRecorder:
+    def __init__(self, session):
+        self.session = session
+        self.w = session.writer
+        self._intern = session.writer.intern
+        self._t0 = session.t0
+        self._schemas = session.schemas
+        self.thread = threading.get_ident()
+        self.active = False
+        self._ids = {}          # id(array) -> (weakref, tid, storage id)
+        self._by_storage = {}   # storage id -> [weakref of each array on it]
+        self._ids_sid = {}      # tid -> storage id
+        self._sweep_at = 4096
+        self._next = 1
+        self._versions = {}     # storage id -> version
+        self._known = {}        # tid -> version known in the current frame
+        self._frames = []
+        self._inputs = {}
+        self._const = {}        # tid -> version at which it is a constant
+        self._regions = []
+        self._next_region = 1
+        self._patched = []
+        self._warned = set()
+        self._enc = _NumpyEncoder(self._enc_in)
+        self._enc_out = _NumpyEncoder(self._enc_out_tensor)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def install(self):
+        global _REC
+        _REC = self
+        self.active = True
+        for n in _CREATORS:
+            self._patch(np, n, random=False)
+        for n in _RANDOM:
+            self._patch(np.random, n, random=True)
+        for n in _UNRECORDED:
+            orig = getattr(np.random, n, None)
+            if orig is not None:
+                setattr(np.random, n, _unrecorded(orig))
+                self._patched.append((np.random, n, orig))
+
+    def _patch(self, mod, n, random):
+        orig = getattr(mod, n, None)
+        if orig is None:
+            return
+        qual = f"numpy.random.{n}" if mod is np.random else f"numpy.{n}"
+
+        @functools.wraps(orig)
+        def wrapper(*args, **kwargs):
+            rec = _REC
+            if rec is None or _busy() or not rec.active or threading.get_ident() != rec.thread:
+                return orig(*args, **kwargs)
+            if not random and not _user_caller():
+                return orig(*args, **kwargs)
+            return rec.record(qual, orig, args, kwargs, _plain(args), _plain(kwargs), None)
+        wrapper.__ivytrace_original__ = orig
+        setattr(mod, n, wrapper)
+        self._patched.append((mod, n, orig))
+
+    def uninstall(self):
+        global _REC
+        if not self.active:
+            return
+        self.active = False
+        for mod, n, orig in reversed(self._patched):
+            setattr(mod, n, orig)
+        self._patched.clear()
+        if _REC is self:
+            _REC = None
+
+    # -- identity and versions ----------------------------------------------------------------
+    def _ref(self, a):
+        """(tid, sid, version) of an ndarray."""
+        r = self._ids.get(id(a))
+        if r is None or r[0]() is not a:
+            root = _storage_root(a)
+            if root is a:
+                sid = None
+            else:
+                sid = self._ref(root)[0]
+            tid = self._next
+            self._next += 1
+            if sid is None:
+                sid = tid
+            r = (weakref.ref(a), tid, sid)
+            self._ids[id(a)] = r
+            self._ids_sid[tid] = sid
+            self._by_storage.setdefault(sid, []).append(r[0])
+            if len(self._ids) > self._sweep_at:
+                self._sweep()
+        return r[1], r[2], self._versions.get(r[2], 0)
+
+    def _sweep(self):
+        for k in [k for k, r in self._ids.items() if r[0]() is None]:
+            del self._ids[k]
+        for sid in list(self._by_storage):
+            alive = [w for w in self._by_storage[sid] if w() is not None]
+            if alive:
+                self._by_storage[sid] = alive
+            else:
+                del self._by_storage[sid]
+        self._sweep_at = max(2 * len(self._ids), 4096)
+
+    def _sharing(self, sid):
+        """Live arrays on storage `sid` that the current frame knows (views of a written array)."""
+        out = []
+        for w in self._by_storage.get(sid, ()):
+            a = w()
+            if a is not None:
+                r = self._ids.get(id(a))
+                if r is not None and r[0]() is a and r[1] in self._known:
+                    out.append(a)
+        return out
+
+    def _tensor_ref(self, a, tid, sid, v, full=True) -> bytes:
+        b = b"\x08" + varint(tid) + (b"\x10" + varint(v) if v else b"") + b"\x18" + varint(sid)
+        if full:
+            dt = _DTYPES.get(a.dtype)
+            if dt:
+                b += b"\x20" + varint(dt)
+            if a.ndim:
+                sh = _shapes.get(a.shape)
+                if sh is None:
+                    sh = _shapes[a.shape] = ld(b"\x2a", b"".join(varint(int(d)) for d in a.shape))
+                b += sh
+        return b
+
+    def _enc_in(self, a, ins):
+        tid, sid, v = self._ref(a)
+        ins.append((a, tid, sid, v))
+        ref = self._tensor_ref(a, tid, sid, v)
+        if self._known.get(tid) != v:
+            if sid != tid and any(self._const.get(t2) != v2 for t2, v2 in self._known.items()
+                                  if self._ids_sid.get(t2) == sid):
+                self._warn_once(("derived", _location(self._intern)),
+                                "ivytrace: an array that shares memory with a recorded, non-constant array "
+                                "was made by an operation the NumPy recorder does not record; its value is "
+                                "recorded as a constant (replays will not follow the inputs)")
+            self._write_value(a, ref, CONSTANT)
+            self._known[tid] = v
+            self._const[tid] = v
+        return ld(A_TENSOR, ref)
+
+    def _enc_out_tensor(self, a, outs):
+        tid, sid, v = self._ref(a)
+        outs.append((a, tid, sid, v))
+        return ld(A_TENSOR, self._tensor_ref(a, tid, sid, v))
+
+    def _write_value(self, a, ref, role, name=""):
+        arr = np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, TracedArray) else a)
+        dt = _DTYPES.get(arr.dtype, 0)
+        data = arr.tobytes()
+        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role)
+        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
+        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+
+    # -- recording -------------------------------------------------------------------------------
+    def record(self, name, func, args, kwargs, pargs, pkw, out):
+        ins = []
+        parts = [b"\x08" + varint(self._intern(name))]
+        with _Busy():
+            for a in args:
+                parts.append(ld(b"\x12", self._enc.encode(a, ins)))
+            for k, a in kwargs.items():
+                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc.encode(a, ins))
+                parts.append(ld(b"\x1a", kw))
+            written = self._written(name, args, kwargs, out)
+            start = time.perf_counter_ns()
+            try:
+                result = func(*pargs, **pkw)
+            except BaseException:
+                self._finish(parts, name, ins, written, None, start, raised=True)
+                raise
+            result = _rewrap(result, args, kwargs, out)
+            self._finish(parts, name, ins, written, result, start)
+        return result
+
+    def _written(self, name, args, kwargs, out):
+        """The arrays this call writes (out=, in-place methods)."""
+        ws = []
+        if out is not None:
+            for o in (out if isinstance(out, tuple) else (out,)):
+                if isinstance(o, np.ndarray):
+                    ws.append(o)
+        return ws
+
+    def _finish(self, parts, name, ins, written, result, start, raised=False):
+        end = time.perf_counter_ns()
+        random = self._schemas.is_random(name)
+        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
+        # Writes: bump the storage versions first, so the result is seen at its new version.
+        # Every known array on a written storage (the written array and its views) is listed as
+        # mutated at the new version, so later reads of any of them resolve to this op.
+        mutated = []
+        sids = []
+        for a in written:
+            tid, sid, v = self._ref(a)
+            if sid not in sids:
+                sids.append(sid)
+                self._versions[sid] = v + 1
+        seen = set()
+        for sid in sids:
+            for a in [x for x in written if self._ref(x)[1] == sid] + self._sharing(sid):
+                tid, sid2, v = self._ref(a)
+                if tid not in seen:
+                    seen.add(tid)
+                    mutated.append((a, tid, sid2, v))
+        outs = []
+        if not raised:
+            parts.append(ld(b"\x22", self._enc_out.encode(result, outs)))
+        if mutated:
+            flags |= INPLACE
+            for a, tid, sid, v in mutated:
+                parts.append(ld(b"\x2a", self._tensor_ref(a, tid, sid, v, full=False)))
+            outs.extend(mutated)
+        foldable = not random and not raised and all(self._const.get(t) == v for _, t, _, v in ins)
+        values = None
+        if foldable and outs:
+            if all(a.nbytes <= FOLD_LIMIT for a, *_ in outs):
+                flags |= FOLDABLE_OP
+                values = FOLDABLE
+            for a, tid, sid, v in outs:
+                self._known[tid] = v
+                self._const[tid] = v
+        else:
+            if random:
+                values = RANDOM_OUTPUT
+            for a, tid, sid, v in outs:
+                self._known[tid] = v
+                self._const.pop(tid, None)
+        if flags:
+            parts.append(b"\x30" + varint(flags))
+        fid, line = _location(self._intern)
+        if fid:
+            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
+        parts.append(b"\x50" + varint(threading.get_ident()))
+        parts.append(b"\x58" + varint(start - self._t0) + b"\x60" + varint(end - start))
+        self.w.add(b"\x0a", b"".join(parts), op=True)
+        if values is not None:
+            done = set()
+            for a, tid, sid, v in outs:
+                if tid not in done:
+                    done.add(tid)
+                    self._write_value(a, self._tensor_ref(a, tid, sid, v), values)
+        self.w.emit()
+
+    def shape_read(self, op, a, value):
+        """A ShapeRead record: the program read a shape (the graph is specialized on it)."""
+        with _Busy():
+            ins = []
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, ins)).tensor
+            fid, line = _location(self._intern)
+            msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
+                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
+                                      file=fid, line=line)
+            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
+
+    def _warn_once(self, key, message):
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+    def guard(self, op, a, result):
+        with _Busy():
+            ins = []
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, ins)).tensor
+            fid, line = _location(self._intern)
+            if op.endswith("tolist") and a.size > GUARD_VALUE_LIMIT:
+                value = common_pb2.Arg(opaque=f"list: {a.size} elements (not kept)")
+            else:
+                value = common_pb2.Arg.FromString(self._enc_out.encode(_pyval(result), []))
+            msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(op), value=value, file=fid, line=line,
+                                       region=self._regions[-1] if self._regions else 0)
+            self.w.emit(TAG_GUARD, msg.SerializeToString())
+            if self.session.warn_guards and (fid, line) not in self._warned:
+                self._warned.add((fid, line))
+                warnings.warn(f"ivytrace: this graph is specialized on the value of {op} at "
+                              f"{self.w.string(fid) if fid else '?'}:{line}", RuntimeWarning, stacklevel=3)
+
+    # -- regions ----------------------------------------------------------------------------------
+    def wrap(self, v):
+        """Region inputs: plain ndarrays -> TracedArray views (recursively)."""
+        if type(v) is np.ndarray:
+            return v.view(TracedArray)
+        t = type(v)
+        if t is tuple or t is list:
+            return t(self.wrap(x) for x in v)
+        if t is dict:
+            return {k: self.wrap(x) for k, x in v.items()}
+        return v
+
+    def region_begin(self, name, inputs, file="", line=0) -> int:
+        if threading.get_ident() != self.thread or not self.active:
+            return 0
+        with _Busy():
+            rid = self._next_region
+            self._next_region += 1
+            tensors = []
+            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
+                     for n, v in inputs]
+            fid = self._intern(file) if file else 0
+            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
+            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
+            self._frames.append((self._known, self._inputs))
+            self._known, self._inputs = {}, {}
+            self._regions.append(rid)
+            seen = set()
+            for a, tid, sid, v in tensors:
+                if tid in seen:
+                    continue
+                seen.add(tid)
+                self._known[tid] = v
+                self._inputs[tid] = v
+                self._const.pop(tid, None)
+                self._write_value(a, self._tensor_ref(a, tid, sid, v), REGION_INPUT)
+            self.w.emit()
+            return rid
+
+    def region_end(self, rid, result=None, raised=False):
+        if not rid or rid not in self._regions:
+            return
+        with _Busy():
+            tensors = []
+            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
+            if not raised:
+                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
+                for a, tid, sid, v in tensors:
+                    if self._known.get(tid) != v:
+                        self._write_value(a, self._tensor_ref(a, tid, sid, v), CONSTANT)
+                        self._known[tid] = v
+            self.w.add(TAG_REGION_END, msg.SerializeToString())
+            seen = set()
+            for a, tid, sid, v in tensors:
+                if tid not in seen:
+                    seen.add(tid)
+                    self._write_value(a, self._tensor_ref(a, tid, sid, v), REGION_OUTPUT)
+            self.w.emit()
+            while self._regions:
+                top = self._regions.pop()
+                inner, inputs = self._known, self._inputs
+                self._known, self._inputs = self._frames.pop()
+                for tid, v in inner.items():
+                    if inputs.get(tid) != v:
+                        self._known[tid] = v
+                if top == rid:
+                    break
+
+
+def _user_caller() -> bool:
+    """Whether the function was called from outside numpy and ivytrace (user code)."""
+    f = sys._getframe(2)
+    fn = f.f_code.co_filename
+    return not (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR))
+
+
+_internal_code: dict = {}   # code object -> True if inside numpy/ivytrace, else {f_lasti: line}
+
+
+def _location(intern):
+    """(file id, line) of the first frame outside numpy and ivytrace; cached per code object and
+    instruction offset (f_lineno scans the line table)."""
+    f = sys._getframe(1)
+    while f is not None:
+        c = f.f_code
+        lines = _internal_code.get(c)
+        if lines is None:
+            fn = c.co_filename
+            lines = _internal_code[c] = True if (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR)
+                                                 or fn.startswith("<__array_function__")) else {}
+        if lines is not True:
+            n = lines.get(f.f_lasti)
+            if n is None:
+                n = lines[f.f_lasti] = f.f_lineno or 0
+            return intern(c.co_filename), n
+        f = f.f_back
+    return 0, 0
+
+
+def _pyval(v):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _enc_dtype(v, ts):
+    try:
+        dt = np.dtype(v)
+    except TypeError:
+        return ld(A_SYMBOL, str(v).encode())
+    return ld(A_SYMBOL, f"numpy.{dt.name}".encode())
+
+
+class _NumpyEncoder(ArgEncoder):
+    def __init__(self, handler):
+        super().__init__()
+        self.table[np.ndarray] = handler
+        self.table[TracedArray] = handler
+        self.subclass_handlers.append((np.ndarray, handler))
+        for dt in _DTYPES:
+            self.table[type(dt)] = _enc_dtype
+            self.table[dt.type] = lambda v, ts: self.encode(v.item(), ts)
+        self.table[type] = lambda v, ts: (_enc_dtype(v, ts) if issubclass(v, np.generic) or v in (float, int, bool)
+                                          else ld(A_SYMBOL, str(v).encode()))
+
+
+def recorder_for(session) -> NumpyRecorder:
+    return NumpyRecorder(session)
