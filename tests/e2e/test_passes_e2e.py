@@ -90,7 +90,7 @@ def sample(request, cli, tmp_path_factory):
     return dict(name=name, dir=d, trace=graph.save(d / f"{name}.ivt"), x=x, expected=expected, model=model)
 
 
-def test_full_pipeline_report_lists_the_passes_and_plan_replays_exactly(sample, cli):
+def test_full_pipeline_report_lists_the_passes_and_plan_replays(sample, cli):
     out = sample["dir"] / "opt.ivg"
     run = cli("optimize", sample["trace"], "-o", out, "--verify", "--report", check=True)
     rows = report_rows(run.stdout)
@@ -101,7 +101,14 @@ def test_full_pipeline_report_lists_the_passes_and_plan_replays_exactly(sample, 
     plan = sample["dir"] / "opt.plan"
     cli("export", out, "--to", "plan", "-o", plan, check=True)
     with torch.no_grad():
-        assert torch.equal(ivytrace.load_plan(plan)(sample["x"]), sample["expected"])
+        got = ivytrace.load_plan(plan)(sample["x"])
+    if sample["name"] == "cnn":
+        # the 10 batch norms fold into their convs: the arithmetic changes, within tolerance
+        assert rows["fold-conv-bn"][0] - rows["fold-conv-bn"][1] == 10
+        torch.testing.assert_close(got, sample["expected"], rtol=1e-4, atol=1e-5)
+    else:
+        assert rows["fold-conv-bn"][0] == rows["fold-conv-bn"][1]
+        assert torch.equal(got, sample["expected"])
 
 
 def generators_fn(x):
