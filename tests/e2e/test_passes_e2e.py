@@ -203,3 +203,42 @@ def test_simplify_forwards_identities_and_keeps_what_changes_values(cli, tmp_pat
     assert ops["torch.Tensor.clone"] == 1 and ops["torch.Tensor.mul_"] == 1, ops
     fresh = torch.tensor([[3.0, -2.0], [0.25, 1.0]])
     assert torch.equal(graph(fresh), identities_fn(fresh))
+
+
+def layout_fn(x):
+    a = x.float().to(torch.float32)  # casts to the recorded dtype: forwarded
+    b = a.transpose(0, 1).transpose(1, 0)  # composes to identity
+    c = b.permute(1, 2, 0).permute(2, 0, 1)  # composes to identity
+    d = c.reshape(6, 4).view(4, 6).flatten().reshape(3, 8)  # chain: reads x directly
+    e = x.transpose(0, 2).transpose(0, 1)  # not the identity: both stay
+    return d * 2, e + 1, x.double() + 1  # the double() cast changes the dtype: stays
+
+
+def test_simplify_removes_noop_casts_transposes_and_reshape_chains(cli, tmp_path):
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    graph = ivytrace.trace_graph(layout_fn, args=(x,))
+    trace = graph.save(tmp_path / "layout.ivt")
+    raw = ops_of(cli, trace)
+    assert raw["torch.Tensor.transpose"] == 4 and raw["torch.Tensor.permute"] == 2
+    out = tmp_path / "layout.ivg"
+    cli("optimize", trace, "-o", out, "--verify", check=True)
+    ops = ops_of(cli, out)
+    assert ops["torch.Tensor.transpose"] == 2, ops  # only e's
+    assert "torch.Tensor.permute" not in ops and "torch.Tensor.float" not in ops, ops
+    assert "torch.Tensor.to" not in ops and "torch.Tensor.view" not in ops, ops
+    assert ops["torch.Tensor.reshape"] == 1 and ops["torch.Tensor.double"] == 1, ops
+    plan = tmp_path / "layout.plan"
+    cli("export", out, "--to", "plan", "-o", plan, check=True)
+    fresh = torch.randn(2, 3, 4)
+    for got, want in zip(ivytrace.load_plan(plan)(fresh), layout_fn(fresh)):
+        assert torch.equal(got, want)
+
+
+def test_print_after_prints_the_graph_after_the_named_pass(cli, tmp_path):
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    trace = ivytrace.trace_graph(layout_fn, args=(x,)).save(tmp_path / "layout.ivt")
+    run = cli("optimize", trace, "-o", tmp_path / "o.ivg", "--print-after", "simplify", check=True)
+    assert run.stdout.count("// after ") == 1 and "// after simplify" in run.stdout
+    assert "transpose" in run.stdout
+    bad = cli("optimize", trace, "-o", tmp_path / "o.ivg", "--print-after", "nope")
+    assert bad.returncode == 2 and "nope" in bad.stderr
