@@ -8,57 +8,13 @@
 #include "core/ir/verifier.h"
 #include "core/passes/pass_registry.h"
 #include "core/schema/schema_registry.h"
+#include "graph_fixture.h"
 
 namespace ivytrace {
 namespace {
 
-v1::Tensor Floats(std::vector<float> data, std::vector<int64_t> shape, const std::string& name) {
-  v1::Tensor t;
-  t.set_dtype(v1::FLOAT32);
-  for (auto d : shape) t.add_shape(d);
-  t.set_name(name);
-  t.set_data(std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float)));
-  return t;
-}
+using namespace testing_graph;  // NOLINT
 
-std::vector<float> DataOf(const Graph& g, ValueId v) {
-  const auto& t = g.constants[g.values[v].constant];
-  std::vector<float> out(t.data().size() / sizeof(float));
-  std::memcpy(out.data(), t.data().data(), t.data().size());
-  return out;
-}
-
-v1::Arg Ref(const Graph& g, ValueId v) {
-  v1::Arg a;
-  a.mutable_tensor()->set_value(v);
-  a.mutable_tensor()->set_dtype(g.values[v].dtype);
-  for (auto d : g.values[v].shape) a.mutable_tensor()->add_shape(d);
-  return a;
-}
-
-v1::Arg Bool(bool b) {
-  v1::Arg a;
-  a.set_b(b);
-  return a;
-}
-
-ValueId AddNode(Graph* g, const std::string& op, std::vector<v1::Arg> args, std::vector<int64_t> shape) {
-  Value v;
-  v.kind = v1::NODE_OUTPUT;
-  v.dtype = v1::FLOAT32;
-  v.shape = shape;
-  v.producer = static_cast<int32_t>(g->nodes.size());
-  v.storage = 1000 + g->values.size();
-  const ValueId out = g->AddValue(v);
-  Node n;
-  n.op = op;
-  n.schema = SchemaRegistry::Default().Find(op);
-  n.args = std::move(args);
-  n.result = Ref(*g, out);
-  Graph::IndexNode(&n);
-  g->nodes.push_back(std::move(n));
-  return out;
-}
 
 // x[1,1,1,2] -> conv2d(W = [[2]], b = [1] or none) (1x1 kernel, 1 channel) -> batch_norm -> returned.
 struct ConvBn {
