@@ -17,8 +17,47 @@ bool Mergeable(const Node& n) {
          !(n.flags & (v1::RANDOM | v1::INPLACE)) && !n.outputs.empty() && !n.inputs.empty();
 }
 
+// Appends one argument to a call key: a top-level tensor as its value id, a tree without
+// tensors as its bytes (length-prefixed); false for a tree holding tensors deeper down.
+bool AppendArg(const v1::Arg& a, std::string* key) {
+  if (a.kind_case() == v1::Arg::kTensor) {
+    const ValueId v = a.tensor().value();
+    key->push_back('T');
+    key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+    return true;
+  }
+  if (a.kind_case() == v1::Arg::kF || a.kind_case() == v1::Arg::kI) {
+    const double f = a.f();
+    const int64_t i = a.i();
+    key->push_back(a.kind_case() == v1::Arg::kF ? 'F' : 'I');
+    if (a.kind_case() == v1::Arg::kF) key->append(reinterpret_cast<const char*>(&f), sizeof(f));
+    else key->append(reinterpret_cast<const char*>(&i), sizeof(i));
+    return true;
+  }
+  if (HasTensor(a)) return false;
+  const std::string bytes = a.SerializeAsString();
+  const uint32_t size = static_cast<uint32_t>(bytes.size());
+  key->push_back('A');
+  key->append(reinterpret_cast<const char*>(&size), sizeof(size));
+  key->append(bytes);
+  return true;
+}
+
 // The call as data: op, then arguments with tensors reduced to their (renamed) value ids.
 std::string CallKey(const Node& n) {
+  // Fast path: no tensors nested inside containers.
+  std::string key = n.op;
+  key.push_back('\1');
+  bool flat = true;
+  for (const auto& a : n.args) flat = flat && AppendArg(a, &key);
+  for (const auto& k : n.kwargs) {
+    if (!flat) break;
+    key.push_back('K');
+    key.append(k.name());
+    key.push_back('\0');
+    flat = AppendArg(k.value(), &key);
+  }
+  if (flat) return key;
   v1::OpEvent call;  // a convenient container for args and kwargs
   for (const auto& a : n.args) *call.add_args() = a;
   for (const auto& k : n.kwargs) *call.add_kwargs() = k;
