@@ -100,6 +100,7 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   bool renamed = false;
   auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
   std::unordered_map<std::string, size_t> first;
+  first.reserve(g->nodes.size());
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     Node& n = g->nodes[i];
     if (n.erased) continue;
