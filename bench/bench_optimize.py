@@ -39,7 +39,8 @@ def optimize(trace, out):
     run = subprocess.run([BIN, "optimize", str(trace), "-o", str(out), "--report"], check=True,
                          capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    rows = [line.split() for line in run.stdout.splitlines()[1:] if line.strip()]
+    rows = [line.split() for line in run.stdout.splitlines()[1:]
+            if line.strip() and not line.startswith("shape reads")]
     return int(rows[0][1]), int(rows[-1][2]), wall, sum(float(r[5]) for r in rows) / 1e3
 
 

@@ -58,6 +58,7 @@ int RunOptimize(const OptimizeOptions& o) {
       std::printf("%-16s %8zu %8zu %8zu %8zu %10.3f\n", r.pass.c_str(), r.nodes_before, r.nodes_after,
                   r.removed, r.added, r.seconds * 1e3);
     }
+    std::printf("shape reads dropped (only fed Python): %zu\n", lg.build.shape_reads_dropped);
   }
   return kExitOk;
 }

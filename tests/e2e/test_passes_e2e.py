@@ -28,6 +28,8 @@ def report_rows(stdout):
     """`optimize --report` rows as {pass: (before, after)}."""
     rows = {}
     for line in stdout.splitlines()[1:]:
+        if line.startswith("shape reads"):
+            continue
         name, before, after, *_ = line.split()
         rows[name] = (int(before), int(after))
     return rows
@@ -242,3 +244,24 @@ def test_print_after_prints_the_graph_after_the_named_pass(cli, tmp_path):
     assert "transpose" in run.stdout
     bad = cli("optimize", trace, "-o", tmp_path / "o.ivg", "--print-after", "nope")
     assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def shape_reads_fn(x):
+    h = torch.relu(x)  # read only for its shape: must not stay alive
+    n, d = h.shape[0], h.dim()
+    return x * float(n * d)
+
+
+def test_shape_reads_keep_nothing_alive_and_are_counted(cli, tmp_path):
+    x = torch.ones(3, 2)
+    graph = ivytrace.trace_graph(shape_reads_fn, args=(x,))
+    trace = graph.save(tmp_path / "shapes.ivt")
+    info = json.loads(cli("inspect", trace, "--json", check=True).stdout)
+    assert info["shape_reads"] >= 2
+    out = tmp_path / "shapes.ivg"
+    run = cli("optimize", trace, "-o", out, "--report", check=True)
+    assert f"shape reads dropped (only fed Python): {info['shape_reads']}" in run.stdout
+    assert "torch.relu" not in ops_of(cli, out)
+    plan = tmp_path / "shapes.plan"
+    cli("export", out, "--to", "plan", "-o", plan, check=True)
+    assert torch.equal(ivytrace.load_plan(plan)(x), shape_reads_fn(x))
