@@ -97,8 +97,13 @@ Status RunPipeline(const PipelineOptions& opts, Graph* graph, std::vector<PassRe
     r.nodes_before = graph->LiveNodeCount();
     const auto start = std::chrono::steady_clock::now();
     PassResult result;
+    const size_t constants_before = graph->constants.size();
     IVY_RETURN_IF_ERROR(p->Run(graph, &result));
-    graph->Compact();
+    // A pass that erased and added nothing leaves nothing to compact.
+    if (result.changed() || graph->constants.size() != constants_before ||
+        std::any_of(graph->nodes.begin(), graph->nodes.end(), [](const Node& n) { return n.erased; })) {
+      graph->Compact();
+    }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.nodes_after = graph->nodes.size();
     r.removed = result.nodes_removed;

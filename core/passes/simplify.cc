@@ -127,6 +127,18 @@ const Rule kRules[] = {
     {"flatten", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
 };
 
+// Cheap pre-check before binding: x + 2, y * 0.5 (a second positional that is a scalar other than
+// the identity) never match, whichever parameter that positional binds to.
+bool MayMatch(const Rule& rule, const Node& n) {
+  double identity;
+  if (rule.canonical == "mul" || rule.canonical == "div") identity = 1;
+  else if (rule.canonical == "add" || rule.canonical == "sub") identity = 0;
+  else return true;
+  if (n.args.size() < 2 || HasTensor(n.args[1])) return true;
+  const auto v = AsDouble(n.args[1]);
+  return !v || *v == identity;
+}
+
 std::optional<ValueId> Match(const Graph& g, const Node& n) {
   if (!n.schema || n.schema->side_effect() || !n.mutated.empty() || n.outputs.size() != 1 ||
       n.result.kind_case() != v1::Arg::kTensor) {
@@ -134,6 +146,7 @@ std::optional<ValueId> Match(const Graph& g, const Node& n) {
   }
   for (const Rule& rule : kRules) {
     if (rule.canonical != n.canonical()) continue;
+    if (!MayMatch(rule, n)) return std::nullopt;
     // Random ops are only ever forwarded by a rule that proved them deterministic (dropout off).
     if (n.schema->random() && rule.canonical != "dropout") return std::nullopt;
     BoundCall call;
