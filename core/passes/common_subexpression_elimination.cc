@@ -1,6 +1,8 @@
 #include "core/passes/common_subexpression_elimination.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -99,8 +101,11 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
   bool renamed = false;
   auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
-  std::unordered_map<std::string, size_t> first;
-  first.reserve(g->nodes.size());
+  // The first node of each call key: an open-addressed table of (key hash, node index + 1), no
+  // key strings kept; a hit is confirmed by comparing the keys.
+  size_t slots = 16;
+  while (slots < 2 * g->nodes.size()) slots *= 2;
+  std::vector<std::pair<size_t, size_t>> first(slots, {0, 0});
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     Node& n = g->nodes[i];
     if (n.erased) continue;
@@ -111,9 +116,19 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
     }
     if (!Mergeable(n)) continue;
     const std::string key = CallKey(n);
-    auto [it, inserted] = first.emplace(key, i);
-    if (inserted) continue;
-    const size_t e = it->second;
+    const size_t h = std::hash<std::string>()(key);
+    size_t e = SIZE_MAX;
+    for (size_t s = h & (slots - 1);; s = (s + 1) & (slots - 1)) {
+      if (first[s].second == 0) {
+        first[s] = {h, i + 1};
+        break;
+      }
+      if (first[s].first == h && CallKey(g->nodes[first[s].second - 1]) == key) {
+        e = first[s].second - 1;
+        break;
+      }
+    }
+    if (e == SIZE_MAX) continue;
     const std::vector<ValueId> mine = ResultValues(n), theirs = ResultValues(g->nodes[e]);
     bool ok = mine.size() == theirs.size();
     for (size_t k = 0; ok && k < mine.size(); ++k) {
