@@ -3,6 +3,7 @@
 
 #include "cli/common.h"
 #include "core/io/graph_io.h"
+#include "core/ir/graph_printer.h"
 #include "core/util/atomic_file.h"
 
 namespace ivytrace::cli {
@@ -17,6 +18,7 @@ struct OptimizeOptions {
   bool report = false;
   bool verify = false;
   bool list = false;
+  std::vector<std::string> print_after;
   PipelineFlags flags;
 };
 
@@ -40,6 +42,10 @@ int RunOptimize(const OptimizeOptions& o) {
   po.passes = o.passes;
   po.disable = o.disable;
   po.verify = o.verify;
+  po.print_after = o.print_after;
+  po.on_print_after = [](const std::string& pass, const Graph& g) {
+    std::printf("// after %s\n%s", pass.c_str(), PrintGraph(g).c_str());
+  };
   ApplyPipelineFlags(o.flags, &po);
   std::vector<PassReport> report;
   st = RunPipeline(po, &lg.graph, &report);
@@ -52,6 +58,7 @@ int RunOptimize(const OptimizeOptions& o) {
       std::printf("%-16s %8zu %8zu %8zu %8zu %10.3f\n", r.pass.c_str(), r.nodes_before, r.nodes_after,
                   r.removed, r.added, r.seconds * 1e3);
     }
+    std::printf("shape reads dropped (only fed Python): %zu\n", lg.build.shape_reads_dropped);
   }
   return kExitOk;
 }
@@ -69,6 +76,8 @@ void SetupOptimize(CLI::App& app, int* exit_code) {
   AddPipelineFlags(sub, &opts->flags);
   sub->add_flag("--report", opts->report, "Print nodes removed/added and time per pass");
   sub->add_flag("--verify", opts->verify, "Check the IR's invariants after every pass");
+  sub->add_option("--print-after", opts->print_after, "Print the graph after these passes ('all' = every pass)")
+      ->delimiter(',');
   sub->add_flag("--list-passes", opts->list, "List the passes and the default pipeline");
   sub->footer(kExitStatusHelp);
   sub->callback([opts, exit_code] { *exit_code = RunOptimize(*opts); });

@@ -1,5 +1,6 @@
 #include "core/ir/graph.h"
 
+#include <cstddef>
 #include <algorithm>
 
 #include "core/ir/arg.h"
@@ -44,12 +45,16 @@ void Graph::IndexNode(Node* node) {
 }
 
 void Graph::Compact() {
-  std::vector<Node> kept;
-  kept.reserve(nodes.size());
-  for (auto& n : nodes) {
-    if (!n.erased) kept.push_back(std::move(n));
+  // In place: nodes before the first erased one do not move (a pass that erased nothing costs
+  // one scan here).
+  size_t w = 0;
+  while (w < nodes.size() && !nodes[w].erased) ++w;
+  if (w < nodes.size()) {
+    for (size_t r = w + 1; r < nodes.size(); ++r) {
+      if (!nodes[r].erased) nodes[w++] = std::move(nodes[r]);
+    }
+    nodes.erase(nodes.begin() + static_cast<std::ptrdiff_t>(w), nodes.end());
   }
-  nodes = std::move(kept);
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (ValueId out : nodes[i].outputs) values[out].producer = static_cast<int32_t>(i);
   }

@@ -50,6 +50,7 @@ class Builder {
       summary->regions_in_trace = regions_seen_;
       summary->region_chosen = chosen_;
       summary->ops_read = ops_read_;
+      summary->shape_reads_dropped = shape_reads_;
     }
     if (active_) {
       return Status::Corruption("trace '" + path + "': region '" + chosen_ +
@@ -89,6 +90,9 @@ class Builder {
         break;
       case v1::Record::kGuard:
         if (active_) return AddGuard(rec->guard());
+        break;
+      case v1::Record::kShapeRead:
+        if (active_ || (regions_seen_ == 0 && want_name_.empty())) ++shape_reads_;
         break;
       default: break;
     }
@@ -784,6 +788,7 @@ class Builder {
   std::vector<std::string> region_names_;
   size_t regions_seen_ = 0;
   size_t ops_read_ = 0;
+  size_t shape_reads_ = 0;
   bool active_ = false;
   bool done_ = false;
   uint64_t region_id_ = 0;

@@ -22,6 +22,9 @@ struct BuildSummary {
   size_t regions_in_trace = 0;     // region instances seen
   std::string region_chosen;       // "name:K", or "" for a trace without regions
   size_t ops_read = 0;             // op records in the trace
+  // Shape reads (x.shape, x.dim(), ...) in the chosen region: events, not nodes, so they keep
+  // nothing alive and are not in the graph.
+  size_t shape_reads_dropped = 0;
 };
 
 Status BuildGraphFromTrace(const std::string& path, const BuildOptions& options, Graph* graph,

@@ -1,6 +1,8 @@
 #include "core/passes/common_subexpression_elimination.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -17,8 +19,47 @@ bool Mergeable(const Node& n) {
          !(n.flags & (v1::RANDOM | v1::INPLACE)) && !n.outputs.empty() && !n.inputs.empty();
 }
 
+// Appends one argument to a call key: a top-level tensor as its value id, a tree without
+// tensors as its bytes (length-prefixed); false for a tree holding tensors deeper down.
+bool AppendArg(const v1::Arg& a, std::string* key) {
+  if (a.kind_case() == v1::Arg::kTensor) {
+    const ValueId v = a.tensor().value();
+    key->push_back('T');
+    key->append(reinterpret_cast<const char*>(&v), sizeof(v));
+    return true;
+  }
+  if (a.kind_case() == v1::Arg::kF || a.kind_case() == v1::Arg::kI) {
+    const double f = a.f();
+    const int64_t i = a.i();
+    key->push_back(a.kind_case() == v1::Arg::kF ? 'F' : 'I');
+    if (a.kind_case() == v1::Arg::kF) key->append(reinterpret_cast<const char*>(&f), sizeof(f));
+    else key->append(reinterpret_cast<const char*>(&i), sizeof(i));
+    return true;
+  }
+  if (HasTensor(a)) return false;
+  const std::string bytes = a.SerializeAsString();
+  const uint32_t size = static_cast<uint32_t>(bytes.size());
+  key->push_back('A');
+  key->append(reinterpret_cast<const char*>(&size), sizeof(size));
+  key->append(bytes);
+  return true;
+}
+
 // The call as data: op, then arguments with tensors reduced to their (renamed) value ids.
 std::string CallKey(const Node& n) {
+  // Fast path: no tensors nested inside containers.
+  std::string key = n.op;
+  key.push_back('\1');
+  bool flat = true;
+  for (const auto& a : n.args) flat = flat && AppendArg(a, &key);
+  for (const auto& k : n.kwargs) {
+    if (!flat) break;
+    key.push_back('K');
+    key.append(k.name());
+    key.push_back('\0');
+    flat = AppendArg(k.value(), &key);
+  }
+  if (flat) return key;
   v1::OpEvent call;  // a convenient container for args and kwargs
   for (const auto& a : n.args) *call.add_args() = a;
   for (const auto& k : n.kwargs) *call.add_kwargs() = k;
@@ -60,7 +101,11 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
   bool renamed = false;
   auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
-  std::unordered_map<std::string, size_t> first;
+  // The first node of each call key: an open-addressed table of (key hash, node index + 1), no
+  // key strings kept; a hit is confirmed by comparing the keys.
+  size_t slots = 16;
+  while (slots < 2 * g->nodes.size()) slots *= 2;
+  std::vector<std::pair<size_t, size_t>> first(slots, {0, 0});
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     Node& n = g->nodes[i];
     if (n.erased) continue;
@@ -71,9 +116,19 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
     }
     if (!Mergeable(n)) continue;
     const std::string key = CallKey(n);
-    auto [it, inserted] = first.emplace(key, i);
-    if (inserted) continue;
-    const size_t e = it->second;
+    const size_t h = std::hash<std::string>()(key);
+    size_t e = SIZE_MAX;
+    for (size_t s = h & (slots - 1);; s = (s + 1) & (slots - 1)) {
+      if (first[s].second == 0) {
+        first[s] = {h, i + 1};
+        break;
+      }
+      if (first[s].first == h && CallKey(g->nodes[first[s].second - 1]) == key) {
+        e = first[s].second - 1;
+        break;
+      }
+    }
+    if (e == SIZE_MAX) continue;
     const std::vector<ValueId> mine = ResultValues(n), theirs = ResultValues(g->nodes[e]);
     bool ok = mine.size() == theirs.size();
     for (size_t k = 0; ok && k < mine.size(); ++k) {

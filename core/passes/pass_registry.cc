@@ -9,10 +9,18 @@
 #include "core/passes/common_subexpression_elimination.h"
 #include "core/passes/constant_fold.h"
 #include "core/passes/dead_code_elimination.h"
+#include "core/passes/fold_conv_bn.h"
 #include "core/passes/simplify.h"
 
 namespace ivytrace {
 namespace {
+
+// Debug builds check the IR between passes even when nobody asked.
+#ifdef NDEBUG
+constexpr bool kAlwaysVerify = false;
+#else
+constexpr bool kAlwaysVerify = true;
+#endif
 
 struct Entry {
   const char* name;
@@ -23,6 +31,7 @@ const std::vector<Entry>& Registry() {
   static const std::vector<Entry> entries = {
       {"constant-fold", [](const PassOptions& o) { return std::make_unique<ConstantFold>(o); }},
       {"bake-generators", [](const PassOptions&) { return std::make_unique<BakeGenerators>(); }},
+      {"fold-conv-bn", [](const PassOptions&) { return std::make_unique<FoldConvBatchNorm>(); }},
       {"simplify", [](const PassOptions&) { return std::make_unique<Simplify>(); }},
       {"cse", [](const PassOptions&) { return std::make_unique<CommonSubexpressionElimination>(); }},
       {"dce", [](const PassOptions&) { return std::make_unique<DeadCodeElimination>(); }},
@@ -49,11 +58,13 @@ std::unique_ptr<Pass> CreatePass(const std::string& name, const PassOptions& opt
 }
 
 const std::vector<std::string>& DefaultPipeline() {
-  static const std::vector<std::string> pipeline = {"constant-fold", "simplify", "cse", "dce"};
+  static const std::vector<std::string> pipeline = {"constant-fold", "fold-conv-bn", "simplify", "cse", "dce"};
   return pipeline;
 }
 
-Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<PassReport>* report) {
+Status RunPipeline(const PipelineOptions& opts, Graph* graph, std::vector<PassReport>* report) {
+  PipelineOptions options = opts;
+  options.verify = options.verify || kAlwaysVerify;
   std::vector<std::string> names = options.passes.empty() ? DefaultPipeline() : options.passes;
   std::vector<std::unique_ptr<Pass>> passes;
   for (auto it = options.enable.rbegin(); it != options.enable.rend(); ++it) {
@@ -74,6 +85,11 @@ Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<Pas
     }
     passes.push_back(std::move(p));
   }
+  for (const auto& n : options.print_after) {
+    if (n != "all" && std::find(names.begin(), names.end(), n) == names.end()) {
+      return Status::InvalidArgument("--print-after: pass '" + n + "' is not in the pipeline");
+    }
+  }
   if (options.verify) IVY_RETURN_IF_ERROR(VerifyGraph(*graph));
   for (auto& p : passes) {
     PassReport r;
@@ -81,8 +97,13 @@ Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<Pas
     r.nodes_before = graph->LiveNodeCount();
     const auto start = std::chrono::steady_clock::now();
     PassResult result;
+    const size_t constants_before = graph->constants.size();
     IVY_RETURN_IF_ERROR(p->Run(graph, &result));
-    graph->Compact();
+    // A pass that erased and added nothing leaves nothing to compact.
+    if (result.changed() || graph->constants.size() != constants_before ||
+        std::any_of(graph->nodes.begin(), graph->nodes.end(), [](const Node& n) { return n.erased; })) {
+      graph->Compact();
+    }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     r.nodes_after = graph->nodes.size();
     r.removed = result.nodes_removed;
@@ -93,6 +114,11 @@ Status RunPipeline(const PipelineOptions& options, Graph* graph, std::vector<Pas
       if (!st.ok()) return Status::Corruption("after pass '" + r.pass + "': " + st.message());
     }
     if (report) report->push_back(r);
+    if (options.on_print_after &&
+        std::any_of(options.print_after.begin(), options.print_after.end(),
+                    [&](const std::string& n) { return n == "all" || n == r.pass; })) {
+      options.on_print_after(r.pass, *graph);
+    }
   }
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 // The registry of passes and the optimizer pipeline that runs them.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,9 @@ struct PipelineOptions {
   bool verify = false;               // run the IR verifier after each pass
   std::vector<std::string> enable;   // names put in front of `passes` (e.g. bake-generators)
   PassOptions pass_options;
+  // Called with the graph after each pass named here (e.g. to print it); "all" = every pass.
+  std::vector<std::string> print_after;
+  std::function<void(const std::string& pass, const Graph& graph)> on_print_after;
 };
 
 struct PassReport {

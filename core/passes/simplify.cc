@@ -1,6 +1,8 @@
 #include "core/passes/simplify.h"
 
+#include <algorithm>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
@@ -20,47 +22,169 @@ std::optional<ValueId> ScalarIdentity(const BoundCall& call, double identity) {
   return call.Tensor("input");
 }
 
+// The live node that defines `v` with canonical op `canonical`, bound; null otherwise.
+const Node* Producer(const Graph& g, ValueId v, std::string_view canonical, BoundCall* call) {
+  const Value& val = g.values[v];
+  if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return nullptr;
+  const Node& p = g.nodes[val.producer];
+  if (p.erased || p.canonical() != canonical || !p.mutated.empty() || p.outputs.size() != 1) return nullptr;
+  return BoundCall::Bind(p, call).ok() ? &p : nullptr;
+}
+
+// A dim in [0, rank), or -1 when out of range.
+int64_t NormDim(int64_t d, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  if (d < 0) d += r;
+  return d >= 0 && d < r ? d : -1;
+}
+
+// The (dim0, dim1) pair of a transpose call (t() = (0, 1)), normalized and ordered.
+std::optional<std::pair<int64_t, int64_t>> TransposeDims(const BoundCall& c, size_t rank) {
+  int64_t a = 0, b = 1;
+  if (c.Has("dim0")) {
+    const auto x = c.Int("dim0"), y = c.Int("dim1");
+    if (!x || !y) return std::nullopt;
+    a = NormDim(*x, rank), b = NormDim(*y, rank);
+  }
+  if (a < 0 || b < 0) return std::nullopt;
+  return std::make_pair(std::min(a, b), std::max(a, b));
+}
+
+std::optional<std::vector<int64_t>> PermuteDims(const BoundCall& c, size_t rank) {
+  auto dims = c.IntList("dims");
+  if (!dims || dims->size() != rank) return std::nullopt;
+  for (auto& d : *dims) {
+    d = NormDim(d, rank);
+    if (d < 0) return std::nullopt;
+  }
+  return dims;
+}
+
+size_t Rank(const Graph& g, std::optional<ValueId> v) { return v ? g.values[*v].shape.size() : 0; }
+
+// transpose(x, a, a) -> x; transpose(transpose(x, a, b), a, b) -> x.
+std::optional<ValueId> DoubleTranspose(const Graph& g, const BoundCall& c) {
+  const auto in = c.Tensor("input");
+  if (!in) return std::nullopt;
+  const auto dims = TransposeDims(c, Rank(g, in));
+  if (!dims) return std::nullopt;
+  if (dims->first == dims->second) return in;
+  BoundCall inner;
+  if (!Producer(g, *in, "transpose", &inner)) return std::nullopt;
+  const auto x = inner.Tensor("input");
+  if (!x || TransposeDims(inner, Rank(g, x)) != dims) return std::nullopt;
+  return x;
+}
+
+// permute(x, identity) -> x; permute(permute(x, p1), p2) -> x when p1[p2[j]] == j for every j.
+std::optional<ValueId> DoublePermute(const Graph& g, const BoundCall& c) {
+  const auto in = c.Tensor("input");
+  if (!in) return std::nullopt;
+  const auto p2 = PermuteDims(c, Rank(g, in));
+  if (!p2) return std::nullopt;
+  bool identity = true;
+  for (size_t j = 0; j < p2->size(); ++j) identity = identity && (*p2)[j] == static_cast<int64_t>(j);
+  if (identity) return in;
+  BoundCall inner;
+  if (!Producer(g, *in, "permute_dims", &inner)) return std::nullopt;
+  const auto x = inner.Tensor("input");
+  const auto p1 = x ? PermuteDims(inner, Rank(g, x)) : std::nullopt;
+  if (!p1 || p1->size() != p2->size()) return std::nullopt;
+  for (size_t j = 0; j < p2->size(); ++j) {
+    if ((*p1)[(*p2)[j]] != static_cast<int64_t>(j)) return std::nullopt;
+  }
+  return x;
+}
+
 struct Rule {
   std::string_view canonical;
   // The value the call's result equals, or nothing when the rule does not apply.
-  std::optional<ValueId> (*forward)(const BoundCall& call);
+  std::optional<ValueId> (*forward)(const Graph& g, const BoundCall& call);
 };
 
 // Rewrite rules as data: (canonical op, what its result forwards to).
 const Rule kRules[] = {
-    {"identity", [](const BoundCall& c) { return c.Tensor("input"); }},
+    {"identity", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
+    // .to(dtype)/.float()/...: the recorded dtypes are compared below, for every rule.
+    {"cast", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
+    {"transpose", DoubleTranspose},
+    {"permute_dims", DoublePermute},
     {"dropout",
-     [](const BoundCall& c) -> std::optional<ValueId> {
+     [](const Graph&, const BoundCall& c) -> std::optional<ValueId> {
        if (c.Bool("training") != false || c.Bool("inplace") == true) return std::nullopt;
        return c.Tensor("input");
      }},
-    {"mul", [](const BoundCall& c) { return ScalarIdentity(c, 1); }},
-    {"add",
-     [](const BoundCall& c) { return ScalarIdentity(c, 0); }},
-    {"sub", [](const BoundCall& c) { return ScalarIdentity(c, 0); }},
+    {"mul", [](const Graph&, const BoundCall& c) { return ScalarIdentity(c, 1); }},
+    {"add", [](const Graph&, const BoundCall& c) { return ScalarIdentity(c, 0); }},
+    {"sub", [](const Graph&, const BoundCall& c) { return ScalarIdentity(c, 0); }},
     {"div",
-     [](const BoundCall& c) -> std::optional<ValueId> {
+     [](const Graph&, const BoundCall& c) -> std::optional<ValueId> {
        if (c.Has("rounding_mode") && !c.IsNone("rounding_mode")) return std::nullopt;
        return ScalarIdentity(c, 1);
      }},
     // Same shape: the recorded shapes are compared below, for every rule.
-    {"reshape", [](const BoundCall& c) { return c.Tensor("input"); }},
+    {"reshape", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
+    {"flatten", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
 };
 
-std::optional<ValueId> Match(const Node& n) {
+// Cheap pre-check before binding: x + 2, y * 0.5 (a second positional that is a scalar other than
+// the identity) never match, whichever parameter that positional binds to.
+bool MayMatch(const Rule& rule, const Node& n) {
+  double identity;
+  if (rule.canonical == "mul" || rule.canonical == "div") identity = 1;
+  else if (rule.canonical == "add" || rule.canonical == "sub") identity = 0;
+  else return true;
+  if (n.args.size() < 2 || HasTensor(n.args[1])) return true;
+  const auto v = AsDouble(n.args[1]);
+  return !v || *v == identity;
+}
+
+std::optional<ValueId> Match(const Graph& g, const Node& n) {
   if (!n.schema || n.schema->side_effect() || !n.mutated.empty() || n.outputs.size() != 1 ||
       n.result.kind_case() != v1::Arg::kTensor) {
     return std::nullopt;
   }
   for (const Rule& rule : kRules) {
     if (rule.canonical != n.canonical()) continue;
+    if (!MayMatch(rule, n)) return std::nullopt;
     // Random ops are only ever forwarded by a rule that proved them deterministic (dropout off).
     if (n.schema->random() && rule.canonical != "dropout") return std::nullopt;
     BoundCall call;
     if (!BoundCall::Bind(n, &call).ok()) return std::nullopt;
-    return rule.forward(call);
+    return rule.forward(g, call);
   }
   return std::nullopt;
+}
+
+// reshape(reshape-or-flatten(x, s1), s2) reads x directly: the value of arg 0 to use instead, or nothing.
+// Every link's memory must be free of in-place writes (`written`): aliasing changes.
+std::optional<ValueId> ReshapeChainSource(const Graph& g, const Node& n, const std::unordered_set<uint64_t>& written) {
+  if (n.canonical() != "reshape" || !n.mutated.empty() || n.outputs.size() != 1 || n.args.empty() ||
+      n.args[0].kind_case() != v1::Arg::kTensor) {
+    return std::nullopt;
+  }
+  std::optional<ValueId> src;
+  ValueId in = n.args[0].tensor().value();
+  // Follows the chain: an earlier link may already read further back.
+  while (true) {
+    const Value& v = g.values[in];
+    if (v.storage && written.count(v.storage)) return std::nullopt;
+    if (v.kind != v1::NODE_OUTPUT || v.producer < 0) return src;
+    const Node& p = g.nodes[v.producer];
+    if (p.erased || (p.canonical() != "reshape" && p.canonical() != "flatten") || !p.mutated.empty() ||
+        p.outputs.size() != 1 || p.args.empty() || p.args[0].kind_case() != v1::Arg::kTensor) {
+      return src;
+    }
+    in = p.args[0].tensor().value();
+    src = in;
+  }
+}
+
+// The op that reshapes like `op` without requiring a viewable input (x may not be contiguous).
+std::string ReshapeOp(const std::string& op) {
+  if (op == "torch.Tensor.view") return "torch.Tensor.reshape";
+  if (op == "torch.Tensor.view_as") return "torch.Tensor.reshape_as";
+  return op;
 }
 
 }  // namespace
@@ -94,7 +218,17 @@ Status Simplify::Run(Graph* g, PassResult* result) {
       for (auto& k : n.kwargs) ForEachTensorMutable(k.mutable_value(), apply);
       Graph::IndexNode(&n);
     }
-    const auto in = Match(n);
+    // reshape chains first: reshape(reshape(x, s1), x.shape) then forwards to x below.
+    const auto src = ReshapeChainSource(*g, n, written);
+    if (src && !region_outputs.count(n.outputs[0])) {
+      const uint64_t own = g->values[n.outputs[0]].storage;
+      if (!(own && written.count(own))) {
+        n.args[0].mutable_tensor()->set_value(*src);
+        n.op = ReshapeOp(n.op);
+        Graph::IndexNode(&n);
+      }
+    }
+    const auto in = Match(*g, n);
     if (!in) continue;
     const ValueId out = n.outputs[0];
     const Value& from = g->values[*in];

@@ -62,17 +62,23 @@ def test_onnx_model_passes_checker_and_names_initializers_after_parameters(recor
     onnx.checker.check_model(model, full_check=True)
     names = {i.name for i in model.graph.initializer}
     expected = {"mlp": {"fc1.weight", "fc1.bias", "head.weight"},
-                "cnn": {"conv1.weight", "layer1.0.conv1.weight", "layer2.0.downsample.0.weight", "fc.weight"}}
+                # fold-conv-bn (default pipeline) replaces each conv's weight by one with its batch norm folded in
+                "cnn": {"conv1.weight.folded_bn", "conv1.bias.folded_bn", "layer1.0.conv1.weight.folded_bn",
+                        "layer2.0.downsample.0.weight.folded_bn", "fc.weight"}}
     assert expected[recorded["name"]] <= names, sorted(names)
     assert [i.name for i in model.graph.input] == ["x"]
 
 
-def test_plan_replay_equals_torch_exactly_on_recorded_input(recorded):
+def test_plan_replay_matches_torch_on_recorded_input(recorded):
     graph = ivytrace.load_plan(recorded["plan"])
     io = recorded["io"]
     with torch.no_grad():
         out = graph(io["input"])
-    assert torch.equal(out, io["output"])
+    if recorded["name"] == "cnn":
+        # fold-conv-bn changes the rounding: close, not bit-equal
+        torch.testing.assert_close(out, io["output"], rtol=1e-4, atol=1e-5)
+    else:
+        assert torch.equal(out, io["output"])
 
 
 def test_optimized_graph_holds_only_the_forward_pass(recorded, cli):
@@ -83,7 +89,7 @@ def test_optimized_graph_holds_only_the_forward_pass(recorded, cli):
     if recorded["name"] == "cnn":
         # stem 1 + layer1 2x2 + layer2 (2 + downsample 1) + 2
         assert ops["torch.nn.functional.conv2d"] == 10
-        assert ops["torch.nn.functional.batch_norm"] == 10
+        assert "torch.nn.functional.batch_norm" not in ops  # all folded into the convs
         assert ops["torch.Tensor.add_"] == 4  # `out += identity` in each block, in place
     else:
         assert ops["torch.nn.functional.linear"] == 3
@@ -92,13 +98,16 @@ def test_optimized_graph_holds_only_the_forward_pass(recorded, cli):
     assert [r["name"] for r in trace_info["regions"]] == ["forward"]
 
 
-def test_trace_graph_of_module_replays_exactly(recorded):
+def test_trace_graph_of_module_replays_the_recorded_result(recorded):
     model = make_model(recorded["name"])
     x = make_input(recorded["name"])
     with torch.no_grad():
         graph = ivytrace.trace_graph(model, args=(x,))
         expected = model(x)
-        assert torch.equal(graph(x), expected)
+        if recorded["name"] == "cnn":  # batch norms folded into the convs: other rounding
+            torch.testing.assert_close(graph(x), expected, rtol=1e-4, atol=1e-5)
+        else:
+            assert torch.equal(graph(x), expected)
         fresh = make_input(recorded["name"], batch=5, seed=9)
         torch.testing.assert_close(graph(fresh), model(fresh), rtol=RTOL, atol=ATOL)
 

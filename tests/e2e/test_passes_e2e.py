@@ -28,6 +28,8 @@ def report_rows(stdout):
     """`optimize --report` rows as {pass: (before, after)}."""
     rows = {}
     for line in stdout.splitlines()[1:]:
+        if line.startswith("shape reads"):
+            continue
         name, before, after, *_ = line.split()
         rows[name] = (int(before), int(after))
     return rows
@@ -90,7 +92,7 @@ def sample(request, cli, tmp_path_factory):
     return dict(name=name, dir=d, trace=graph.save(d / f"{name}.ivt"), x=x, expected=expected, model=model)
 
 
-def test_full_pipeline_report_lists_the_passes_and_plan_replays_exactly(sample, cli):
+def test_full_pipeline_report_lists_the_passes_and_plan_replays(sample, cli):
     out = sample["dir"] / "opt.ivg"
     run = cli("optimize", sample["trace"], "-o", out, "--verify", "--report", check=True)
     rows = report_rows(run.stdout)
@@ -101,7 +103,14 @@ def test_full_pipeline_report_lists_the_passes_and_plan_replays_exactly(sample, 
     plan = sample["dir"] / "opt.plan"
     cli("export", out, "--to", "plan", "-o", plan, check=True)
     with torch.no_grad():
-        assert torch.equal(ivytrace.load_plan(plan)(sample["x"]), sample["expected"])
+        got = ivytrace.load_plan(plan)(sample["x"])
+    if sample["name"] == "cnn":
+        # the 10 batch norms fold into their convs: the arithmetic changes, within tolerance
+        assert rows["fold-conv-bn"][0] - rows["fold-conv-bn"][1] == 10
+        torch.testing.assert_close(got, sample["expected"], rtol=1e-4, atol=1e-5)
+    else:
+        assert rows["fold-conv-bn"][0] == rows["fold-conv-bn"][1]
+        assert torch.equal(got, sample["expected"])
 
 
 def generators_fn(x):
@@ -196,3 +205,63 @@ def test_simplify_forwards_identities_and_keeps_what_changes_values(cli, tmp_pat
     assert ops["torch.Tensor.clone"] == 1 and ops["torch.Tensor.mul_"] == 1, ops
     fresh = torch.tensor([[3.0, -2.0], [0.25, 1.0]])
     assert torch.equal(graph(fresh), identities_fn(fresh))
+
+
+def layout_fn(x):
+    a = x.float().to(torch.float32)  # casts to the recorded dtype: forwarded
+    b = a.transpose(0, 1).transpose(1, 0)  # composes to identity
+    c = b.permute(1, 2, 0).permute(2, 0, 1)  # composes to identity
+    d = c.reshape(6, 4).view(4, 6).flatten().reshape(3, 8)  # chain: reads x directly
+    e = x.transpose(0, 2).transpose(0, 1)  # not the identity: both stay
+    return d * 2, e + 1, x.double() + 1  # the double() cast changes the dtype: stays
+
+
+def test_simplify_removes_noop_casts_transposes_and_reshape_chains(cli, tmp_path):
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    graph = ivytrace.trace_graph(layout_fn, args=(x,))
+    trace = graph.save(tmp_path / "layout.ivt")
+    raw = ops_of(cli, trace)
+    assert raw["torch.Tensor.transpose"] == 4 and raw["torch.Tensor.permute"] == 2
+    out = tmp_path / "layout.ivg"
+    cli("optimize", trace, "-o", out, "--verify", check=True)
+    ops = ops_of(cli, out)
+    assert ops["torch.Tensor.transpose"] == 2, ops  # only e's
+    assert "torch.Tensor.permute" not in ops and "torch.Tensor.float" not in ops, ops
+    assert "torch.Tensor.to" not in ops and "torch.Tensor.view" not in ops, ops
+    assert ops["torch.Tensor.reshape"] == 1 and ops["torch.Tensor.double"] == 1, ops
+    plan = tmp_path / "layout.plan"
+    cli("export", out, "--to", "plan", "-o", plan, check=True)
+    fresh = torch.randn(2, 3, 4)
+    for got, want in zip(ivytrace.load_plan(plan)(fresh), layout_fn(fresh)):
+        assert torch.equal(got, want)
+
+
+def test_print_after_prints_the_graph_after_the_named_pass(cli, tmp_path):
+    x = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
+    trace = ivytrace.trace_graph(layout_fn, args=(x,)).save(tmp_path / "layout.ivt")
+    run = cli("optimize", trace, "-o", tmp_path / "o.ivg", "--print-after", "simplify", check=True)
+    assert run.stdout.count("// after ") == 1 and "// after simplify" in run.stdout
+    assert "transpose" in run.stdout
+    bad = cli("optimize", trace, "-o", tmp_path / "o.ivg", "--print-after", "nope")
+    assert bad.returncode == 2 and "nope" in bad.stderr
+
+
+def shape_reads_fn(x):
+    h = torch.relu(x)  # read only for its shape: must not stay alive
+    n, d = h.shape[0], h.dim()
+    return x * float(n * d)
+
+
+def test_shape_reads_keep_nothing_alive_and_are_counted(cli, tmp_path):
+    x = torch.ones(3, 2)
+    graph = ivytrace.trace_graph(shape_reads_fn, args=(x,))
+    trace = graph.save(tmp_path / "shapes.ivt")
+    info = json.loads(cli("inspect", trace, "--json", check=True).stdout)
+    assert info["shape_reads"] >= 2
+    out = tmp_path / "shapes.ivg"
+    run = cli("optimize", trace, "-o", out, "--report", check=True)
+    assert f"shape reads dropped (only fed Python): {info['shape_reads']}" in run.stdout
+    assert "torch.relu" not in ops_of(cli, out)
+    plan = tmp_path / "shapes.plan"
+    cli("export", out, "--to", "plan", "-o", plan, check=True)
+    assert torch.equal(ivytrace.load_plan(plan)(x), shape_reads_fn(x))

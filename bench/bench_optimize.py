@@ -1,0 +1,139 @@
+"""Optimizer benchmarks. Prints figures measured in this run; nothing here asserts on time.
+
+  (a) `ivytrace optimize --report` on the recorded sample programs (MLP, SmallResNet, the seeds'
+      example): node counts before/after and optimize time, beside onnx-simplifier (onnxsim, or
+      onnxslim) run on the ONNX that torch.onnx.export(dynamo=False) produces for the same models.
+  (b) default-pipeline throughput in nodes/s on recorded traces of N and N/10 ops (target: >= 1M
+      nodes/s at N = 1,000,000) and the time ratio of the two (target: <= 11x for 10x nodes).
+
+    .venv/bin/python bench/bench_optimize.py [--ops 1000000] [--repeat 3]
+"""
+import argparse
+import contextlib
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "samples"))
+sys.path.insert(0, str(REPO / "bench"))
+from models import make_input, make_model  # noqa: E402
+from seeds_example import fn as seeds_fn  # noqa: E402
+
+import ivytrace  # noqa: E402
+from bench_foundation import record_many_ops  # noqa: E402
+
+BIN = os.environ.get("IVYTRACE_BIN") or str(REPO / "build" / "ivytrace")
+
+
+def optimize(trace, out):
+    """Runs `optimize --report`; returns (nodes before, nodes after, wall seconds, pass seconds)."""
+    t0 = time.perf_counter()
+    run = subprocess.run([BIN, "optimize", str(trace), "-o", str(out), "--report"], check=True,
+                         capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    rows = [line.split() for line in run.stdout.splitlines()[1:]
+            if line.strip() and not line.startswith("shape reads")]
+    return int(rows[0][1]), int(rows[-1][2]), wall, sum(float(r[5]) for r in rows) / 1e3
+
+
+def simplifier():
+    try:
+        import onnxsim
+        return "onnxsim", lambda m: onnxsim.simplify(m)[0]
+    except ImportError:
+        pass
+    try:
+        import onnxslim
+        return "onnxslim", onnxslim.slim
+    except ImportError:
+        return None, None
+
+
+def onnx_simplified_counts(model, x, tmp, name):
+    import onnx
+    path = tmp / f"{name}_ts.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, x, str(path), dynamo=False, opset_version=17)
+    m = onnx.load(str(path))
+    tool, simplify = simplifier()
+    if simplify is None:
+        return len(m.graph.node), None, None, None
+    t0 = time.perf_counter()
+    s = simplify(m)
+    return len(m.graph.node), len(s.graph.node), time.perf_counter() - t0, tool
+
+
+def bench_samples(tmp):
+    class Seeds(torch.nn.Module):
+        def forward(self, x, y):
+            return seeds_fn(x, y)
+
+    programs = {
+        "MLP": (make_model("mlp"), (make_input("mlp"),)),
+        "SmallResNet": (make_model("cnn"), (make_input("cnn"),)),
+        "seeds example": (Seeds(), (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, 3.0, 4.0]))),
+    }
+    print("\n(a) sample programs: ivytrace optimize (default pipeline) beside onnx-simplifier on "
+          "torch.onnx.export(dynamo=False)")
+    print(f"  {'program':14s} {'ivy before':>10s} {'ivy after':>9s} {'ivy ms':>8s}"
+          f" {'onnx nodes':>10s} {'simplified':>10s} {'simp ms':>8s}  tool")
+    for name, (model, args) in programs.items():
+        trace = tmp / f"{name.replace(' ', '_')}.ivt"
+        with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            ivytrace.trace_graph(model, args=args).save(trace)
+            before, after, wall, _ = optimize(trace, tmp / "out.ivg")
+            err = None
+            try:
+                onnx_n, simp_n, simp_s, tool = onnx_simplified_counts(model, args, tmp, name.replace(" ", "_"))
+            except Exception as e:  # print is not exportable everywhere; report, don't fail
+                err = f"  ({name}: torch.onnx.export failed: {type(e).__name__}: {e})"
+                onnx_n, simp_n, simp_s, tool = None, None, None, None
+        if err:
+            print(err)
+        fmt = lambda v, f="{:d}": "-" if v is None else f.format(v)  # noqa: E731
+        print(f"  {name:14s} {before:10d} {after:9d} {wall * 1e3:8.1f} {fmt(onnx_n):>10s} {fmt(simp_n):>10s}"
+              f" {fmt(None if simp_s is None else simp_s * 1e3, '{:.1f}'):>8s}  {tool or 'not installed'}")
+
+
+def bench_scaling(n_ops, repeat, tmp):
+    print(f"\n(b) default pipeline on recorded traces (best of {repeat}; pass time = sum of --report ms,"
+          " wall = the whole command incl. load/save)")
+    print(f"  {'ops':>10s} {'before':>10s} {'after':>8s} {'pass s':>8s} {'wall s':>8s} {'nodes/s':>12s}")
+    best = {}
+    for n in (n_ops // 10, n_ops):
+        trace = tmp / f"many_{n}.ivt"
+        record_many_ops(n, trace)
+        runs = [optimize(trace, tmp / "many.ivg") for _ in range(repeat)]
+        before, after, wall, passes = min(runs, key=lambda r: r[3])
+        wall = min(r[2] for r in runs)
+        best[n] = passes
+        print(f"  {n:10,d} {before:10,d} {after:8,d} {passes:8.3f} {wall:8.3f} {before / passes:12,.0f}")
+        trace.unlink()
+    small, big = best[n_ops // 10], best[n_ops]
+    print(f"  10x nodes -> {big / small:.2f}x pass time (target <= 11x); "
+          f"{n_ops / big:,.0f} nodes/s at {n_ops:,} (target >= 1,000,000)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ops", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        bench_samples(tmp)
+        bench_scaling(a.ops, a.repeat, tmp)
+
+
+if __name__ == "__main__":
+    main()
