@@ -157,6 +157,9 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
       };
       for (const auto& a : n.args) ForEachTensor(a, find);
       for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), find);
+      // Another alias of the written storage (the NumPy recorder lists them all): later steps
+      // already read it through the slot of its earlier value (see `alias` above).
+      if (arg_slot < 0 && alias[m.value()] != m.value()) continue;
       if (arg_slot < 0) {
         return Status::Unsupported("cannot export to a plan: op '" + n.op + "' at " + n.loc.file() + ":" +
                                    std::to_string(n.loc.line()) + " writes tensor t" +

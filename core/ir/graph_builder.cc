@@ -299,7 +299,8 @@ class Builder {
     // written: the first argument (self) if it is among them; the others are re-derived from
     // the new version of their storage when something reads them (DeriveAlias).
     std::vector<uint32_t> old_versions;
-    {
+    const bool carries_views = n.op.rfind("torch.", 0) == 0;  // see the write-back below
+    if (carries_views) {
       uint64_t self_id = 0;
       if (!n.args.empty() && n.args[0].has_tensor()) self_id = n.args[0].tensor().id();
       std::vector<v1::TensorRef> kept;
@@ -348,9 +349,12 @@ class Builder {
     if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM)) {
       for (const auto& [key, id] : mine) awaiting_value_[key] = id;
     }
-    RecordViewLink(n);
+    // Writes through views are carried back to the base for torch ops, whose recorder lists
+    // only the tensor a call wrote. The NumPy recorder instead lists every array on the written
+    // storage as mutated by the call (a replayed NumPy view writes its base's memory itself).
+    if (carries_views) RecordViewLink(n);
     Graph::IndexNode(&n);
-    const std::vector<v1::TensorRef> written = n.mutated;
+    const std::vector<v1::TensorRef> written = carries_views ? n.mutated : std::vector<v1::TensorRef>{};
     const v1::SourceLocation loc = n.loc;
     graph_->nodes.push_back(std::move(n));
     for (size_t i = 0; i < written.size(); ++i) {
