@@ -24,7 +24,7 @@ struct ExportOptions {
 int RunExport(const ExportOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("export", st, kExitOutput);
-  LoadedGraph lg;
+  LoadedGraph& lg = CommandGraph();
   PipelineOptions po;
   ApplyPipelineFlags(o.flags, &po);
   st = LoadForCommand(o.file, o.region, o.no_optimize ? nullptr : &po, &lg);

@@ -93,7 +93,7 @@ int InspectTrace(const InspectOptions& o) {
 }
 
 int InspectGraph(const InspectOptions& o) {
-  LoadedGraph lg;
+  LoadedGraph& lg = CommandGraph();
   Status st = LoadForCommand(o.file, o.region, /*optimize=*/nullptr, &lg);
   if (!st.ok()) return Fail("inspect", st, InputErrorCode(st));
   const Graph& g = lg.graph;

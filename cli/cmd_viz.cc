@@ -23,7 +23,7 @@ int RunViz(const VizOptions& o) {
   }
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("viz", st, kExitOutput);
-  LoadedGraph lg;
+  LoadedGraph& lg = CommandGraph();
   const PipelineOptions po;
   st = LoadForCommand(o.file, o.region, o.optimize ? &po : nullptr, &lg);
   if (!st.ok()) return Fail("viz", st, InputErrorCode(st));

@@ -32,6 +32,14 @@ int Fail(const std::string& command, const Status& status, int code);
 // Exit status for an error that happened while reading input.
 int InputErrorCode(const Status& status);
 
+// The graph a command works on. It lives until the process exits and is deliberately never
+// freed: tearing down a million-node graph (millions of small protobuf objects, one free() each)
+// took a second or more at exit, for memory the OS takes back at once anyway.
+inline LoadedGraph& CommandGraph() {
+  static LoadedGraph* graph = new LoadedGraph();
+  return *graph;
+}
+
 // Loads `path` (trace or graph). A trace is optimized with `optimize` when it is not null.
 // Warns on stderr when the trace has several regions and none was chosen.
 Status LoadForCommand(const std::string& path, const std::string& region, const PipelineOptions* optimize,

@@ -115,8 +115,16 @@ size_t Graph::LiveNodeCount() const {
 
 v1::Graph Graph::ToProto() const {
   v1::Graph g;
+  ToProto(&g);
+  return g;
+}
+
+void Graph::ToProto(v1::Graph* out) const {
+  v1::Graph& g = *out;
   g.set_name(name);
   *g.mutable_source() = source;
+  g.mutable_values()->Reserve(static_cast<int>(values.size()));
+  g.mutable_nodes()->Reserve(static_cast<int>(nodes.size()));
   for (const auto& v : values) {
     auto* vi = g.add_values();
     vi->set_kind(v.kind);
@@ -148,7 +156,6 @@ v1::Graph Graph::ToProto() const {
   *g.mutable_outputs() = outputs;
   for (const auto& gd : guards) *g.add_guards() = gd;
   for (const auto& p : passes_applied) g.add_passes_applied(p);
-  return g;
 }
 
 Graph Graph::FromProto(const v1::Graph& g) {

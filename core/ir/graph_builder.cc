@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+#include <absl/container/inlined_vector.h>
+#include <absl/hash/hash.h>
 
 #include "core/io/trace_reader.h"
 #include "core/ir/arg.h"
@@ -18,7 +22,21 @@ struct TensorKey {
   bool operator==(const TensorKey& o) const { return id == o.id && version == o.version; }
 };
 struct TensorKeyHash {
-  size_t operator()(const TensorKey& k) const { return k.id * 0x9E3779B97F4A7C15ull ^ k.version; }
+  size_t operator()(const TensorKey& k) const { return absl::HashOf(k.id, k.version); }
+};
+
+// Where an op was called, for error messages. Built only when a message needs it: making the
+// string for each of a million ops was a measurable part of building a graph.
+struct Where {
+  Where(const std::string* op, const std::string* file, uint32_t line) : op(op), file(file), line(line) {}
+  Where(std::string text) : text(std::move(text)) {}  // NOLINT: implicit, for fixed descriptions
+  Where(const char* text) : text(text) {}             // NOLINT
+  std::string str() const { return op ? "op '" + *op + "' at " + *file + ":" + std::to_string(line) : text; }
+
+  const std::string* op = nullptr;
+  const std::string* file = nullptr;
+  uint32_t line = 0;
+  std::string text;
 };
 
 class Builder {
@@ -208,7 +226,7 @@ class Builder {
   }
 
   // Resolves a tensor read to its SSA value: the latest definition, else a stored constant.
-  Status Resolve(const v1::TensorRef& r, const std::string& where, ValueId* out) {
+  Status Resolve(const v1::TensorRef& r, const Where& where, ValueId* out) {
     TensorKey key{r.id(), r.version()};
     auto it = defined_.find(key);
     if (it != defined_.end()) {
@@ -220,13 +238,13 @@ class Builder {
     if (st == stored_.end()) {
       auto p = poisoned_.find(TensorKey{r.storage(), r.version()});
       if (p != poisoned_.end()) {
-        return Status::Unsupported("trace '" + reader_.path() + "': " + where + " reads tensor t" +
+        return Status::Unsupported("trace '" + reader_.path() + "': " + where.str() + " reads tensor t" +
                                    std::to_string(r.id()) + " (version " + std::to_string(r.version()) +
                                    "), " + p->second);
       }
       return Status::Unsupported(
           "trace '" + reader_.path() + "' (record ending at byte " + std::to_string(reader_.offset()) +
-          "): " + where + " reads tensor t" + std::to_string(r.id()) + " (version " +
+          "): " + where.str() + " reads tensor t" + std::to_string(r.id()) + " (version " +
           std::to_string(r.version()) +
           ") that no op in the region produced, that is not a region input and whose value was "
           "not recorded (was it computed outside the region, or written through a view?)");
@@ -254,7 +272,7 @@ class Builder {
     n.loc.set_file(reader_.String(op.file()));
     n.loc.set_line(op.line());
     if (op.scope()) n.scope = reader_.String(op.scope());
-    const std::string where = "op '" + n.op + "' at " + n.loc.file() + ":" + std::to_string(n.loc.line());
+    const Where where{&reader_.String(op.op()), &reader_.String(op.file()), op.line()};
     Status st;
     auto resolve = [&](v1::TensorRef* r) {
       if (!st.ok()) return;
@@ -271,13 +289,15 @@ class Builder {
     // Every tensor the call returns or writes is a new value, even when the call returns one of
     // its arguments (x.contiguous()): the graph stays SSA and the alias is explicit.
     const int32_t node_index = static_cast<int32_t>(graph_->nodes.size());
-    std::unordered_map<TensorKey, ValueId, TensorKeyHash> mine;
+    // The values this call defines: a handful, so a linear search in place (no allocation).
+    absl::InlinedVector<std::pair<TensorKey, ValueId>, 4> mine;
     auto define = [&](v1::TensorRef* r) {
       TensorKey key{r->id(), r->version()};
-      auto it = mine.find(key);
-      if (it != mine.end()) {
-        r->set_value(it->second);
-        return;
+      for (const auto& [k, id] : mine) {
+        if (k == key) {
+          r->set_value(id);
+          return;
+        }
       }
       Value v;
       v.kind = v1::NODE_OUTPUT;
@@ -288,7 +308,7 @@ class Builder {
       v.tensor_version = r->version();
       v.storage = r->storage();
       ValueId id = graph_->AddValue(std::move(v));
-      mine[key] = id;
+      mine.emplace_back(key, id);
       r->set_value(id);
     };
     n.result = op.result();
@@ -653,10 +673,10 @@ class Builder {
   }
 
   // `r` (a view, at a version no op defined): its view op replayed on its parent at that version.
-  Status DeriveAlias(const v1::TensorRef& r, const std::string& where, ValueId* out) {
+  Status DeriveAlias(const v1::TensorRef& r, const Where& where, ValueId* out) {
     const ViewLink& link = links_.at(r.id());
     if (link.underivable) {
-      return Status::Unsupported("trace '" + reader_.path() + "': " + where + " reads tensor t" +
+      return Status::Unsupported("trace '" + reader_.path() + "': " + where.str() + " reads tensor t" +
                                  std::to_string(r.id()) + " (version " + std::to_string(r.version()) +
                                  "), a view made by '" + link.node.op + "' at " + At(link.node.loc) +
                                  " whose base was written since; the builder cannot re-derive "
@@ -681,7 +701,7 @@ class Builder {
   // After a write to `m` (now at m.version(), before at `ov`): define every parent up to the
   // storage's root at the new version.
   Status WriteBack(const v1::TensorRef& m, uint32_t ov, const v1::SourceLocation& loc,
-                   const std::string& where) {
+                   const Where& where) {
     uint64_t child = m.id();
     ValueId child_new = defined_.at(TensorKey{m.id(), m.version()});
     const uint32_t nv = m.version();
@@ -699,7 +719,7 @@ class Builder {
       }
       if (!why.empty()) {
         poisoned_[TensorKey{m.storage(), nv}] =
-            "the value after " + where + " wrote tensor t" + std::to_string(m.id()) + ", " + why;
+            "the value after " + where.str() + " wrote tensor t" + std::to_string(m.id()) + ", " + why;
         return Status::Ok();
       }
       const ViewLink& link = it->second;
@@ -797,19 +817,19 @@ class Builder {
   bool done_ = false;
   uint64_t region_id_ = 0;
   std::string chosen_;
-  std::unordered_map<TensorKey, ValueId, TensorKeyHash> defined_;
-  std::unordered_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
-  std::unordered_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
+  absl::flat_hash_map<TensorKey, ValueId, TensorKeyHash> defined_;
+  absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
+  absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
   // Views made in the region: view tensor id -> how it was made from its parent.
   std::unordered_map<uint64_t, ViewLink> links_;
   // (storage, version) left undefined by a write through a view that cannot be carried back.
-  std::unordered_map<TensorKey, std::string, TensorKeyHash> poisoned_;
-  std::unordered_set<uint64_t> copied_storages_;          // storages written back by a copy
-  std::unordered_map<uint64_t, uint32_t> last_version_;   // tensor id -> newest version defined
+  absl::flat_hash_map<TensorKey, std::string, TensorKeyHash> poisoned_;
+  absl::flat_hash_set<uint64_t> copied_storages_;          // storages written back by a copy
+  absl::flat_hash_map<uint64_t, uint32_t> last_version_;   // tensor id -> newest version defined
   static constexpr uint64_t kSyntheticId = 1ull << 62;   // tensor ids of builder-made copies
   uint64_t synthetic_ = 0;
   // Outputs of foldable/random ops whose recorded values have not been read yet.
-  std::unordered_map<TensorKey, ValueId, TensorKeyHash> awaiting_value_;
+  absl::flat_hash_map<TensorKey, ValueId, TensorKeyHash> awaiting_value_;
 };
 
 }  // namespace

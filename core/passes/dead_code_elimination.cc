@@ -1,24 +1,33 @@
 #include "core/passes/dead_code_elimination.h"
 
+#include "core/passes/recorded_values.h"
+
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
 namespace ivytrace {
 namespace {
 
-// Storage ids of memory the caller owns: region inputs and constants (parameters, buffers).
-std::unordered_set<uint64_t> VisibleStorage(const Graph& g) {
-  std::unordered_set<uint64_t> out;
-  for (const Value& v : g.values) {
-    if ((v.kind == v1::INPUT || v.kind == v1::CONSTANT_VALUE) && v.storage != 0) out.insert(v.storage);
+// Storage ids of memory the caller owns (region inputs, parameters, buffers), worked out on the
+// first in-place write: graphs without any never scan their values for it.
+class VisibleStorage {
+ public:
+  explicit VisibleStorage(const Graph& g) : g_(g) {}
+  bool Contains(uint64_t storage) {
+    if (!set_) set_ = CallerVisibleStorage(g_);
+    return set_->count(storage) > 0;
   }
-  return out;
-}
 
-bool HasVisibleEffect(const Node& n, const std::unordered_set<uint64_t>& visible) {
+ private:
+  const Graph& g_;
+  std::optional<std::unordered_set<uint64_t>> set_;
+};
+
+bool HasVisibleEffect(const Node& n, VisibleStorage* visible) {
   if (n.schema && n.schema->side_effect()) return true;
   for (const auto& m : n.mutated) {
-    if (visible.count(m.storage())) return true;
+    if (visible->Contains(m.storage())) return true;
   }
   return false;
 }
@@ -27,7 +36,7 @@ bool HasVisibleEffect(const Node& n, const std::unordered_set<uint64_t>& visible
 
 Status DeadCodeElimination::Run(Graph* g, PassResult* result) {
   if (g->outputs.kind_case() == v1::Arg::KIND_NOT_SET) return Status::Ok();
-  const auto visible = VisibleStorage(*g);
+  VisibleStorage visible(*g);
   std::vector<char> live(g->values.size(), 0);
   for (ValueId v : g->OutputValues()) live[v] = 1;
   // Guarded values are checked on replay: what computes them stays.
@@ -35,7 +44,7 @@ Status DeadCodeElimination::Run(Graph* g, PassResult* result) {
   for (size_t i = g->nodes.size(); i-- > 0;) {
     Node& n = g->nodes[i];
     if (n.erased) continue;
-    bool keep = HasVisibleEffect(n, visible);
+    bool keep = HasVisibleEffect(n, &visible);
     for (ValueId out : n.outputs) keep = keep || live[out];
     if (!keep) {
       n.erased = true;

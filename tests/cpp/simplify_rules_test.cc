@@ -36,7 +36,7 @@ TEST(SimplifyRules, TransposePairThatComposesToIdentityReadsTheInput) {
   const auto ops = Optimize(&g);
   EXPECT_EQ(ops.at("torch.Tensor.transpose"), 2);  // c and d
   EXPECT_EQ(g.nodes.back().op, "torch.relu");
-  EXPECT_EQ(g.nodes.back().inputs, std::vector<ValueId>{x});
+  EXPECT_EQ(g.nodes.back().inputs, ValueList{x});
 }
 
 TEST(SimplifyRules, PermutePairThatComposesToIdentityReadsTheInput) {
@@ -50,7 +50,7 @@ TEST(SimplifyRules, PermutePairThatComposesToIdentityReadsTheInput) {
   const auto ops = Optimize(&g);
   EXPECT_EQ(ops.at("torch.Tensor.permute"), 1);
   EXPECT_EQ(ops.at("torch.permute"), 1);
-  EXPECT_EQ(g.nodes.back().inputs, std::vector<ValueId>{x});
+  EXPECT_EQ(g.nodes.back().inputs, ValueList{x});
 }
 
 TEST(SimplifyRules, CastToTheRecordedDtypeGoesOtherCastsStay) {
@@ -63,7 +63,7 @@ TEST(SimplifyRules, CastToTheRecordedDtypeGoesOtherCastsStay) {
   const auto ops = Optimize(&g);
   EXPECT_EQ(ops.count("torch.Tensor.float"), 0u);
   EXPECT_EQ(ops.at("torch.Tensor.double"), 1);
-  EXPECT_EQ(g.nodes[0].inputs, std::vector<ValueId>{x});
+  EXPECT_EQ(g.nodes[0].inputs, ValueList{x});
 }
 
 TEST(SimplifyRules, ReshapeChainReadsTheChainSourceAndViewBecomesReshape) {
@@ -76,7 +76,7 @@ TEST(SimplifyRules, ReshapeChainReadsTheChainSourceAndViewBecomesReshape) {
   const auto ops = Optimize(&g);
   EXPECT_EQ(ops.count("torch.Tensor.flatten"), 0u);
   ASSERT_EQ(ops.at("torch.Tensor.reshape"), 1);  // x may not be viewable: view -> reshape
-  EXPECT_EQ(g.nodes[0].inputs, std::vector<ValueId>{x});
+  EXPECT_EQ(g.nodes[0].inputs, ValueList{x});
 }
 
 }  // namespace
