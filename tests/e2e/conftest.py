@@ -10,6 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 sys.path.insert(0, str(SAMPLES))
+if str(REPO / "python") not in sys.path:  # this checkout's package, installed or not
+    sys.path.insert(0, str(REPO / "python"))
 
 
 def find_binary():
