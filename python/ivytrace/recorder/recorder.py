@@ -82,6 +82,7 @@ class Recorder:
         self._import_hook = None
         self._numpy_hook = None
         self._stopped = False
+        self._pushed = {}          # region id -> the other recorder whose frame it opened
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self):
@@ -129,8 +130,12 @@ class Recorder:
         from ivytrace.recorder.numpy_recorder import recorder_for
         self.numpy = recorder_for(self)
         self.numpy.install()
+        self._connect()
 
     def _unhook(self):
+        if getattr(self, "_restore_from_numpy", None) is not None:
+            from ivytrace.recorder import convert
+            convert.disconnect(self)
         for h in (self._import_hook, self._numpy_hook):
             if h is not None and h in sys.meta_path:
                 sys.meta_path.remove(h)
@@ -145,6 +150,13 @@ class Recorder:
         if self.numpy is not None:   # region ids stay unique across the two recorders
             self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
         self.torch.install()
+        self._connect()
+
+    def _connect(self):
+        """Both recorders attached: conversions between them join the graphs (convert.py)."""
+        if self.torch is not None and self.numpy is not None:
+            from ivytrace.recorder import convert
+            convert.connect(self)
 
     def stop(self, error: str = "", exit_status: int | None = None):
         """Stop recording and write the footer (idempotent)."""
@@ -213,6 +225,21 @@ class Recorder:
         return self.numpy.wrap(tuple(args)), self.numpy.wrap(dict(kwargs))
 
     def region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
+        rid = self._region_begin(name, inputs, file, line)
+        if rid and self.torch is not None and self.numpy is not None:
+            # A mixed program: the recorder that did not open the region starts a frame too.
+            from ivytrace.recorder import convert
+            self._pushed[rid] = convert.push_frames(self, "numpy" if rid < 0 else "torch")
+        return rid
+
+    def region_end(self, rid: int, result=None, raised: bool = False):
+        self._region_end(rid, result, raised)
+        pushed = self._pushed.pop(rid, None)
+        if pushed is not None:
+            from ivytrace.recorder import convert
+            convert.pop_frames(self, pushed)
+
+    def _region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
         if self.numpy is not None and not self._stopped and _has_ndarray([v for _, v in inputs]) \
                 and not _has_torch_tensor([v for _, v in inputs]):
             # Region ids are unique in the trace: the two recorders draw from one sequence.
@@ -228,7 +255,7 @@ class Recorder:
             return 0
         return self.torch.region_begin(name, inputs, file, line)
 
-    def region_end(self, rid: int, result=None, raised: bool = False):
+    def _region_end(self, rid: int, result=None, raised: bool = False):
         if rid and rid < 0:
             if self.numpy is not None and not self._stopped:
                 self.numpy.region_end(-rid, result, raised)
