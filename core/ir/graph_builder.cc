@@ -205,6 +205,12 @@ class Builder {
 
   Status EndRegion(const v1::RegionEnd& re) {
     if (!active_ || re.region() != region_id_) return Status::Ok();
+    if (re.raised()) {
+      // No result: a graph of it would have no outputs (and DCE would keep nothing).
+      return Status::Corruption("trace '" + reader_.path() + "': region '" + chosen_ +
+                                "' ended by an exception (the program raised inside it), so it has "
+                                "no result to build a graph of; choose another region with --region");
+    }
     v1::Arg out = re.result();
     Status st;
     ForEachTensorMutable(&out, [&](v1::TensorRef* r) {
