@@ -95,7 +95,17 @@ def _torch_known(trec, outs):
 
 def _link(nrec, t, a):
     sid = nrec._ref(a)[1]
-    nrec._links.setdefault(sid, []).append(_Link(t, a))
+    links = nrec._links
+    links.setdefault(sid, []).append(_Link(t, a))
+    if len(links) > getattr(nrec, "_links_sweep_at", 1024):
+        # Drop conversions whose tensor or array is gone, once the table has doubled.
+        for k in list(links):
+            alive = [x for x in links[k] if x.tensor() is not None and x.array() is not None]
+            if alive:
+                links[k] = alive
+            else:
+                del links[k]
+        nrec._links_sweep_at = max(2 * len(links), 1024)
 
 
 # -- calls the torch recorder sees ------------------------------------------------------------

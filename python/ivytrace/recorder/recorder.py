@@ -272,7 +272,8 @@ def limit_message(hit, names=("max_ops", "max_bytes")) -> str:
     call = f"op {hit.ops_recorded + 1} ({hit.op} at {where})" if hit.op else f"the call at {where}"
     what = (f"{call} would be one op too many" if by_ops else f"the records of {call} would make the trace "
             f"larger than {hit.value} bytes")
-    return (f"ivytrace record: recording stopped at the limit {name} {hit.value}: {what}; the trace "
+    who = "ivytrace record" if name.startswith("--") else "ivytrace"
+    return (f"{who}: recording stopped at the limit {name} {hit.value}: {what}; the trace "
             f"holds the first {hit.ops_recorded} ops and a footer, and the program runs on unrecorded")
 
 
