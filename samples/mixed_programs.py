@@ -2,7 +2,8 @@
 
 Each entry of PROGRAMS is (function, make_inputs(seed) -> tuple of inputs). Data crosses between
 the frameworks through t.numpy(), np.asarray(t), torch.from_numpy(a), torch.as_tensor(a) and
-torch.tensor(a); two programs write on one side of memory shared across a conversion and read
+torch.tensor(a); four programs write on one side of memory shared across a conversion (NumPy in
+place, torch in place, torch through a view, the caller's tensor through its NumPy view) and read
 the other side afterwards; one branches on a value that went through t.numpy() (a guard).
 
 Run as a script it records nothing itself; under `ivytrace record` it marks the program's region:
@@ -77,6 +78,29 @@ def torch_writes_shared_inputs(seed):
     return (np.random.RandomState(seed).randn(5, 3).astype(np.float32),)
 
 
+def torch_view_write_shared(x):
+    """torch writes through a view of t (t[0].add_) after t.numpy(); NumPy then reads a."""
+    t = x * 2
+    a = t.numpy()
+    t[0].add_(5)
+    return np.sum(a, axis=0)
+
+
+def torch_view_write_shared_inputs(seed):
+    return (_gen(seed)(3, 2),)
+
+
+def input_written_through_numpy(x):
+    """The caller's tensor is written through its NumPy view (as the program does)."""
+    a = x.numpy()
+    a *= 2
+    return x + 1
+
+
+def input_written_through_numpy_inputs(seed):
+    return (_gen(seed)(4),)
+
+
 def branch_through_numpy(x):
     """A value that went through t.numpy() decides the branch: a NumPy guard."""
     s = torch.tanh(x).numpy()
@@ -94,6 +118,8 @@ PROGRAMS = {
     "standardize": (standardize, standardize_inputs),
     "numpy_writes_shared": (numpy_writes_shared, numpy_writes_shared_inputs),
     "torch_writes_shared": (torch_writes_shared, torch_writes_shared_inputs),
+    "torch_view_write_shared": (torch_view_write_shared, torch_view_write_shared_inputs),
+    "input_written_through_numpy": (input_written_through_numpy, input_written_through_numpy_inputs),
     "branch_through_numpy": (branch_through_numpy, branch_through_numpy_inputs),
 }
 
