@@ -93,3 +93,14 @@ def test_recording_stops_for_good_after_the_limit(tmp_path, capsys):
 def test_wrong_limits_are_refused(tmp_path, bad):
     with pytest.raises(ValueError, match="max_ops must be a non-negative integer"):
         Recorder(tmp_path / "t.ivt", max_ops=bad)
+
+
+def test_a_long_error_is_cut_to_keep_the_file_within_the_byte_limit(tmp_path):
+    path = tmp_path / "t.ivt"
+    rec = Recorder(path, max_bytes=4096).start()
+    torch.ones(2) * 3
+    rec.stop(error="RuntimeError: " + "x" * 6000, exit_status=1)
+    assert path.stat().st_size <= 4096
+    t = read_trace(str(path))
+    assert t.footer.error.startswith("...") and t.footer.error.endswith("xxx")
+    assert t.footer.exit_status == 1 and not t.footer.HasField("stopped_by_limit")

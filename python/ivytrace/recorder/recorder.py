@@ -174,15 +174,15 @@ class Recorder:
         self.writer.close(footer)
 
     def _limit_reached(self, hit):
-        """The writer stopped at a limit and wrote the footer: stop recording, say so once."""
-        if self._stopped:
-            return
-        self._stopped = True
-        self._unhook()
-        if self.torch is not None:
-            self.torch.uninstall()
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
+        """The writer stopped at a limit and wrote the footer: stop recording, say so (the
+        writer calls this once, also when the limit is hit by what stop() flushes)."""
+        if not self._stopped:
+            self._stopped = True
+            self._unhook()
+            if self.torch is not None:
+                self.torch.uninstall()
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
         sys.stderr.write(limit_message(hit, self.limit_names) + "\n")
         sys.stderr.flush()
 

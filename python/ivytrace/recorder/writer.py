@@ -313,7 +313,8 @@ class LimitedTraceWriter(TraceWriter):
         footer.op_events = self.op_events
         footer.tensor_bytes = self.tensor_bytes
         footer.crc32 = self._crc
-        self._fit_footer(footer)
+        if self.max_bytes is not None:
+            self._fit_footer(footer)
         self.records += 1
         self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
         self.closed = True
