@@ -205,7 +205,7 @@ int RunRecord(const RecordOptions& o) {
   }
   if (WIFSIGNALED(wstatus)) {
     std::fprintf(stderr, "ivytrace record: '%s' was killed by signal %d; '%s' holds the records "
-                 "written until then (no footer)\n", o.command[0].c_str(), WTERMSIG(wstatus), o.output.c_str());
+                 "written until then (no footer, unless a --max-ops/--max-bytes limit had closed it already)\n", o.command[0].c_str(), WTERMSIG(wstatus), o.output.c_str());
   }
   spdlog::debug("trace written to {}", o.output);
   return code;
