@@ -148,3 +148,10 @@ def test_wrong_limit_values_are_usage_errors(cli, tmp_path, program, flags, mess
     assert message in proc.stderr, proc.stderr
     assert proc.stdout == ""          # the program did not run
     assert not trace.exists() and list(tmp_path.glob("t.ivt*")) == []
+
+
+def test_help_documents_the_limits(cli):
+    proc = cli("record", "--help")
+    assert proc.returncode == 0
+    assert "--max-ops N" in proc.stdout and "--max-bytes SIZE" in proc.stdout
+    assert "suffixes K, M, G = 1024-based; at least 4096" in proc.stdout

@@ -1,5 +1,6 @@
 """Conversions between torch and NumPy as the recorder writes them (recorder/convert.py)."""
 import numpy as np
+import pytest
 import torch
 
 from ivytrace.recorder.reader import read_trace
@@ -51,6 +52,8 @@ def test_conversion_ops_join_the_references(tmp_path):
     assert isinstance(out, torch.Tensor)
 
 
+# np.array(t) warns about torch's __array__ signature with or without ivytrace (NumPy 2).
+@pytest.mark.filterwarnings("ignore:__array__ implementation doesn't accept a copy keyword")
 def test_a_copy_is_not_linked_a_view_is(tmp_path):
     def fn():
         x = torch.ones(3)
