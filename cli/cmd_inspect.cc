@@ -62,10 +62,21 @@ int InspectTrace(const InspectOptions& o) {
     j["ops"] = s.ops;
     nlohmann::json regions = nlohmann::json::array();
     for (const auto& r : s.regions) {
-      regions.push_back({{"name", r.name}, {"instance", r.instance}, {"ops", r.ops}, {"inputs", r.inputs}});
+      regions.push_back({{"name", r.name}, {"instance", r.instance}, {"ops", r.ops}, {"inputs", r.inputs},
+                         {"ended", r.ended}});
     }
     j["regions"] = regions;
     if (!s.footer_error.empty()) j["error"] = s.footer_error;
+    j["stopped_by_limit"] = nullptr;
+    if (s.stopped_by_limit) {
+      const auto& h = s.limit;
+      j["stopped_by_limit"] = {{"limit", h.kind() == v1::LimitHit::MAX_OPS ? "max_ops" : "max_bytes"},
+                               {"value", h.value()},
+                               {"ops_recorded", h.ops_recorded()},
+                               {"op", h.op()},
+                               {"file", h.file()},
+                               {"line", h.line()}};
+    }
     std::cout << j.dump(2) << "\n";
     return kExitOk;
   }
@@ -82,11 +93,16 @@ int InspectTrace(const InspectOptions& o) {
               (unsigned long long)s.tensor_records, HumanBytes(s.tensor_bytes).c_str(),
               (unsigned long long)s.guards, (unsigned long long)s.shape_reads);
   if (!s.footer_error.empty()) std::printf("  error     %s\n", s.footer_error.c_str());
+  if (s.stopped_by_limit) {
+    std::printf("  stopped   at a recording limit: %s (the program ran on unrecorded)\n",
+                DescribeLimit(s.limit).c_str());
+  }
   if (s.regions.empty()) std::printf("  regions   none (mark one with ivytrace.region)\n");
   else std::printf("  regions   %zu\n", s.regions.size());
   for (const auto& r : s.regions) {
-    std::printf("    %s:%llu  %llu ops, %llu inputs\n", r.name.c_str(), (unsigned long long)r.instance,
-                (unsigned long long)r.ops, (unsigned long long)r.inputs);
+    std::printf("    %s:%llu  %llu ops, %llu inputs%s\n", r.name.c_str(), (unsigned long long)r.instance,
+                (unsigned long long)r.ops, (unsigned long long)r.inputs,
+                r.ended ? "" : s.stopped_by_limit ? "  (not ended: cut by the limit)" : "  (not ended)");
   }
   PrintHistogram(s.ops);
   return kExitOk;

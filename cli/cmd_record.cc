@@ -13,11 +13,13 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -35,7 +37,13 @@ struct RecordOptions {
   std::string python;
   std::vector<std::string> frameworks;
   std::vector<std::string> command;
+  std::optional<uint64_t> max_ops;     // --max-ops: op events to record at most
+  std::optional<uint64_t> max_bytes;   // --max-bytes: size of the trace file at most
 };
+
+// The smallest --max-bytes accepted: the magic, the header (argv, host name...) and the room the
+// recorder keeps for the footer (python/ivytrace/recorder/writer.py, FOOTER_RESERVE = 512).
+constexpr uint64_t kMinMaxBytes = 4096;
 
 bool LooksLikePython(const std::string& program) {
   const std::string base = std::filesystem::path(program).filename().string();
@@ -70,6 +78,21 @@ bool HasHeader(const std::string& path) {
   return r.Next(&rec, &eof).ok() && !eof && rec.has_header();
 }
 
+// A validator for a count that must fit a uint64 (CLI11's NonNegativeNumber prints its range as
+// a 300-digit double, and AsSizeValue lets "-5" and values past 2^64 through).
+CLI::Validator WholeNumber(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& v) -> std::string {
+        uint64_t n = 0;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (v.empty() || ec != std::errc() || end != v.data() + v.size()) {
+          return "expected a whole number of " + what + " (0 to 2^64-1), not '" + v + "'";
+        }
+        return "";
+      },
+      "");
+}
+
 int RunRecord(const RecordOptions& o) {
   static const std::set<std::string> kKnown = {"torch", "numpy", "jax"};
   static const std::set<std::string> kSupported = {"torch", "numpy"};
@@ -84,6 +107,12 @@ int RunRecord(const RecordOptions& o) {
   if (o.command.empty()) {
     return Fail("record", Status::InvalidArgument("give the program to run after --, e.g. "
                                                   "ivytrace record -o t.ivt -- python3 prog.py"), kExitUsage);
+  }
+  if (o.max_bytes && *o.max_bytes < kMinMaxBytes) {
+    return Fail("record", Status::InvalidArgument("--max-bytes " + std::to_string(*o.max_bytes) +
+                                                  " is too small: a trace needs at least " +
+                                                  std::to_string(kMinMaxBytes) +
+                                                  " bytes for its header and footer"), kExitUsage);
   }
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("record", st, kExitOutput);
@@ -121,7 +150,10 @@ int RunRecord(const RecordOptions& o) {
       pythonpath += ":" + kv.substr(11);
       continue;
     }
-    if (kv.rfind("IVYTRACE_RECORD_TO=", 0) == 0 || kv.rfind("IVYTRACE_FRAMEWORKS=", 0) == 0) continue;
+    if (kv.rfind("IVYTRACE_RECORD_TO=", 0) == 0 || kv.rfind("IVYTRACE_FRAMEWORKS=", 0) == 0 ||
+        kv.rfind("IVYTRACE_MAX_OPS=", 0) == 0 || kv.rfind("IVYTRACE_MAX_BYTES=", 0) == 0) {
+      continue;
+    }
     env.push_back(kv);
   }
   env.push_back("PYTHONPATH=" + pythonpath);
@@ -131,6 +163,9 @@ int RunRecord(const RecordOptions& o) {
     for (const auto& f : o.frameworks) fw += (fw.empty() ? "" : ",") + f;
     env.push_back("IVYTRACE_FRAMEWORKS=" + fw);
   }
+  // The limits travel like the other options; the recorder (writer.py) enforces them.
+  if (o.max_ops) env.push_back("IVYTRACE_MAX_OPS=" + std::to_string(*o.max_ops));
+  if (o.max_bytes) env.push_back("IVYTRACE_MAX_BYTES=" + std::to_string(*o.max_bytes));
   std::vector<char*> envp, argv;
   for (auto& kv : env) envp.push_back(kv.data());
   envp.push_back(nullptr);
@@ -170,7 +205,7 @@ int RunRecord(const RecordOptions& o) {
   }
   if (WIFSIGNALED(wstatus)) {
     std::fprintf(stderr, "ivytrace record: '%s' was killed by signal %d; '%s' holds the records "
-                 "written until then (no footer)\n", o.command[0].c_str(), WTERMSIG(wstatus), o.output.c_str());
+                 "written until then (no footer, unless a --max-ops/--max-bytes limit had closed it already)\n", o.command[0].c_str(), WTERMSIG(wstatus), o.output.c_str());
   }
   spdlog::debug("trace written to {}", o.output);
   return code;
@@ -185,10 +220,24 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_option("--python", opts->python, "Python interpreter that has the ivytrace package "
                                              "(default: PROGRAM when it is a python, else $IVYTRACE_PYTHON, else python3)");
   sub->add_option("--frameworks", opts->frameworks, "Frameworks to record (default: torch,numpy: whichever the program imports)")->delimiter(',');
+  sub->add_option("--max-ops", opts->max_ops,
+                  "Stop recording after N op events: the trace gets its footer (which records the "
+                  "limit) and the program runs on unrecorded")
+      ->type_name("N")
+      ->check(WholeNumber("ops"));
+  // AsSizeValue turns "64M", "10KiB", "4096" into bytes (K, M, G... are powers of 1024) and
+  // rejects unknown units.
+  sub->add_option("--max-bytes", opts->max_bytes,
+                  "Stop recording before the trace file would grow past SIZE bytes (suffixes K, M, "
+                  "G = 1024-based; at least 4096), as --max-ops does")
+      ->transform(CLI::AsSizeValue(false))
+      ->check(WholeNumber("bytes"))
+      ->type_name("SIZE");
   sub->add_option("command", opts->command, "The program and its arguments, after --")->required();
   sub->footer("Example: ivytrace record -o model.ivt -- python3 train.py --epochs 1\n"
-              "Exit status: the program's own; 126/127 if it cannot be run; 2 usage error; "
-              "4 the trace cannot be written.");
+              "Exit status: the program's own (also when a --max-ops/--max-bytes limit stopped "
+              "the recording); 126/127 if it cannot be run; 2 usage error; 4 the trace cannot be "
+              "written.");
   sub->callback([opts, exit_code] { *exit_code = RunRecord(*opts); });
 }
 

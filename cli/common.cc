@@ -47,6 +47,11 @@ Status LoadForCommand(const std::string& path, const std::string& region, const 
       spdlog::warn("trace '{}' has several regions; using '{}' (choose one with --region NAME[:K])",
                    path, out->build.region_chosen);
     }
+    if (out->graph.outputs.kind_case() == v1::Arg::KIND_NOT_SET && !out->build.stopped_by_limit.empty()) {
+      spdlog::warn("trace '{}' was stopped by a recording limit ({}): the graph holds only the ops "
+                   "recorded before it",
+                   path, out->build.stopped_by_limit);
+    }
     if (out->graph.outputs.kind_case() == v1::Arg::KIND_NOT_SET) {
       spdlog::warn("trace '{}' marks no region, so nothing is an output: every op is kept "
                    "(mark one with ivytrace.region or record with ivytrace.trace_graph)",

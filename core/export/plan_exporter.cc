@@ -59,19 +59,18 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
 
   plan->Clear();
   plan->set_name(g.name);
-  // The framework the steps call into: the first component of the live ops' names
-  // ("numpy.add" -> "numpy"); "torch" when the plan has no steps or mixes frameworks.
-  std::string framework;
+  // The frameworks the steps call into: the first component of the live ops' names
+  // ("numpy.add" -> "numpy"), in order of first use and joined by "," when a mixed program
+  // converts between them ("torch,numpy"); "torch" when the plan has no steps. Constants carry
+  // their own framework (Tensor.framework) in a mixed plan.
+  std::vector<std::string> frameworks;
   for (const Node& n : g.nodes) {
     if (n.erased) continue;
     std::string f = n.op.substr(0, n.op.find('.'));
-    if (framework.empty()) {
-      framework = f;
-    } else if (f != framework) {
-      framework = "torch";
-      break;
-    }
+    if (std::find(frameworks.begin(), frameworks.end(), f) == frameworks.end()) frameworks.push_back(f);
   }
+  std::string framework;
+  for (const auto& f : frameworks) framework += (framework.empty() ? "" : ",") + f;
   plan->set_framework(framework.empty() ? "torch" : framework);
   plan->set_num_slots(static_cast<uint32_t>(g.values.size()));
   *plan->mutable_source() = g.source;

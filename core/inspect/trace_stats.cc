@@ -56,8 +56,19 @@ Status CollectTraceStats(const std::string& path, TraceStats* stats) {
         stats->regions.push_back(r);
         break;
       }
-      case v1::Record::kRegionEnd: open_regions.erase(rec.region_end().region()); break;
-      case v1::Record::kFooter: stats->footer_error = rec.footer().error(); break;
+      case v1::Record::kRegionEnd: {
+        auto it = open_regions.find(rec.region_end().region());
+        if (it != open_regions.end()) {
+          stats->regions[it->second].ended = true;
+          open_regions.erase(it);
+        }
+        break;
+      }
+      case v1::Record::kFooter:
+        stats->footer_error = rec.footer().error();
+        stats->stopped_by_limit = rec.footer().has_stopped_by_limit();
+        if (stats->stopped_by_limit) stats->limit = rec.footer().stopped_by_limit();
+        break;
       default: break;
     }
   }
@@ -68,6 +79,18 @@ Status CollectTraceStats(const std::string& path, TraceStats* stats) {
     if (by_id[id]) stats->ops[reader.String(id)] += by_id[id];
   }
   return Status::Ok();
+}
+
+std::string DescribeLimit(const v1::LimitHit& hit) {
+  const bool ops = hit.kind() == v1::LimitHit::MAX_OPS;
+  std::string s = std::string(ops ? "--max-ops " : "--max-bytes ") + std::to_string(hit.value()) + ", hit by ";
+  const std::string where = hit.file().empty() ? "an unknown line" : hit.file() + ":" + std::to_string(hit.line());
+  if (!hit.op().empty()) {
+    s += "op " + std::to_string(hit.ops_recorded() + 1) + " (" + hit.op() + " at " + where + ")";
+  } else {
+    s += "the call at " + where;
+  }
+  return s + "; " + std::to_string(hit.ops_recorded()) + " ops recorded";
 }
 
 }  // namespace ivytrace

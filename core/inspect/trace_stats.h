@@ -16,6 +16,7 @@ struct RegionStats {
   uint64_t instance = 0;  // K in "name:K"
   uint64_t ops = 0;
   uint64_t inputs = 0;
+  bool ended = false;     // its RegionEnd is in the trace
 };
 
 struct TraceStats {
@@ -32,7 +33,12 @@ struct TraceStats {
   std::vector<RegionStats> regions;
   bool complete = false;                // ended with a footer
   std::string footer_error;             // the exception that ended the program, if any
+  bool stopped_by_limit = false;        // a --max-ops/--max-bytes limit ended the recording
+  v1::LimitHit limit;                   // which one, where (when stopped_by_limit)
 };
+
+// "--max-ops 1000, hit by op 1001 (torch.add at prog.py:7)": a limit that stopped a recording.
+std::string DescribeLimit(const v1::LimitHit& hit);
 
 // Reads the whole trace. A truncated or damaged trace is an error naming the byte offset.
 Status CollectTraceStats(const std::string& path, TraceStats* stats);

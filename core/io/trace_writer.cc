@@ -54,9 +54,10 @@ Status TraceWriter::Write(const v1::Record& record) {
   return Status::Ok();
 }
 
-Status TraceWriter::Close() {
+Status TraceWriter::Close(v1::Footer footer) {
   if (!file_) return Status::Ok();
   v1::Record r;
+  *r.mutable_footer() = std::move(footer);
   r.mutable_footer()->set_records(records_);
   r.mutable_footer()->set_op_events(ops_);
   r.mutable_footer()->set_crc32(crc_);

@@ -21,8 +21,9 @@ class TraceWriter {
   // Interns `s`, writing an Intern record the first time; returns its id.
   uint32_t Intern(const std::string& s);
   Status Write(const v1::Record& record);
-  // Writes the footer with the counts so far and closes the file.
-  Status Close();
+  // Writes the footer with the counts so far and closes the file. `footer` may carry the other
+  // fields (exit status, error, stopped_by_limit); its counts and CRC are filled in here.
+  Status Close(v1::Footer footer = v1::Footer());
 
  private:
   std::FILE* file_ = nullptr;

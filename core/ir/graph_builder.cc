@@ -1,6 +1,7 @@
 #include "core/ir/graph_builder.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include <absl/container/inlined_vector.h>
 #include <absl/hash/hash.h>
 
+#include "core/inspect/trace_stats.h"
 #include "core/io/trace_reader.h"
 #include "core/ir/arg.h"
 #include "core/schema/schema_registry.h"
@@ -62,6 +64,7 @@ class Builder {
     while (true) {
       IVY_RETURN_IF_ERROR(reader_.Next(&rec, &eof));
       if (eof) break;
+      if (rec.has_footer() && rec.footer().has_stopped_by_limit()) limit_ = rec.footer().stopped_by_limit();
       if (!done_) IVY_RETURN_IF_ERROR(Handle(&rec));
     }
     if (summary) {
@@ -69,6 +72,14 @@ class Builder {
       summary->region_chosen = chosen_;
       summary->ops_read = ops_read_;
       summary->shape_reads_dropped = shape_reads_;
+      if (limit_) summary->stopped_by_limit = DescribeLimit(*limit_);
+    }
+    if (active_ && limit_) {
+      // The region's ops after the limit were never recorded: its graph would be a wrong prefix.
+      return Status::Corruption("trace '" + path + "': region '" + chosen_ +
+                                "' was cut by a recording limit before it ended (" +
+                                DescribeLimit(*limit_) + "); record again with a higher limit, or "
+                                "choose a region that ended before the limit with --region");
     }
     if (active_) {
       return Status::Corruption("trace '" + path + "': region '" + chosen_ +
@@ -87,7 +98,10 @@ class Builder {
         if (regions_seen_ == 0) names = "none";
         return Status::NotFound("trace '" + path + "': no region '" + want_name_ +
                                 (want_index_ ? ":" + std::to_string(want_index_) : "") +
-                                "' (regions in the trace: " + names + ")");
+                                "' (regions in the trace: " + names + ")" +
+                                (limit_ ? "; the recording stopped early at a limit (" + DescribeLimit(*limit_) +
+                                              "), so later regions are not in the trace"
+                                        : ""));
       }
       // No region anywhere: the graph is every op of the trace, with no declared outputs.
       graph_->name = "trace";
@@ -209,6 +223,12 @@ class Builder {
 
   Status EndRegion(const v1::RegionEnd& re) {
     if (!active_ || re.region() != region_id_) return Status::Ok();
+    if (re.raised()) {
+      // No result: a graph of it would have no outputs (and DCE would keep nothing).
+      return Status::Corruption("trace '" + reader_.path() + "': region '" + chosen_ +
+                                "' ended by an exception (the program raised inside it), so it has "
+                                "no result to build a graph of; choose another region with --region");
+    }
     v1::Arg out = re.result();
     Status st;
     ForEachTensorMutable(&out, [&](v1::TensorRef* r) {
@@ -815,6 +835,7 @@ class Builder {
   size_t shape_reads_ = 0;
   bool active_ = false;
   bool done_ = false;
+  std::optional<v1::LimitHit> limit_;   // from the footer: a recording limit stopped the trace
   uint64_t region_id_ = 0;
   std::string chosen_;
   absl::flat_hash_map<TensorKey, ValueId, TensorKeyHash> defined_;

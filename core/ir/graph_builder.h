@@ -25,6 +25,9 @@ struct BuildSummary {
   // Shape reads (x.shape, x.dim(), ...) in the chosen region: events, not nodes, so they keep
   // nothing alive and are not in the graph.
   size_t shape_reads_dropped = 0;
+  // The trace's footer says a recording limit (--max-ops/--max-bytes) stopped it: its last
+  // records are the program's state at that point, not its end. Empty otherwise.
+  std::string stopped_by_limit;    // e.g. "--max-ops 1000, hit by op 1001 (torch.add at p.py:7); ..."
 };
 
 Status BuildGraphFromTrace(const std::string& path, const BuildOptions& options, Graph* graph,

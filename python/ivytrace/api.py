@@ -118,7 +118,9 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
         # Buffered: the trace lives only for this call, so per-call writes (for crash safety)
         # would only cost time.
         np = sys.modules.get("numpy")
-        frameworks = ("torch", "numpy") if np is not None and _any_ndarray(np, (args, kwargs)) else ("torch",)
+        # NumPy is recorded whenever the program has imported it: a torch function may convert
+        # to NumPy and back (convert.py), and NumPy inputs need it anyway.
+        frameworks = ("torch", "numpy") if np is not None else ("torch",)
         rec = Recorder(trace_path, frameworks=frameworks, warn_guards=True, argv=sys.argv, buffer_bytes=1 << 20)
         rec.start()
         try:
@@ -148,16 +150,6 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-
-
-def _any_ndarray(np, v) -> bool:
-    if isinstance(v, np.ndarray):
-        return True
-    if type(v) in (list, tuple):
-        return any(_any_ndarray(np, x) for x in v)
-    if type(v) is dict:
-        return any(_any_ndarray(np, x) for x in v.values())
-    return False
 
 
 def _plain_arrays(v):

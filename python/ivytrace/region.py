@@ -73,6 +73,7 @@ class region:
             if not sig_box:
                 sig_box.append(signature_of(fn))
             f = sys._getframe(1)
+            args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
             rid = rec.region_begin(name, bind_inputs(sig_box[0], args, kwargs), f.f_code.co_filename, f.f_lineno)
             try:
                 out = fn(*args, **kwargs)

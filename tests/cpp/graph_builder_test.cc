@@ -126,6 +126,64 @@ TEST(GraphBuilder, ReadOfAnUnrecordedTensorIsAClearError) {
   EXPECT_NE(st.message().find("t5"), std::string::npos) << st.message();
 }
 
+// Region "f:0" ends (y = x * 2), region "f:1" begins and is cut by --max-ops 2 before it ends.
+std::string WriteTraceCutByALimit(const std::string& path) {
+  TraceWriter w;
+  w.Open(path, v1::Header());
+  for (uint64_t region : {1, 2}) {
+    v1::Record rb;
+    rb.mutable_region_begin()->set_region(region);
+    rb.mutable_region_begin()->set_name("f");
+    auto* in = rb.mutable_region_begin()->add_inputs();
+    in->set_name("x");
+    *in->mutable_value() = TensorArg(Ref(10 * region, 0));
+    w.Write(rb);
+    testing::WriteOp(w, "torch.Tensor.mul", {TensorArg(Ref(10 * region, 0)), IntArg(2)},
+                     TensorArg(Ref(10 * region + 1, 0)), {}, 5);
+    if (region == 2) break;
+    v1::Record re;
+    re.mutable_region_end()->set_region(region);
+    *re.mutable_region_end()->mutable_result() = TensorArg(Ref(10 * region + 1, 0));
+    w.Write(re);
+  }
+  v1::Footer footer;
+  auto* hit = footer.mutable_stopped_by_limit();
+  hit->set_kind(v1::LimitHit::MAX_OPS);
+  hit->set_value(2);
+  hit->set_ops_recorded(2);
+  hit->set_op("torch.Tensor.add");
+  hit->set_file("prog.py");
+  hit->set_line(6);
+  w.Close(footer);
+  return path;
+}
+
+TEST(GraphBuilder, ARegionCutByARecordingLimitIsRefusedByName) {
+  const auto path = WriteTraceCutByALimit(TempPath("cut_by_limit.ivt"));
+  Graph g;
+  BuildOptions o;
+  o.region = "f:1";
+  Status st = BuildGraphFromTrace(path, o, &g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), Status::Kind::kCorruption);
+  for (const char* part : {"region 'f:1' was cut by a recording limit", "--max-ops 2",
+                           "op 3 (torch.Tensor.add at prog.py:6)"}) {
+    EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+  }
+  EXPECT_NE(st.message().find(path), std::string::npos) << st.message();
+  // A later region is not in the trace at all: the message says the limit is why.
+  o.region = "f:2";
+  st = BuildGraphFromTrace(path, o, &g);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("stopped early at a limit"), std::string::npos) << st.message();
+  // The region that ended before the limit builds, and the summary names the limit.
+  o.region = "f:0";
+  BuildSummary summary;
+  ASSERT_TRUE(BuildGraphFromTrace(path, o, &g, &summary).ok());
+  EXPECT_EQ(g.nodes.size(), 1u);
+  EXPECT_NE(summary.stopped_by_limit.find("--max-ops 2"), std::string::npos);
+}
+
 // y = x * 2; v = y.view(-1) (or y.diagonal()); v.add_(1); return y. The view shares y's storage.
 std::string WriteViewWriteTrace(const std::string& path, const std::string& view_op) {
   TraceWriter w;

@@ -10,6 +10,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 sys.path.insert(0, str(SAMPLES))
+if str(REPO / "python") not in sys.path:  # this checkout's package, installed or not
+    sys.path.insert(0, str(REPO / "python"))
 
 
 def find_binary():
@@ -34,7 +36,13 @@ def ivytrace_bin():
 def cli(ivytrace_bin):
     """cli(*args) runs the binary and returns the CompletedProcess (text mode)."""
 
+    # `ivytrace record` runs programs that must load this checkout's ivytrace package (the one
+    # these tests import), not another copy installed in the interpreter.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "python")] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+
     def run(*args, check=False, **kw):
+        kw.setdefault("env", env)
         proc = subprocess.run([ivytrace_bin, *map(str, args)], capture_output=True, text=True, **kw)
         if check and proc.returncode != 0:
             raise AssertionError(f"ivytrace {' '.join(map(str, args))} failed ({proc.returncode}):\n"

@@ -28,7 +28,7 @@ def _start_recording(path):
         # Running under an interpreter that does not have the package installed: use the copy
         # this boot directory belongs to (<root>/ivytrace/_boot).
         sys.path.append(os.path.dirname(os.path.dirname(_BOOT_DIR)))
-    from ivytrace.recorder.recorder import KNOWN_FRAMEWORKS, Recorder
+    from ivytrace.recorder.recorder import KNOWN_FRAMEWORKS, Recorder, limits_from_environ
 
     unknown = [f for f in frameworks if f not in KNOWN_FRAMEWORKS]
     if unknown or not frameworks:
@@ -38,8 +38,8 @@ def _start_recording(path):
         os._exit(2)
 
     argv = _program_argv()
-    rec = Recorder(path, frameworks=frameworks, argv=argv)
     try:
+        rec = Recorder(path, frameworks=frameworks, argv=argv, **limits_from_environ())
         rec.start()
     except Exception as e:
         sys.stderr.write(f"ivytrace record: error: cannot start the recorder: {e}\n")

@@ -17,6 +17,8 @@ OP = 0        # record an OpEvent
 SKIP = 1      # metadata or Python plumbing: call through, record nothing
 SHAPE = 2     # a shape read: record a ShapeRead
 GUARD = 3     # the tensor's value leaves the framework: record a GuardEvent
+CONVERT = 4   # a conversion between torch and NumPy (see convert.py): an op joining the two
+              # frameworks when both are recorded, else a guard (to NumPy) or an ordinary op
 
 _NAMESPACES = (
     ("torch.nn.functional", torch.nn.functional),
@@ -46,6 +48,8 @@ SKIP_TORCH = frozenset({
     "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_same_size", "torch.device",
 })
 SHAPE_TORCH = frozenset({"torch.numel"})
+CONVERT_METHODS = frozenset({"numpy", "__array__"})
+CONVERT_TORCH = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.tensor"})
 # Tensor-valued properties recorded as ops named "torch.Tensor.<prop>.__get__" (which replays:
 # torch.Tensor.T.__get__(x) is x.T). Every other property read is metadata and is skipped.
 TENSOR_PROPERTIES = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
@@ -78,6 +82,8 @@ def kind_of(name: str) -> int:
         attr = name[len("torch.Tensor."):]
         if attr in SHAPE_METHODS:
             return SHAPE
+        if attr in CONVERT_METHODS:
+            return CONVERT
         if attr in GUARD_METHODS:
             return GUARD
         if attr in SKIP_METHODS:
@@ -87,6 +93,8 @@ def kind_of(name: str) -> int:
         return SKIP
     if name in SHAPE_TORCH:
         return SHAPE
+    if name in CONVERT_TORCH:
+        return CONVERT
     return OP
 
 

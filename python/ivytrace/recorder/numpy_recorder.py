@@ -277,6 +277,7 @@ class NumpyRecorder:
         self._next_region = 1
         self._patched = []
         self._warned = set()
+        self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
 
@@ -308,6 +309,8 @@ class NumpyRecorder:
                 return orig(*args, **kwargs)
             if not random and not _user_caller():
                 return orig(*args, **kwargs)
+            if not random and args and _convert_mod is not None and _convert_mod.is_torch_tensor(args[0]):
+                return _convert_mod.numpy_from_torch(rec, qual, orig, args, kwargs)   # np.asarray(t)
             return rec.record(qual, orig, args, kwargs, _plain(args), _plain(kwargs), None)
         wrapper.__ivytrace_original__ = orig
         setattr(mod, n, wrapper)
@@ -334,8 +337,7 @@ class NumpyRecorder:
                 sid = None
             else:
                 sid = self._ref(root)[0]
-            tid = self._next
-            self._next += 1
+            tid = self._new_id()
             if sid is None:
                 sid = tid
             r = (weakref.ref(a), tid, sid)
@@ -345,6 +347,16 @@ class NumpyRecorder:
             if len(self._ids) > self._sweep_at:
                 self._sweep()
         return r[1], r[2], self._versions.get(r[2], 0)
+
+    def _new_id(self) -> int:
+        """A tensor id from the sequence the torch recorder draws from too (a mixed trace's
+        references must not collide; see convert.py)."""
+        t = self.session.torch
+        tid = self._next if t is None else max(self._next, t._next_tid)
+        self._next = tid + 1
+        if t is not None:
+            t._next_tid = tid + 1
+        return tid
 
     def _sweep(self):
         for k in [k for k, r in self._ids.items() if r[0]() is None]:
@@ -383,6 +395,10 @@ class NumpyRecorder:
 
     def _enc_in(self, a, ins):
         tid, sid, v = self._ref(a)
+        if self._links:
+            links = self._links.get(sid)
+            if links and _convert().before_numpy_read(self, links):
+                tid, sid, v = self._ref(a)   # torch wrote the shared memory: re-made at a new version
         ins.append((a, tid, sid, v))
         ref = self._tensor_ref(a, tid, sid, v)
         if self._known.get(tid) != v:
@@ -406,7 +422,7 @@ class NumpyRecorder:
         arr = np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, TracedArray) else a)
         dt = _DTYPES.get(arr.dtype, 0)
         data = arr.tobytes()
-        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role)
+        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role, framework="numpy")
         msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
         self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
 
@@ -499,6 +515,8 @@ class NumpyRecorder:
                     done.add(tid)
                     self._write_value(a, self._tensor_ref(a, tid, sid, v), values)
         self.w.emit()
+        if self._links and sids and not raised:
+            _convert().after_numpy_write(self, sids)
 
     def shape_read(self, op, a, value):
         """A ShapeRead record: the program read a shape (the graph is specialized on it)."""
@@ -659,6 +677,17 @@ class _NumpyEncoder(ArgEncoder):
             self.table[dt.type] = lambda v, ts: self.encode(v.item(), ts)
         self.table[type] = lambda v, ts: (_enc_dtype(v, ts) if issubclass(v, np.generic) or v in (float, int, bool)
                                           else ld(A_SYMBOL, str(v).encode()))
+
+
+_convert_mod = None   # convert.py, once torch is recorded too (it imports torch)
+
+
+def _convert():
+    global _convert_mod
+    if _convert_mod is None:
+        from ivytrace.recorder import convert
+        _convert_mod = convert
+    return _convert_mod
 
 
 def recorder_for(session) -> NumpyRecorder:

@@ -17,7 +17,7 @@ import threading
 import time
 
 from ivytrace._version import __version__
-from ivytrace.recorder.writer import TAG_HEADER, TraceWriter
+from ivytrace.recorder.writer import TAG_HEADER, LimitedTraceWriter, TraceWriter
 from ivytrace.v1 import trace_pb2
 
 KNOWN_FRAMEWORKS = ("torch", "numpy")
@@ -49,10 +49,14 @@ class Recorder:
     warn_guards: warn once per source line whose control flow depends on a tensor value.
     buffer_bytes: batch writes up to this size (default 0: write every call as it happens, so a
     killed program still leaves its records).
+    max_ops / max_bytes: stop recording once the trace holds this many op events / would grow
+    past this many bytes (footer included): the footer is written at once (it records the limit),
+    a message goes to stderr, and the program runs on unrecorded (see LimitedTraceWriter).
     """
 
     def __init__(self, path, *, frameworks=("torch",), warn_guards: bool = False, argv=None,
-                 buffer_bytes: int = 0):
+                 buffer_bytes: int = 0, max_ops: int | None = None, max_bytes: int | None = None,
+                 limit_names=("max_ops", "max_bytes")):
         unknown = [f for f in frameworks if f not in KNOWN_FRAMEWORKS]
         if unknown:
             raise ValueError(f"ivytrace: unknown framework(s) {', '.join(unknown)}; "
@@ -63,6 +67,12 @@ class Recorder:
         self.argv = list(sys.argv if argv is None else argv)
         # 0: every call is written as it happens (a killed program leaves a readable prefix).
         self.buffer_bytes = buffer_bytes
+        for name, v in (("max_ops", max_ops), ("max_bytes", max_bytes)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise ValueError(f"ivytrace: {name} must be a non-negative integer, not {v!r}")
+        self.max_ops = max_ops
+        self.max_bytes = max_bytes
+        self.limit_names = limit_names   # how the limits are named in the message (flags for the CLI)
         self.writer = None
         self.torch = None          # TorchRecorder once attached
         self.numpy = None          # NumpyRecorder once attached
@@ -72,6 +82,7 @@ class Recorder:
         self._import_hook = None
         self._numpy_hook = None
         self._stopped = False
+        self._pushed = {}          # region id -> the other recorder whose frame it opened
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self):
@@ -79,9 +90,14 @@ class Recorder:
             raise RuntimeError("ivytrace: Recorder.start() called twice")
         from ivytrace.schema import load_schemas
         self.schemas = load_schemas()
-        self.writer = TraceWriter(self.path, buffer_bytes=self.buffer_bytes)
         self.start_unix_ns = time.time_ns()
         self.t0 = time.perf_counter_ns()
+        if self.max_ops is None and self.max_bytes is None:
+            self.writer = TraceWriter(self.path, buffer_bytes=self.buffer_bytes)
+        else:
+            self.writer = LimitedTraceWriter(self.path, buffer_bytes=self.buffer_bytes, max_ops=self.max_ops,
+                                             max_bytes=self.max_bytes, on_limit=self._limit_reached,
+                                             end_ns=lambda: time.perf_counter_ns() - self.t0)
         header = trace_pb2.Header(
             producer=f"ivytrace-recorder {__version__}",
             frameworks=[trace_pb2.FrameworkVersion(name=f, version=_framework_version(f))
@@ -114,8 +130,12 @@ class Recorder:
         from ivytrace.recorder.numpy_recorder import recorder_for
         self.numpy = recorder_for(self)
         self.numpy.install()
+        self._connect()
 
     def _unhook(self):
+        if getattr(self, "_restore_from_numpy", None) is not None:
+            from ivytrace.recorder import convert
+            convert.disconnect(self)
         for h in (self._import_hook, self._numpy_hook):
             if h is not None and h in sys.meta_path:
                 sys.meta_path.remove(h)
@@ -130,6 +150,13 @@ class Recorder:
         if self.numpy is not None:   # region ids stay unique across the two recorders
             self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
         self.torch.install()
+        self._connect()
+
+    def _connect(self):
+        """Both recorders attached: conversions between them join the graphs (convert.py)."""
+        if self.torch is not None and self.numpy is not None:
+            from ivytrace.recorder import convert
+            convert.connect(self)
 
     def stop(self, error: str = "", exit_status: int | None = None):
         """Stop recording and write the footer (idempotent)."""
@@ -145,6 +172,19 @@ class Recorder:
         if exit_status is not None:
             footer.exit_status = exit_status
         self.writer.close(footer)
+
+    def _limit_reached(self, hit):
+        """The writer stopped at a limit and wrote the footer: stop recording, say so (the
+        writer calls this once, also when the limit is hit by what stop() flushes)."""
+        if not self._stopped:
+            self._stopped = True
+            self._unhook()
+            if self.torch is not None:
+                self.torch.uninstall()
+            if self in _ACTIVE:
+                _ACTIVE.remove(self)
+        sys.stderr.write(limit_message(hit, self.limit_names) + "\n")
+        sys.stderr.flush()
 
     def _abandon(self):
         """Stop recording without writing anything more (the file belongs to another process)."""
@@ -185,6 +225,21 @@ class Recorder:
         return self.numpy.wrap(tuple(args)), self.numpy.wrap(dict(kwargs))
 
     def region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
+        rid = self._region_begin(name, inputs, file, line)
+        if rid and self.torch is not None and self.numpy is not None:
+            # A mixed program: the recorder that did not open the region starts a frame too.
+            from ivytrace.recorder import convert
+            self._pushed[rid] = convert.push_frames(self, "numpy" if rid < 0 else "torch")
+        return rid
+
+    def region_end(self, rid: int, result=None, raised: bool = False):
+        self._region_end(rid, result, raised)
+        pushed = self._pushed.pop(rid, None)
+        if pushed is not None:
+            from ivytrace.recorder import convert
+            convert.pop_frames(self, pushed)
+
+    def _region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
         if self.numpy is not None and not self._stopped and _has_ndarray([v for _, v in inputs]) \
                 and not _has_torch_tensor([v for _, v in inputs]):
             # Region ids are unique in the trace: the two recorders draw from one sequence.
@@ -200,13 +255,44 @@ class Recorder:
             return 0
         return self.torch.region_begin(name, inputs, file, line)
 
-    def region_end(self, rid: int, result=None, raised: bool = False):
+    def _region_end(self, rid: int, result=None, raised: bool = False):
         if rid and rid < 0:
             if self.numpy is not None and not self._stopped:
                 self.numpy.region_end(-rid, result, raised)
             return
         if self.torch is not None and rid and not self._stopped:
             self.torch.region_end(rid, result, raised)
+
+
+def limit_message(hit, names=("max_ops", "max_bytes")) -> str:
+    """One line saying which limit stopped the recording, its value, and where."""
+    by_ops = hit.kind == trace_pb2.LimitHit.MAX_OPS
+    name = names[0] if by_ops else names[1]
+    where = f"{hit.file}:{hit.line}" if hit.file else "an unknown source line"
+    call = f"op {hit.ops_recorded + 1} ({hit.op} at {where})" if hit.op else f"the call at {where}"
+    what = (f"{call} would be one op too many" if by_ops else f"the records of {call} would make the trace "
+            f"larger than {hit.value} bytes")
+    who = "ivytrace record" if name.startswith("--") else "ivytrace"
+    return (f"{who}: recording stopped at the limit {name} {hit.value}: {what}; the trace "
+            f"holds the first {hit.ops_recorded} ops and a footer, and the program runs on unrecorded")
+
+
+def limits_from_environ(environ=None) -> dict:
+    """max_ops / max_bytes from IVYTRACE_MAX_OPS / IVYTRACE_MAX_BYTES (set by `ivytrace record`,
+    which has validated them). Raises ValueError naming the variable on a value that is not a
+    non-negative integer."""
+    environ = os.environ if environ is None else environ
+    out = {}
+    for key, var in (("max_ops", "IVYTRACE_MAX_OPS"), ("max_bytes", "IVYTRACE_MAX_BYTES")):
+        raw = environ.pop(var, None)
+        if raw is None or raw == "":
+            continue
+        if not raw.isdigit():
+            raise ValueError(f"{var}={raw!r}: expected a non-negative integer")
+        out[key] = int(raw)
+    if out:
+        out["limit_names"] = ("--max-ops", "--max-bytes")
+    return out
 
 
 def _has_ndarray(v) -> bool:

@@ -75,6 +75,7 @@ _weakref = weakref.ref
 _getframe = sys._getframe
 _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
+_CONVERT = _names.CONVERT
 _SMALL = len(V)
 _VERSION = [b""] + [b"\x10" + V[n] for n in range(1, _SMALL)]   # TensorRef.version = 2
 _shapes: dict = {}
@@ -390,7 +391,12 @@ class TorchRecorder(TorchFunctionMode):
                 return func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
             if kind == _SHAPE:
                 return self._shape_read(info, func, args, kwargs, invoke)
-            return self._guard(info, func, args, kwargs, invoke)
+            if kind != _CONVERT:
+                return self._guard(info, func, args, kwargs, invoke)
+            done, result = self._convert(info, func, args, kwargs, invoke)
+            if done:
+                return result
+            # Not a conversion of a recorded array (torch.tensor([1, 2])): an ordinary op.
 
         # Arguments (before the call: versions as the op saw them). Plain tensors the frame
         # already knows take the inlined fast path; everything else goes through the encoder.
@@ -611,6 +617,12 @@ class TorchRecorder(TorchFunctionMode):
                 warnings.warn(f"ivytrace: this graph is specialized on the value of {info[3]} at {where}",
                               SpecializationWarning, stacklevel=3)
         return result
+
+    def _convert(self, info, func, args, kwargs, invoke=None):
+        """t.numpy(), torch.from_numpy(a)...: (True, result) when recorded as a conversion (or,
+        to NumPy with NumPy not recorded, as a guard); (False, None) for an ordinary op."""
+        from ivytrace.recorder import convert
+        return convert.torch_call(self, info, func, args, kwargs, invoke)
 
     def _warn_once(self, key, message):
         if key not in self._warned:

@@ -195,3 +195,175 @@ class TraceWriter:
                 self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
             self.closed = True
             os.close(self._fd)
+
+
+# Room kept for the footer under a byte limit: a footer with every count at its widest varint,
+# the CRC, and a LimitHit whose strings are cut to fit (see LimitedTraceWriter._fit_footer).
+FOOTER_RESERVE = 512
+
+
+class LimitedTraceWriter(TraceWriter):
+    """A TraceWriter that stops at a limit: at most `max_ops` op events, a file of at most
+    `max_bytes` bytes (footer included). The unlimited writer above is left untouched (its
+    emit_op is the recorder's hot path); this one routes every write through `_flush_locked`.
+
+    A write that would go over a limit is dropped whole (a write holds one op and the records it
+    needs: interned strings, constant values, its outputs' values), the counts are rolled back to
+    what is on disk, and the footer is written at once with `stopped_by_limit`; every later record
+    is dropped. `on_limit(hit)` is called once, after the writer's lock is released. With
+    `buffer_bytes` a write holds several ops and the cut falls on a write boundary, so fewer ops
+    than the limit may be kept. The header (the first write) is always written.
+    """
+
+    def __init__(self, path: str, buffer_bytes: int = 0, *, max_ops: int | None = None,
+                 max_bytes: int | None = None, end_ns=None, on_limit=None):
+        super().__init__(path, buffer_bytes)
+        self.max_ops = max_ops
+        self.max_bytes = max_bytes
+        self._end_ns = end_ns or (lambda: 0)
+        self._on_limit = on_limit
+        self._size = len(MAGIC)
+        self._on_disk = (0, 0, 0)       # (records, op_events, tensor_bytes) written so far
+        self._last_op = None           # payload of the last op queued (for the message)
+        self.limit_hit = None          # trace_pb2.LimitHit once a limit stopped the trace
+        self._notify = False
+
+    def add(self, tag, payload, *, op=False, tensor_bytes=0):
+        if self.closed:
+            return
+        if op:
+            self._last_op = payload
+        super().add(tag, payload, op=op, tensor_bytes=tensor_bytes)
+
+    def add_parts(self, tag, parts, *, tensor_bytes=0):
+        if self.closed:
+            return
+        super().add_parts(tag, parts, tensor_bytes=tensor_bytes)
+
+    def intern(self, s):
+        if self.closed:
+            return self._strings.get(s, 0)
+        return super().intern(s)
+
+    def emit_op(self, payload):
+        if self.closed:
+            return
+        with self._lock:
+            data = frame(TAG_OP, payload)
+            self._last_op = payload
+            self.records += 1
+            self.op_events += 1
+            self._pending.append(data)
+            self._buffered += len(data)
+            if not self.buffer_bytes or self._buffered >= self.buffer_bytes:
+                self._flush_locked()
+        self._after_write()
+
+    def emit(self, tag=None, payload=None, *, op=False):
+        if self.closed:
+            return
+        if op and tag is not None:
+            self._last_op = payload
+        super().emit(tag, payload, op=op)
+        self._after_write()
+
+    def flush(self):
+        super().flush()
+        self._after_write()
+
+    def _flush_locked(self):
+        self._buffered = 0
+        if not self._pending or self.closed:
+            return
+        data = b"".join(self._pending)
+        self._pending.clear()
+        kind = None
+        if self.max_ops is not None and self.op_events > self.max_ops:
+            kind = trace_pb2.LimitHit.MAX_OPS
+        elif (self.max_bytes is not None and self._on_disk[0] > 0
+              and self._size + len(data) + FOOTER_RESERVE > self.max_bytes):
+            kind = trace_pb2.LimitHit.MAX_BYTES
+        if kind is None:
+            self._write_all(data)
+            self._size += len(data)
+            self._on_disk = (self.records, self.op_events, self.tensor_bytes)
+            return
+        self._stop_at_limit(kind)
+
+    def _stop_at_limit(self, kind):
+        """Drop what was queued, write the footer now, close (the lock is held)."""
+        op_dropped = self.op_events > self._on_disk[1]
+        self.records, self.op_events, self.tensor_bytes = self._on_disk
+        hit = trace_pb2.LimitHit(kind=kind, ops_recorded=self.op_events,
+                                 value=self.max_ops if kind == trace_pb2.LimitHit.MAX_OPS else self.max_bytes)
+        if self._last_op is not None and op_dropped:
+            op = trace_pb2.OpEvent.FromString(self._last_op)
+            hit.op = self.string(op.op)
+            hit.file = self.string(op.file)
+            hit.line = op.line
+        else:
+            hit.file, hit.line = _user_location()
+        footer = trace_pb2.Footer(end_ns=self._end_ns(), stopped_by_limit=hit)
+        self._write_footer_locked(footer)
+        self.limit_hit = hit
+        self._notify = True
+
+    def _write_footer_locked(self, footer):
+        footer.records = self.records
+        footer.op_events = self.op_events
+        footer.tensor_bytes = self.tensor_bytes
+        footer.crc32 = self._crc
+        if self.max_bytes is not None:
+            self._fit_footer(footer)
+        self.records += 1
+        self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
+        self.closed = True
+        os.close(self._fd)
+
+    @staticmethod
+    def _fit_footer(footer):
+        """Cut the footer's strings so the footer fits in FOOTER_RESERVE bytes."""
+        budget = FOOTER_RESERVE - 16
+        for holder, field in ((footer, "error"), (footer.stopped_by_limit, "file"),
+                              (footer.stopped_by_limit, "op")):
+            if len(footer.SerializeToString()) <= budget:
+                return
+            s = getattr(holder, field)
+            over = len(footer.SerializeToString()) - budget
+            setattr(holder, field, "..." + s[over + 3:] if len(s) > over + 3 else "")
+
+    def close(self, footer=None):
+        if self.closed:
+            return
+        with self._lock:
+            self._flush_locked()
+            if not self.closed and footer is not None:
+                self._write_footer_locked(footer)
+            elif not self.closed:
+                self.closed = True
+                os.close(self._fd)
+        self._after_write()
+
+    def _after_write(self):
+        if self._notify:
+            self._notify = False
+            if self._on_limit is not None:
+                self._on_limit(self.limit_hit)
+
+
+def _user_location():
+    """(file, line) of the innermost frame outside ivytrace and the frameworks it records."""
+    import sys
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    skip = [here]
+    for name in ("torch", "numpy"):
+        m = sys.modules.get(name)
+        if m is not None and getattr(m, "__file__", None):
+            skip.append(os.path.dirname(os.path.abspath(m.__file__)) + os.sep)
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not any(fn.startswith(s) for s in skip) and not fn.startswith("<"):
+            return fn, f.f_lineno or 0
+        f = f.f_back
+    return "", 0

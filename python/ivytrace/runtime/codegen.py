@@ -190,15 +190,21 @@ class _Gen:
     def run(self) -> str:
         plan = self.plan
         where_plan = self.filename
-        if plan.framework and plan.framework not in self.allow.frameworks:
-            raise PlanError(f"{where_plan}: plan targets framework {plan.framework!r}; this runtime "
-                            f"replays {', '.join(sorted(self.allow.frameworks))}")
+        # A mixed program's plan names every framework it calls into: "torch,numpy".
+        for fw in plan.framework.split(",") if plan.framework else ():
+            if fw not in self.allow.frameworks:
+                raise PlanError(f"{where_plan}: plan targets framework {fw!r}; this runtime "
+                                f"replays {', '.join(sorted(self.allow.frameworks))}")
+        default_fw = "numpy" if plan.framework == "numpy" else "torch"
         for c in plan.constants:
             where = f"{where_plan}: constant for slot {c.slot}"
             if c.slot in self.names:
                 raise PlanError(f"{where}: slot {c.slot} is defined twice")
             var = self.names[c.slot] = f"c{c.slot}"
-            make = array_from_proto if plan.framework == "numpy" else tensor_from_proto
+            fw = c.value.framework or default_fw
+            if fw not in ("torch", "numpy"):
+                raise PlanError(f"{where}: constant of framework {fw!r}; this runtime makes torch and numpy values")
+            make = array_from_proto if fw == "numpy" else tensor_from_proto
             self.ns[var] = make(c.value, where)
             self.constants.add(c.slot)
 
