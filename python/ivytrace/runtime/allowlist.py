@@ -3,7 +3,8 @@
 Every `name` and `symbol` in the package's schemas/*.textproto. A name is resolved by importing
 its top-level module (which must be a framework a schema file declares) and walking attributes:
 "torch.nn.functional.relu" -> torch -> nn -> functional -> relu. Nothing else is ever looked up,
-so loading a plan cannot reach arbitrary code.
+so loading a plan cannot reach arbitrary code. A JAX primitive object ("jax.lax.add_p") resolves to
+its `bind`.
 """
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ class AllowList:
         except (ImportError, AttributeError) as e:
             raise PlanError(f"{where}: {name!r} is in the allow-list but does not exist in this "
                             f"installation ({e})") from None
+        # A JAX primitive is not callable: a plan step calls its bind (operands, then params).
+        if not callable(obj) and callable(getattr(obj, "bind", None)):
+            obj = obj.bind
         self._cache[name] = obj
         return obj
 
