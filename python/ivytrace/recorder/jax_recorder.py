@@ -17,8 +17,10 @@ How calls are captured, with no change to the user's code:
     turn their predicate into a Python value, which the recorder writes as a guard (below) with the
     user's source line; the graph holds the branch and the iterations that ran.
   * Guards: `bool(x)`, `int(x)`, `float(x)`, `complex(x)`, `operator.index(x)`, `x.item()`,
-    `x.tolist()` and `np.asarray(x)` (`__array__`) on a jax.Array write a GuardEvent with the value
-    Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and ivytrace).
+    `x.tolist()` and `np.asarray(x)`/`np.array(x)` (which read a CPU array through the buffer
+    protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
+    value Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and
+    ivytrace). A `memoryview(x)` or a C extension reading the buffer is not seen.
   * Shapes: `x.shape` read by the user's code (not by JAX's internals) writes a ShapeRead record.
 
 Values: JAX arrays are immutable, so every array has an id and its own storage, and its version
@@ -91,8 +93,19 @@ def _pkg_dir(mod):
 
 import jaxlib  # noqa: E402
 
+
+def _lib_dirs():
+    """Libraries JAX calls into (their shape reads and conversions are JAX's, not the user's)."""
+    out = []
+    for name in ("ml_dtypes", "opt_einsum", "scipy"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            out.append(_pkg_dir(mod))
+    return out
+
+
 _INTERNAL_DIRS = tuple({_pkg_dir(jax), _pkg_dir(jaxlib), _pkg_dir(np),
-                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep})
+                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, *_lib_dirs()})
 
 _ArrayImpl = type(jax.numpy.zeros(()))   # jaxlib's ArrayImpl: every concrete jax.Array
 from jax._src import literals as _literals  # noqa: E402
@@ -189,6 +202,28 @@ def _make_guard(gname, base):
     return guard
 
 
+def _np_converter(fname, current):
+    """np.asarray(x) & co. read a CPU jax.Array through the buffer protocol, which Python code
+    cannot hook: the module functions are wrapped instead (calls by the user's code only)."""
+    real = current
+    while hasattr(real, "__ivytrace_original__"):   # under the NumPy recorder's own wrapper
+        real = real.__ivytrace_original__
+
+    def convert(*args, **kwargs):
+        rec = _REC
+        if (args and isinstance(args[0], _ArrayImpl) and rec is not None and rec.active and not _busy()
+                and threading.get_ident() == rec.thread
+                and not sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS)):
+            with _Busy():
+                result = real(*args, **kwargs)
+            rec.guard("jax.Array.__array__", args[0], result)
+            return result
+        return current(*args, **kwargs)
+    convert.__name__ = fname
+    convert.__wrapped__ = current
+    return convert
+
+
 def _shape_get(base):
     def shape(self):
         v = base.__get__(self)
@@ -227,6 +262,7 @@ class JaxRecorder:
         self._next_region = 1
         self._warned = set()
         self._patched = []
+        self._np_patched = []
         self._jit_was_disabled = None
         self._enc = _JaxEncoder(self._enc_in)
         self._enc_out = _JaxEncoder(self._enc_out_tensor)
@@ -248,12 +284,20 @@ class JaxRecorder:
         # wraps the slices without applying a primitive; while recording it goes through the
         # primitives (random_unwrap, unstack, random_wrap), so every key is an op's output.
         self._set(_KeyArray, "__iter__", _key_iter)
+        for fname in ("asarray", "array", "asanyarray"):
+            self._set_np(fname)
         shape = _ArrayImpl.__dict__.get("shape")
         if isinstance(shape, property):
             self._set(_ArrayImpl, "shape", property(_shape_get(shape)))
         # Jitted code runs op by op, so its primitives are applied (and recorded) eagerly.
         self._jit_was_disabled = bool(jax.config.jax_disable_jit)
         jax.config.update("jax_disable_jit", True)
+
+    def _set_np(self, fname):
+        current = getattr(np, fname)
+        wrapper = _np_converter(fname, current)
+        self._np_patched.append((fname, current, wrapper))
+        setattr(np, fname, wrapper)
 
     def _set(self, owner, name, value):
         self._patched.append((owner, name, owner.__dict__.get(name)))
@@ -273,6 +317,10 @@ class JaxRecorder:
             else:
                 setattr(owner, name, orig)
         self._patched.clear()
+        for fname, current, wrapper in reversed(self._np_patched):
+            if getattr(np, fname) is wrapper:   # else wrapped again since; ours passes calls through
+                setattr(np, fname, current)
+        self._np_patched.clear()
         if self._jit_was_disabled is not None:
             jax.config.update("jax_disable_jit", self._jit_was_disabled)
         if _REC is self:

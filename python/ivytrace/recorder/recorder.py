@@ -145,10 +145,11 @@ class Recorder:
         for h in (self._import_hook, self._numpy_hook, self._jax_hook):
             if h is not None and h in sys.meta_path:
                 sys.meta_path.remove(h)
-        if self.numpy is not None:
-            self.numpy.uninstall()
+        # JAX's recorder first: it wraps numpy functions the NumPy recorder may have wrapped before.
         if self.jax is not None:
             self.jax.uninstall()
+        if self.numpy is not None:
+            self.numpy.uninstall()
 
     def _attach_torch(self, module=None):
         if self._stopped or self.torch is not None:
