@@ -38,7 +38,11 @@ Limits:
     a compiled run in the last bits where XLA would fuse); the replay does the same ops, so it
     matches the recorded run bit for bit.
   * Control flow inside jit is specialized on the path taken (guards on cond/while predicates);
-    there are no structured cond/while/scan ops in the graph. A `lax.scan` is unrolled.
+    there are no structured cond/while/scan ops in the graph. A `lax.scan` is unrolled (a long scan
+    makes a long trace).
+  * Since jitted code runs eagerly, Python control flow on array values inside a jitted function
+    (which JAX would reject with a ConcretizationTypeError when compiling) runs while recording; it
+    is recorded as a guard like any other.
   * Transformations applied by the program (jax.grad, jax.vmap, jax.jvp) are recorded as the
     primitives they apply eagerly (the batched / differentiated ops), not as transformations.
   * Typed PRNG keys (`jax.random.key(...)`) made inside the recorded code are recorded; a typed key
