@@ -295,6 +295,30 @@ def test_typed_keys_made_inside_are_recorded():
     _assert_same(graph(x + 1), _eager(fn, (x + 1,)), exact=True)
 
 
+TYPED_KEY = jax.random.key(5)
+
+
+def test_typed_keys_from_outside_the_region_and_as_inputs():
+    def const_key(x):                          # made before the region: key data + random_wrap
+        return x + jax.random.normal(TYPED_KEY, x.shape)
+
+    def input_key(x, k):                       # the caller's key, replayed as given
+        return x * jax.random.uniform(k, x.shape)
+
+    x = jnp.arange(3.0)
+    graph = ivytrace.trace_graph(const_key, args=(x,))
+    steps = [s.function for s in graph.plan.plan.steps]
+    assert steps[0] == "jax._src.random.prng.random_wrap_p", steps
+    _assert_same(graph(x + 2), _eager(const_key, (x + 2,)), exact=True)
+    baked = ivytrace.trace_graph(const_key, args=(x,), include_generators=False)
+    assert not any("random" in s.function for s in baked.plan.plan.steps)
+    _assert_same(baked(x), _eager(const_key, (x,)), exact=True)
+
+    graph = ivytrace.trace_graph(input_key, args=(x, jax.random.key(1)))
+    other = jax.random.key(2)
+    _assert_same(graph(x, other), _eager(input_key, (x, other)), exact=True)
+
+
 def test_elementwise_graph_exports_to_onnx_and_others_are_refused(cli_binary, tmp_path):
     import onnxruntime as ort
 

@@ -45,10 +45,9 @@ Limits:
     is recorded as a guard like any other.
   * Transformations applied by the program (jax.grad, jax.vmap, jax.jvp) are recorded as the
     primitives they apply eagerly (the batched / differentiated ops), not as transformations.
-  * Typed PRNG keys (`jax.random.key(...)`) made inside the recorded code are recorded; a typed key
-    passed in as a region input or made before the region (a constant) has no tensor value the
-    trace can hold, so the op that reads it cannot be replayed (the plan export names it). Pass
-    `jax.random.key_data(k)` or a legacy `jax.random.PRNGKey(...)` (a uint32 array) instead.
+  * Typed PRNG keys (`jax.random.key(...)`) have an extended dtype no trace tensor can hold: a key
+    made before the region (a constant) is recorded as its key data plus a random_wrap op; a key
+    passed in as a region input is replayed from the caller's argument but has no recorded value.
   * Params that hold a jaxpr or a Python function (custom primitives, pallas) are recorded as
     opaque values: the plan refuses them with a message naming the op.
   * Only the thread that installed the recorder is recorded.
@@ -371,13 +370,35 @@ class JaxRecorder:
         ins.append((a, tid))
         ref = self._tensor_ref(a, tid)
         if tid not in self._known:
-            if not isinstance(a, _KeyArray):
+            if isinstance(a, _KeyArray):
+                self._wrap_key_constant(a, ref)
+            else:
                 self._write_value(a, ref, CONSTANT)
-            # A typed key has no value the trace can hold: the op reading it is not replayable
-            # from the trace (see Limits); it is still recorded.
+                self._const.add(tid)
             self._known.add(tid)
-            self._const.add(tid)
         return ld(A_TENSOR, ref)
+
+    def _wrap_key_constant(self, key, ref):
+        """A typed key the region did not make (made before it): its value has an extended dtype
+        no trace tensor can hold, so its key data is the constant and a random_wrap op (the
+        primitive jax.random.wrap_key_data applies) makes the key from it, before the op that
+        reads it."""
+        impl = _PRNG_IMPLS.get(key._impl.name)
+        data = key._base_array
+        dtid = self._ref(data)
+        dref = self._tensor_ref(data, dtid)
+        self._write_value(data, dref, CONSTANT)
+        self._known.add(dtid)
+        self._const.add(dtid)
+        name = _op_name(_prng.random_wrap_p)
+        kw = ld(b"\x0a", b"impl") + ld(b"\x12", ld(A_SYMBOL, impl.encode()) if impl else enc_opaque(key._impl))
+        parts = [b"\x08" + varint(self._intern(name)), ld(b"\x12", ld(A_TENSOR, dref)), ld(b"\x1a", kw),
+                 ld(b"\x22", ld(A_TENSOR, ref))]
+        fid, line = _location(self._intern)
+        if fid:
+            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
+        parts.append(b"\x50" + varint(threading.get_ident()))
+        self.w.add(b"\x0a", b"".join(parts), op=True)
 
     def _enc_out_tensor(self, a, outs):
         tid = self._ref(a)
