@@ -356,3 +356,40 @@ def test_record_attaches_to_jax_by_default_when_the_program_imports_it(cli_binar
     assert {"jax.lax.tanh_p", "jax.lax.mul_p", "jax.lax.reduce_sum_p"} <= set(t.op_names())
     guards = [(t.string(g.op), g.line) for g in t.of_kind("guard")]
     assert ("jax.Array.__float__", 5) in guards
+
+
+def _train_step(x):
+    """grad through relu/softmax (custom_jvp) and a max pool, vmap, params with NumPy ints."""
+    w = jnp.linspace(-1.0, 1.0, 36, dtype=jnp.float32).reshape(6, 6)
+
+    def loss(v):
+        h = jax.nn.relu(v @ w)
+        p = lax.reduce_window(h, -jnp.inf, lax.max, (2, 2), (1, 1), "VALID")
+        return jnp.sum(jax.nn.softmax(p) * jnp.pad(p, ((1, 0), (0, 0)))[1:])
+
+    g = jax.grad(loss)(x)
+    rows = jax.vmap(lambda r: jnp.dot(w, r))(x)
+    parts = jnp.split(rows, 3, axis=1)
+    return g, jnp.concatenate(parts[::-1], axis=1)
+
+
+def test_grad_vmap_and_numpy_int_params_replay():
+    x = jnp.asarray(np.random.RandomState(4).randn(4, 6).astype(np.float32))
+    graph = ivytrace.trace_graph(_train_step, args=(x,))
+    fns = {s.function for s in graph.plan.plan.steps}
+    assert {"jax.lax.select_and_scatter_add_p", "jax.lax.split_p"} <= fns, fns
+    _assert_same(graph(x), _eager(_train_step, (x,)), exact=True)
+    x2 = jnp.asarray(np.random.RandomState(5).randn(4, 6).astype(np.float32))
+    _assert_same(graph(x2), _train_step(x2), exact=False)
+
+
+def test_primitive_with_a_jaxpr_param_is_refused_naming_it(cli_binary, tmp_path):
+    a, b = jnp.ones((3, 3)), jnp.ones(3)
+    trace = tmp_path / "solve.ivytrace"
+    with ivytrace.Recorder(trace, frameworks=("jax",)):
+        with ivytrace.region("solve", inputs={"a": a, "b": b}) as reg:
+            reg.set_result(jnp.linalg.solve(a + 3 * jnp.eye(3), b))   # custom_linear_solve: jaxpr params
+    proc = _cli(cli_binary, "export", trace, "--to", "plan", "-o", tmp_path / "solve.plan", check=False)
+    assert proc.returncode == 5
+    assert "jax.lax.linear_solve_p" in proc.stderr and "not in schemas/" in proc.stderr
+    assert "test_jax_programs.py" in proc.stderr

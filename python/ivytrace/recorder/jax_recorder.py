@@ -130,7 +130,7 @@ _PUBLIC_DROP = ("update_jaxpr", "update_consts")
 # the primitive names it; public modules first).
 _HOMES = ("jax.lax", "jax._src.random.prng", "jax._src.ad_util", "jax._src.lax.lax", "jax._src.lax.slicing",
           "jax._src.lax.convolution", "jax._src.lax.windowed_reductions", "jax._src.lax.special",
-          "jax._src.lax.control_flow", "jax._src.core")
+          "jax._src.lax.linalg", "jax._src.lax.control_flow", "jax._src.core")
 _ENUMS = {}     # enum class -> public qualified name
 _RECORDS = {}   # dimension-number record class -> public qualified name
 _PRNG_IMPLS = {"threefry2x32": "jax.extend.random.threefry_prng_impl", "rbg": "jax.extend.random.rbg_prng_impl",
@@ -269,6 +269,7 @@ class JaxRecorder:
         self._jit_was_disabled = None
         self._enc = _JaxEncoder(self._enc_in)
         self._enc_out = _JaxEncoder(self._enc_out_tensor)
+        self._enc_param = _JaxEncoder(self._enc_in, params=True)
         self._keepalive = []    # values without weakref support, kept while their ids may be reused
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -426,7 +427,7 @@ class JaxRecorder:
             for k, v in params.items():
                 if k in drop:
                     continue
-                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc.encode(v, ins))
+                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc_param.encode(v, ins))
                 parts.append(ld(b"\x1a", kw))
             start = time.perf_counter_ns()
             try:
@@ -609,10 +610,11 @@ def _enc_dtype(v, ts):
 
 class _JaxEncoder(ArgEncoder):
     """Primitive operands and params -> Arg bytes. Arrays go to `handler`; NumPy arrays and typed
-    scalars that JAX feeds to primitives are arrays too (constants); params become plain values,
-    enums symbols, dimension-number records {"__type__": class, field: value...} dicts."""
+    scalars that JAX feeds to primitives are arrays too (constants); params become plain values
+    (`params=True`: NumPy scalars become Python numbers), enums symbols, dimension-number records
+    {"__type__": class, field: value...} dicts."""
 
-    def __init__(self, handler):
+    def __init__(self, handler, params=False):
         super().__init__()
         self.table[_ArrayImpl] = handler
         self.table[_KeyArray] = handler
@@ -622,12 +624,18 @@ class _JaxEncoder(ArgEncoder):
             self.table[t] = lambda v, ts, h=handler: h(np.asarray(v, dtype=v.dtype), ts)
         for dt in list(_DTYPES):
             self.table[type(dt)] = _enc_dtype
-            self.table[dt.type] = lambda v, ts, h=handler: h(np.asarray(v), ts)
+            if params:   # a NumPy scalar in a param (pad's padding_config, split's sizes): a number
+                self.table[dt.type] = lambda v, ts: self.encode(v.item(), ts)
+            else:        # an operand: a 0-d array
+                self.table[dt.type] = lambda v, ts, h=handler: h(np.asarray(v), ts)
         self.table[type] = lambda v, ts: (_enc_dtype(v, ts) if issubclass(v, np.generic) else enc_opaque(v))
         for cls, qual in _ENUMS.items():
             self.table[cls] = lambda v, ts, q=qual: ld(A_SYMBOL, f"{q}.{v.name}".encode())
         for cls, qual in _RECORDS.items():
             self.table[cls] = lambda v, ts, q=qual: self._record(q, v, ts)
+        # A primitive as a param (select_and_scatter_add's select_prim): by name, a schema symbol.
+        self.table[_jcore.Primitive] = lambda v, ts: ld(A_SYMBOL, _op_name(v).encode())
+        self.subclass_handlers.append((_jcore.Primitive, self.table[_jcore.Primitive]))
         self.table[_prng.PRNGImpl] = lambda v, ts: (ld(A_SYMBOL, _PRNG_IMPLS[v.name].encode())
                                                     if v.name in _PRNG_IMPLS else enc_opaque(v))
 

@@ -26,7 +26,11 @@ class AllowList:
         if name not in self.functions:
             raise PlanError(f"{where}: function {name!r} is not in the allow-list "
                             f"(the op names in {', '.join(self.sources)}); refusing to load the plan")
-        return self._resolve(name, where)
+        obj = self._resolve(name, where)
+        # A JAX primitive is not callable: a plan step calls its bind (operands, then params).
+        if not callable(obj) and callable(getattr(obj, "bind", None)):
+            obj = obj.bind
+        return obj
 
     def symbol(self, name: str, where: str):
         if name not in self.symbols:
@@ -52,9 +56,6 @@ class AllowList:
         except (ImportError, AttributeError) as e:
             raise PlanError(f"{where}: {name!r} is in the allow-list but does not exist in this "
                             f"installation ({e})") from None
-        # A JAX primitive is not callable: a plan step calls its bind (operands, then params).
-        if not callable(obj) and callable(getattr(obj, "bind", None)):
-            obj = obj.bind
         self._cache[name] = obj
         return obj
 
