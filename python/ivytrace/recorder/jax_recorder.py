@@ -50,6 +50,8 @@ Limits:
     passed in as a region input is replayed from the caller's argument but has no recorded value.
   * Params that hold a jaxpr or a Python function (custom primitives, pallas) are recorded as
     opaque values: the plan refuses them with a message naming the op.
+  * Ahead-of-time compiled calls (`jax.jit(f).lower(x).compile()(x)`) run an executable without
+    applying primitives one by one: they are not recorded.
   * Only the thread that installed the recorder is recorded.
 """
 from __future__ import annotations
