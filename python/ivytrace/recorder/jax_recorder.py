@@ -262,6 +262,7 @@ class JaxRecorder:
         self._next = 1
         self._known = set()     # tids known in the current frame
         self._const = set()     # tids that are constants
+        self._inputs = set()    # tids of the current region's inputs
         self._frames = []
         self._regions = []
         self._next_region = 1
@@ -518,8 +519,8 @@ class JaxRecorder:
             fid = self._intern(file) if file else 0
             msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
             self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._frames.append((self._known, self._const))
-            self._known, self._const = set(), set()
+            self._frames.append((self._known, self._const, self._inputs))
+            self._known, self._const, self._inputs = set(), set(), set()
             self._regions.append(rid)
             seen = set()
             for a, tid in tensors:
@@ -527,6 +528,7 @@ class JaxRecorder:
                     continue
                 seen.add(tid)
                 self._known.add(tid)
+                self._inputs.add(tid)
                 if not isinstance(a, _KeyArray):
                     self._write_value(a, self._tensor_ref(a, tid), REGION_INPUT)
             self.w.emit()
@@ -553,7 +555,11 @@ class JaxRecorder:
             self.w.emit()
             while self._regions:
                 top = self._regions.pop()
-                self._known, self._const = self._frames.pop()
+                inner_known, inner_const, inputs = self._known, self._const, self._inputs
+                self._known, self._const, self._inputs = self._frames.pop()
+                # What the region made is known after it too (its inputs only if they were before).
+                self._known |= inner_known - inputs
+                self._const |= inner_const - inputs
                 if top == rid:
                     break
 
