@@ -393,3 +393,72 @@ def test_primitive_with_a_jaxpr_param_is_refused_naming_it(cli_binary, tmp_path)
     assert proc.returncode == 5
     assert "jax.lax.linear_solve_p" in proc.stderr and "not in schemas/" in proc.stderr
     assert "test_jax_programs.py" in proc.stderr
+
+
+def test_cli_recorded_guarded_program_checks_its_guard(recorded_samples):
+    _, plans, inputs = recorded_samples
+    plan = plans["guarded"]
+    (x,) = inputs["guarded"]
+    assert [g.op for g in plan.plan.guards] == ["jax.Array.__float__"]
+    _assert_same(plan(x), progs.guarded(x), exact=True)
+    with pytest.raises(Exception) as err:
+        plan(-x)
+    assert "Guard" in type(err.value).__name__
+
+
+# -- hand-built jax plans: params the runtime rebuilds, and what it refuses --------------------
+
+def _conv_plan(record):
+    from ivytrace.v1 import plan_pb2
+    Arg = common_pb2.Arg
+
+    def slot(s):
+        return Arg(tensor=common_pb2.TensorRef(value=s))
+
+    def ints(*v):
+        return Arg(tuple=common_pb2.ArgList(items=[Arg(i=i) for i in v]))
+
+    p = plan_pb2.Plan(name="conv", framework="jax", num_slots=3)
+    p.inputs.add(name="x", value=slot(0))
+    p.inputs.add(name="w", value=slot(1))
+    kw = {"window_strides": ints(1, 1), "padding": Arg(tuple=common_pb2.ArgList(items=[ints(0, 0), ints(0, 0)])),
+          "lhs_dilation": ints(1, 1), "rhs_dilation": ints(1, 1), "dimension_numbers": record,
+          "feature_group_count": Arg(i=1), "batch_group_count": Arg(i=1), "precision": Arg(none=True),
+          "preferred_element_type": Arg(dtype=common_pb2.FLOAT32), "out_sharding": Arg(none=True)}
+    p.steps.add(function="jax.lax.conv_general_dilated_p", args=[slot(0), slot(1)], result=slot(2),
+                kwargs=[common_pb2.KwArg(name=k, value=v) for k, v in kw.items()])
+    p.outputs.CopyFrom(slot(2))
+    return p
+
+
+def _record_arg(type_name, **fields):
+    keys = ["__type__"] + list(fields)
+    values = [common_pb2.Arg(s=type_name)] + [
+        common_pb2.Arg(tuple=common_pb2.ArgList(items=[common_pb2.Arg(i=i) for i in v])) for v in fields.values()]
+    return common_pb2.Arg(dict=common_pb2.ArgDict(keys=keys, values=values))
+
+
+def test_jax_plan_rebuilds_dimension_number_records(tmp_path):
+    from ivytrace.runtime.plan import write_plan_file
+    rec = _record_arg("jax.lax.ConvDimensionNumbers", lhs_spec=(0, 1, 2, 3), rhs_spec=(0, 1, 2, 3),
+                      out_spec=(0, 1, 2, 3))
+    write_plan_file(tmp_path / "c.ivyplan", _conv_plan(rec))
+    plan = load_plan(tmp_path / "c.ivyplan")
+    x = jnp.asarray(np.random.RandomState(0).randn(1, 2, 5, 5).astype(np.float32))
+    w = jnp.asarray(np.random.RandomState(1).randn(3, 2, 3, 3).astype(np.float32))
+    want = lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NCHW", "OIHW", "NCHW"))
+    np.testing.assert_allclose(np.asarray(plan(x, w)), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("type_name, message", [
+    ("os.system", "not in the allow-list"),
+    ("jax.lax.Precision.HIGH", "not a class"),
+    ("jax.lax.GatherDimensionNumbers", "cannot rebuild"),
+])
+def test_jax_plan_refuses_records_naming_anything_else(tmp_path, type_name, message):
+    from ivytrace.runtime.plan import write_plan_file
+    rec = _record_arg(type_name, lhs_spec=(0, 1, 2, 3))
+    write_plan_file(tmp_path / "c.ivyplan", _conv_plan(rec))
+    with pytest.raises(ivytrace.PlanError) as err:
+        load_plan(tmp_path / "c.ivyplan")
+    assert message in str(err.value) and "step 0 (jax.lax.conv_general_dilated_p)" in str(err.value)
