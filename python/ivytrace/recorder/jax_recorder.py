@@ -118,6 +118,7 @@ from jax._src.random import prng as _prng  # noqa: E402
 import jax.extend.random  # noqa: E402,F401  (the PRNG implementations' public names)
 
 _KeyArray = _prng.PRNGKeyArray
+_ARRAY_SHAPE = _ArrayImpl.__dict__["shape"]   # the descriptor before the recorder wraps it
 # Typed Python scalars / NumPy arrays JAX hands to primitives (weak-typed constants).
 _TYPED_SCALARS = tuple(getattr(_literals, n) for n in ("TypedInt", "TypedFloat", "TypedComplex")
                        if hasattr(_literals, n))
@@ -358,8 +359,9 @@ class JaxRecorder:
     def _tensor_ref(self, a, tid, full=True) -> bytes:
         b = b"\x08" + varint(tid) + b"\x18" + varint(tid)
         if full:
-            shape = tuple(np.shape(a)) if not isinstance(a, _KeyArray) else tuple(a.shape)
-            dt = _DTYPES.get(_dtype_of(a))
+            # The unpatched shape getter: this runs on every operand and result.
+            shape = _ARRAY_SHAPE.__get__(a) if type(a) is _ArrayImpl else tuple(a.shape)
+            dt = _DTYPES.get(a.dtype)   # extended dtypes (PRNG keys) have no entry
             if dt:
                 b += b"\x20" + varint(dt)
             if shape:
@@ -562,13 +564,6 @@ class JaxRecorder:
                 self._const |= inner_const - inputs
                 if top == rid:
                     break
-
-
-def _dtype_of(a):
-    try:
-        return np.dtype(a.dtype)
-    except TypeError:   # extended dtypes (PRNG keys)
-        return None
 
 
 def _nbytes(a) -> int:
