@@ -23,6 +23,13 @@ How calls are captured, with no change to the user's code:
     ivytrace). A `memoryview(x)` or a C extension reading the buffer is not seen.
   * Shapes: `x.shape` read by the user's code (not by JAX's internals) writes a ShapeRead record.
 
+Why not jaxprs: tracing each jitted call to its closed jaxpr and recording the equations would
+give the same primitives (a jaxpr's equations are what the body applies), but without the concrete
+values the trace needs at every step (constants, region outputs, random draws, guard values) and
+with cond/while/scan as jaxpr-valued params a plan cannot hold. Running the body op by op gives
+each primitive with its operands' values, nested jit inlined for free, and control flow resolved
+by JAX itself the way the program ran.
+
 Values: JAX arrays are immutable, so every array has an id and its own storage, and its version
 is always 0; `x.at[i].set(v)` is the functional scatter it is (a new array). Arrays the trace has
 not seen in the current region (weights made before it, NumPy arrays and typed Python scalars JAX
@@ -48,15 +55,15 @@ Limits:
   * Typed PRNG keys (`jax.random.key(...)`) have an extended dtype no trace tensor can hold: a key
     made before the region (a constant) is recorded as its key data plus a random_wrap op; a key
     passed in as a region input is replayed from the caller's argument but has no recorded value.
-  * Params that hold a jaxpr or a Python function (custom primitives, pallas) are recorded as
-    opaque values: the plan refuses them with a message naming the op.
+  * Primitives not in schemas/jax.textproto - those whose params hold a jaxpr or a Python function
+    (custom_linear_solve behind jnp.linalg.solve, callbacks, pallas) among them - are recorded (such
+    params as opaque values), and the plan export refuses them naming the op and its source line.
   * Ahead-of-time compiled calls (`jax.jit(f).lower(x).compile()(x)`) run an executable without
     applying primitives one by one: they are not recorded.
   * Only the thread that installed the recorder is recorded.
 """
 from __future__ import annotations
 
-import enum
 import os
 import sys
 import threading

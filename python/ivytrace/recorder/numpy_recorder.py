@@ -33,6 +33,8 @@ Limits:
   * NumPy scalars returned by recorded calls (np.sum(a), a[0, 0]) are given back as 0-d
     TracedArrays, so later arithmetic on them is recorded too.
   * Only the thread that installed the recorder is recorded.
+  * Calls into NumPy from JAX's own code (jax, jaxlib, ml_dtypes: np.array, np.zeros... all the
+    time) are not the user's and are not recorded; JAX programs are recorded by the JAX recorder.
   * np.random's legacy global functions are recorded; Generator objects (default_rng) and
     RandomState methods are not. np.random.seed/get_state/set_state run unrecorded, but compiled
     (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
