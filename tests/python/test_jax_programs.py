@@ -234,6 +234,16 @@ def test_shape_reads_by_user_code_are_recorded(recorded_samples):
     assert all(f.endswith("jax_programs.py") for _, f, _ in reads if f), reads
 
 
+def test_len_is_a_shape_read(tmp_path):
+    def fn(x):
+        return x * len(x)
+
+    path = ivytrace.trace_graph(fn, args=(jnp.ones(3),)).save(tmp_path / "len.ivytrace")
+    t = read_trace(str(path))
+    reads = [(t.string(r.op), r.value.i) for r in t.of_kind("shape_read")]
+    assert reads == [("jax.Array.__len__", 3)]
+
+
 def test_random_bits_is_the_random_op_and_follows_the_key(recorded_samples):
     trace, plans, inputs = recorded_samples
     t = read_trace(str(trace))

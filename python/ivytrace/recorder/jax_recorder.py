@@ -21,7 +21,8 @@ How calls are captured, with no change to the user's code:
     protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
     value Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and
     ivytrace). A `memoryview(x)` or a C extension reading the buffer is not seen.
-  * Shapes: `x.shape` read by the user's code (not by JAX's internals) writes a ShapeRead record.
+  * Shapes: `x.shape` and `len(x)` in the user's code (not in JAX's internals) write a ShapeRead
+    record.
 
 Why not jaxprs: tracing each jitted call to its closed jaxpr and recording the equations would
 give the same primitives (a jaxpr's equations are what the body applies), but without the concrete
@@ -237,6 +238,18 @@ def _np_converter(fname, current):
     return convert
 
 
+def _len(base):
+    def length(self):
+        v = base(self)
+        rec = _REC
+        if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+            if not sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS):
+                rec.shape_read("jax.Array.__len__", self, v)
+        return v
+    length.__name__ = "__len__"
+    return length
+
+
 def _shape_get(base):
     def shape(self):
         v = base.__get__(self)
@@ -304,6 +317,8 @@ class JaxRecorder:
         shape = _ArrayImpl.__dict__.get("shape")
         if isinstance(shape, property):
             self._set(_ArrayImpl, "shape", property(_shape_get(shape)))
+        if "__len__" in _ArrayImpl.__dict__:
+            self._set(_ArrayImpl, "__len__", _len(_ArrayImpl.__dict__["__len__"]))
         # Jitted code runs op by op, so its primitives are applied (and recorded) eagerly.
         self._jit_was_disabled = bool(jax.config.jax_disable_jit)
         jax.config.update("jax_disable_jit", True)
@@ -494,7 +509,7 @@ class JaxRecorder:
             ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
             fid, line = _location(self._intern)
             msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
-                                      value=common_pb2.Arg.FromString(self._enc_out.encode(tuple(value), [])),
+                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
                                       file=fid, line=line)
             self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
 
