@@ -176,7 +176,7 @@ def test_cond_inside_jit_is_a_guard_with_the_users_line(recorded_samples):
     plan = plans["jit_nested"]
     assert len(plan.plan.guards) == 1
     g = plan.plan.guards[0]
-    assert g.op == "jax.Array.__bool__"
+    assert g.op == "jax.lax.cond.__bool__"
     assert g.loc.file.endswith("jax_programs.py")
     src = (REPO / "samples" / "jax_programs.py").read_text().splitlines()[g.loc.line - 1]
     assert "lax.cond" in src
@@ -198,7 +198,7 @@ def test_guard_replays_on_the_same_branch_and_raises_on_the_other():
         assert "Guard" in type(err.value).__name__
 
 
-@pytest.mark.parametrize("op", ["bool", "item", "int", "tolist", "asarray", "cond", "while_loop"])
+@pytest.mark.parametrize("op", ["bool", "item", "int", "tolist", "asarray", "cond", "while_loop", "switch"])
 def test_other_guards_are_recorded_and_checked(op):
     take = {"bool": lambda s: bool(s > 0), "item": lambda s: s.item() > 0, "int": lambda s: int(s) > 0,
             "tolist": lambda s: s.tolist() > 0, "asarray": lambda s: np.asarray(s) > 0}.get(op)
@@ -208,6 +208,8 @@ def test_other_guards_are_recorded_and_checked(op):
             return jax.jit(lambda v: lax.cond(v.sum() > 0, lambda u: u * 3, lambda u: u, v))(x)
         if op == "while_loop":   # runs twice when traced: a guard per test of the predicate
             return lax.while_loop(lambda v: v.sum() < 20, lambda v: v * 2, x)
+        if op == "switch":
+            return lax.switch(jnp.argmax(x), [lambda v: v, lambda v: v + 1, lambda v: v * 3], x)
         if take(x.sum()):
             return x * 3
         return x
@@ -216,11 +218,28 @@ def test_other_guards_are_recorded_and_checked(op):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         graph = ivytrace.trace_graph(fn, args=(x,))
-    assert len(graph.plan.plan.guards) >= 1
+    guards = [g.op for g in graph.plan.plan.guards]
+    assert len(guards) >= 1
+    if op in ("cond", "while_loop", "switch"):
+        assert all(g.startswith(f"jax.lax.{op}.") for g in guards), guards
     _assert_same(graph(x), fn(x), exact=True)
     with pytest.raises(Exception) as err:
         graph(-x)
     assert "Guard" in type(err.value).__name__
+
+
+def test_while_loop_under_vmap_is_refused_naming_the_primitive(cli_binary, tmp_path):
+    def fn(x):   # JAX cannot run this loop in Python: it applies while_p itself
+        return jax.vmap(lambda v: lax.while_loop(lambda u: u < 10, lambda u: u * 2, v))(x)
+
+    x = jnp.arange(1.0, 4.0)
+    trace = tmp_path / "w.ivytrace"
+    with ivytrace.Recorder(trace, frameworks=("jax",)):
+        with ivytrace.region("w", inputs={"x": x}) as reg:
+            reg.set_result(fn(x))
+    proc = _cli(cli_binary, "export", trace, "--to", "plan", "-o", tmp_path / "w.plan", check=False)
+    assert proc.returncode == 5
+    assert "jax.lax.while_p" in proc.stderr and "test_jax_programs.py" in proc.stderr
 
 
 def test_shape_reads_by_user_code_are_recorded(recorded_samples):

@@ -14,8 +14,11 @@ How calls are captured, with no change to the user's code:
     installed, so a jitted function runs its Python body op by op and every primitive it applies is
     recorded, inlined in the caller (there is no "jit" op in the trace). Control flow follows:
     `lax.scan` and `lax.fori_loop` are unrolled by JAX itself, `lax.cond`/`lax.switch`/`lax.while_loop`
-    turn their predicate into a Python value, which the recorder writes as a guard (below) with the
-    user's source line; the graph holds the branch and the iterations that ran.
+    turn their predicate into a Python value, which the recorder writes as a guard (below) named
+    after them ("jax.lax.cond.__bool__", "jax.lax.switch.__int__", "jax.lax.while_loop.__bool__")
+    with the user's source line; the graph holds the branch and the iterations that ran. Where JAX
+    cannot run the loop in Python (a while_loop under vmap), the primitive itself (while_p) is
+    recorded and the plan export refuses it, naming it and the line.
   * Guards: `bool(x)`, `int(x)`, `float(x)`, `complex(x)`, `operator.index(x)`, `x.item()`,
     `x.tolist()` and `np.asarray(x)`/`np.array(x)` (which read a CPU array through the buffer
     protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
@@ -204,12 +207,23 @@ def _process_primitive(self, primitive, args, params, /):
 _ORIGINAL: dict = {}
 
 
+_CONTROL_FLOW_DIR = os.path.join(_pkg_dir(jax), "_src", "lax", "control_flow") + os.sep
+# The control-flow functions that, with jit disabled, take their predicate or index as a Python
+# value (by function name in jax/_src/lax/control_flow/): the guard is named after them.
+_CONTROL_FLOW = {"cond": "cond", "_cond": "cond", "switch": "switch", "_switch_internal": "switch",
+                 "while_loop": "while_loop"}
+
+
 def _make_guard(gname, base):
     def guard(self, *args, **kwargs):
         result = base(self, *args, **kwargs)
         rec = _REC
         if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
-            rec.guard(f"jax.Array.{gname}", self, result)
+            code = sys._getframe(1).f_code
+            flow = _CONTROL_FLOW.get(code.co_name) if code.co_filename.startswith(_CONTROL_FLOW_DIR) else None
+            # "jax.lax.cond.__bool__": the predicate of a lax.cond; the runtime checks the guard by
+            # the last component, as for "jax.Array.__bool__".
+            rec.guard(f"jax.lax.{flow}.{gname}" if flow else f"jax.Array.{gname}", self, result)
         return result
     guard.__name__ = gname
     guard.__ivytrace_original__ = base
