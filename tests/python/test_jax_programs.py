@@ -198,10 +198,12 @@ def test_guard_replays_on_the_same_branch_and_raises_on_the_other():
         assert "Guard" in type(err.value).__name__
 
 
-@pytest.mark.parametrize("op", ["bool", "item", "int", "tolist", "asarray", "cond", "while_loop", "switch"])
+@pytest.mark.parametrize("op", ["bool", "item", "int", "tolist", "asarray", "device_get", "cond", "while_loop",
+                                "switch"])
 def test_other_guards_are_recorded_and_checked(op):
     take = {"bool": lambda s: bool(s > 0), "item": lambda s: s.item() > 0, "int": lambda s: int(s) > 0,
-            "tolist": lambda s: s.tolist() > 0, "asarray": lambda s: np.asarray(s) > 0}.get(op)
+            "tolist": lambda s: s.tolist() > 0, "asarray": lambda s: np.asarray(s) > 0,
+            "device_get": lambda s: jax.device_get({"s": s})["s"] > 0}.get(op)
 
     def fn(x):
         if op == "cond":

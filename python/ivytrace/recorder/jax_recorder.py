@@ -23,8 +23,8 @@ How calls are captured, with no change to the user's code:
     `x.tolist()` and `np.asarray(x)`/`np.array(x)` (which read a CPU array through the buffer
     protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
     value Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and
-    ivytrace). `jax.device_get(x)`, `memoryview(x)` or a C extension reading the buffer is not
-    seen (the value leaves JAX without a guard).
+    ivytrace); so does each array `jax.device_get(tree)` hands back. `memoryview(x)` or a C
+    extension reading the buffer is not seen (the value leaves JAX without a guard).
   * Shapes: `x.shape` and `len(x)` in the user's code (not in JAX's internals) write a ShapeRead
     record.
 
@@ -253,6 +253,25 @@ def _np_converter(fname, current):
     return convert
 
 
+def _device_get(current):
+    """jax.device_get(tree) hands the user NumPy values: a guard per jax.Array leaf."""
+    def device_get(x):
+        rec = _REC
+        if (rec is None or not rec.active or _busy() or threading.get_ident() != rec.thread
+                or sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS)):
+            return current(x)
+        with _Busy():
+            result = current(x)
+            pairs = list(zip(jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(result)))
+        for a, v in pairs:
+            if isinstance(a, _ArrayImpl):
+                rec.guard("jax.Array.__array__", a, v)
+        return result
+    device_get.__name__ = "device_get"
+    device_get.__wrapped__ = current
+    return device_get
+
+
 def _len(base):
     def length(self):
         v = base(self)
@@ -329,6 +348,7 @@ class JaxRecorder:
         self._set(_KeyArray, "__iter__", _key_iter)
         for fname in ("asarray", "array", "asanyarray"):
             self._set_np(fname)
+        self._set(jax, "device_get", _device_get(jax.device_get))
         shape = _ArrayImpl.__dict__.get("shape")
         if isinstance(shape, property):
             self._set(_ArrayImpl, "shape", property(_shape_get(shape)))
