@@ -124,7 +124,7 @@ def _lib_dirs():
 _INTERNAL_DIRS = tuple({_pkg_dir(jax), _pkg_dir(jaxlib), _pkg_dir(np),
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, *_lib_dirs()})
 
-_ArrayImpl = type(jax.numpy.zeros(()))   # jaxlib's ArrayImpl: every concrete jax.Array
+from jax._src.array import ArrayImpl as _ArrayImpl  # noqa: E402  (every concrete jax.Array)
 from jax._src import literals as _literals  # noqa: E402
 from jax._src.random import prng as _prng  # noqa: E402
 import jax.extend.random  # noqa: E402,F401  (the PRNG implementations' public names)
@@ -328,7 +328,6 @@ class JaxRecorder:
         self._enc = _JaxEncoder(self._enc_in)
         self._enc_out = _JaxEncoder(self._enc_out_tensor)
         self._enc_param = _JaxEncoder(self._enc_in, params=True)
-        self._keepalive = []    # values without weakref support, kept while their ids may be reused
 
     # -- lifecycle -------------------------------------------------------------------------
     def install(self):
@@ -399,9 +398,8 @@ class JaxRecorder:
             self._next += 1
             try:
                 w = weakref.ref(a)
-            except TypeError:   # typed Python scalars: identity for as long as we keep them
-                self._keepalive.append(a)
-                w = (lambda obj: (lambda: obj))(a)
+            except TypeError:   # no weak references: a new id at every sighting (not kept)
+                return tid
             r = (w, tid)
             self._ids[id(a)] = r
             if len(self._ids) > self._sweep_at:
