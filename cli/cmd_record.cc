@@ -95,13 +95,13 @@ CLI::Validator WholeNumber(const std::string& what) {
 
 int RunRecord(const RecordOptions& o) {
   static const std::set<std::string> kKnown = {"torch", "numpy", "jax"};
-  static const std::set<std::string> kSupported = {"torch", "numpy"};
+  static const std::set<std::string> kSupported = {"torch", "numpy", "jax"};
   for (const auto& f : o.frameworks) {
     if (!kKnown.count(f)) {
       return Fail("record", Status::InvalidArgument("unknown framework '" + f + "' (known: torch, numpy, jax)"), kExitUsage);
     }
     if (!kSupported.count(f)) {
-      return Fail("record", Status::InvalidArgument("recording '" + f + "' is not supported yet (supported: torch, numpy)"), kExitUsage);
+      return Fail("record", Status::InvalidArgument("recording '" + f + "' is not supported yet (supported: torch, numpy, jax)"), kExitUsage);
     }
   }
   if (o.command.empty()) {
@@ -219,7 +219,7 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_option("-o,--output", opts->output, "Trace file to write")->required();
   sub->add_option("--python", opts->python, "Python interpreter that has the ivytrace package "
                                              "(default: PROGRAM when it is a python, else $IVYTRACE_PYTHON, else python3)");
-  sub->add_option("--frameworks", opts->frameworks, "Frameworks to record (default: torch,numpy: whichever the program imports)")->delimiter(',');
+  sub->add_option("--frameworks", opts->frameworks, "Frameworks to record (default: torch,numpy,jax: whichever the program imports)")->delimiter(',');
   sub->add_option("--max-ops", opts->max_ops,
                   "Stop recording after N op events: the trace gets its footer (which records the "
                   "limit) and the program runs on unrecorded")

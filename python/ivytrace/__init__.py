@@ -1,4 +1,4 @@
-"""ivytrace: record a running PyTorch program into a trace, and replay exported plans.
+"""ivytrace: record a running PyTorch, NumPy or JAX program into a trace, and replay exported plans.
 
     graph = ivytrace.trace_graph(fn, args=(x, y))   # record, build, export a plan, load it
     graph(x2, y2)                                   # straight-line replay

@@ -95,7 +95,7 @@ class LazyGraph:
 
 
 def trace_graph(fn, args=None, kwargs=None, *, array_caching: bool = True, include_generators: bool = True):
-    """Trace `fn` (a function or torch.nn.Module) into a Graph.
+    """Trace `fn` (a function or torch.nn.Module; NumPy and JAX functions too) into a Graph.
 
     With `args`/`kwargs` the tracing happens now; without, a LazyGraph traces on its first call.
     Non-tensor arguments are specialized (the graph checks them on replay); control flow that
@@ -121,6 +121,9 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
         # NumPy is recorded whenever the program has imported it: a torch function may convert
         # to NumPy and back (convert.py), and NumPy inputs need it anyway.
         frameworks = ("torch", "numpy") if np is not None else ("torch",)
+        jax = sys.modules.get("jax")
+        if jax is not None and hasattr(jax, "Array") and _any_jax_array(jax, (args, kwargs)):
+            frameworks += ("jax",)
         rec = Recorder(trace_path, frameworks=frameworks, warn_guards=True, argv=sys.argv, buffer_bytes=1 << 20)
         rec.start()
         try:
@@ -150,6 +153,16 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+def _any_jax_array(jax, v) -> bool:
+    if isinstance(v, jax.Array):
+        return True
+    if type(v) in (list, tuple):
+        return any(_any_jax_array(jax, x) for x in v)
+    if type(v) is dict:
+        return any(_any_jax_array(jax, x) for x in v.values())
+    return False
 
 
 def _plain_arrays(v):

@@ -21,7 +21,7 @@ def _strip_boot_from_pythonpath():
 
 
 def _start_recording(path):
-    frameworks = [f.strip() for f in os.environ.pop("IVYTRACE_FRAMEWORKS", "torch,numpy").split(",") if f.strip()]
+    frameworks = [f.strip() for f in os.environ.pop("IVYTRACE_FRAMEWORKS", "torch,numpy,jax").split(",") if f.strip()]
     try:
         import ivytrace  # noqa: F401
     except ImportError:

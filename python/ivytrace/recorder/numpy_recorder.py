@@ -33,6 +33,8 @@ Limits:
   * NumPy scalars returned by recorded calls (np.sum(a), a[0, 0]) are given back as 0-d
     TracedArrays, so later arithmetic on them is recorded too.
   * Only the thread that installed the recorder is recorded.
+  * Calls into NumPy from JAX's own code (jax, jaxlib, ml_dtypes: np.array, np.zeros... all the
+    time) are not the user's and are not recorded; JAX programs are recorded by the JAX recorder.
   * np.random's legacy global functions are recorded; Generator objects (default_rng) and
     RandomState methods are not. np.random.seed/get_state/set_state run unrecorded, but compiled
     (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
@@ -76,6 +78,26 @@ _DTYPES = {
 
 _NP_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _IVYTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _library_dirs():
+    """Directories of libraries built on NumPy whose own calls into it are not the user's: JAX's
+    internals call np.array, np.zeros... all the time (found without importing them)."""
+    import importlib.util
+    dirs = []
+    for name in ("jax", "jaxlib", "ml_dtypes"):
+        try:
+            spec = sys.modules[name].__spec__ if name in sys.modules else importlib.util.find_spec(name)
+        except (ImportError, ValueError, AttributeError):
+            spec = None
+        if spec is not None and spec.origin:
+            dirs.append(os.path.dirname(os.path.abspath(spec.origin)) + os.sep)
+    return tuple(dirs)
+
+
+# Frames in these directories are never "the user's" (calls from them are not recorded and source
+# lines point past them).
+_INTERNAL_DIRS = (_NP_DIR, _IVYTRACE_DIR) + _library_dirs()
 
 # Module functions that make arrays from non-arrays (wrapped so their results are traced).
 _CREATORS = ("array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
@@ -624,7 +646,7 @@ def _user_caller() -> bool:
     """Whether the function was called from outside numpy and ivytrace (user code)."""
     f = sys._getframe(2)
     fn = f.f_code.co_filename
-    return not (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR))
+    return not fn.startswith(_INTERNAL_DIRS)
 
 
 _internal_code: dict = {}   # code object -> True if inside numpy/ivytrace, else {f_lasti: line}
@@ -639,7 +661,7 @@ def _location(intern):
         lines = _internal_code.get(c)
         if lines is None:
             fn = c.co_filename
-            lines = _internal_code[c] = True if (fn.startswith(_NP_DIR) or fn.startswith(_IVYTRACE_DIR)
+            lines = _internal_code[c] = True if (fn.startswith(_INTERNAL_DIRS)
                                                  or fn.startswith("<__array_function__")) else {}
         if lines is not True:
             n = lines.get(f.f_lasti)

@@ -1,8 +1,8 @@
 """Recorder sessions: one trace file, its header and footer, and the framework recorders in it.
 
 This module does not import any framework: `ivytrace record` starts a session before the program
-runs, and the torch recorder attaches when the program imports torch (or at once if it already
-has).
+runs, and each framework's recorder (torch, numpy, jax) attaches when the program imports that
+framework (or at once if it already has).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ivytrace._version import __version__
 from ivytrace.recorder.writer import TAG_HEADER, LimitedTraceWriter, TraceWriter
 from ivytrace.v1 import trace_pb2
 
-KNOWN_FRAMEWORKS = ("torch", "numpy")
+KNOWN_FRAMEWORKS = ("torch", "numpy", "jax")
 
 # Open sessions, innermost last. `ivytrace.region` writes to the innermost one.
 _ACTIVE: list = []
@@ -76,11 +76,13 @@ class Recorder:
         self.writer = None
         self.torch = None          # TorchRecorder once attached
         self.numpy = None          # NumpyRecorder once attached
+        self.jax = None            # JaxRecorder once attached
         self.t0 = 0
         self.start_unix_ns = 0
         self.schemas = None
         self._import_hook = None
         self._numpy_hook = None
+        self._jax_hook = None
         self._stopped = False
         self._pushed = {}          # region id -> the other recorder whose frame it opened
 
@@ -122,7 +124,31 @@ class Recorder:
             else:
                 self._numpy_hook = _AfterImport("numpy", self._attach_numpy)
                 sys.meta_path.insert(0, self._numpy_hook)
+        if "jax" in self.frameworks:
+            if _fully_imported("jax"):
+                self._attach_jax()
+            else:
+                self._jax_hook = _AfterImport("jax", self._attach_jax)
+                sys.meta_path.insert(0, self._jax_hook)
         return self
+
+    def _attach_jax(self, module=None):
+        if self._stopped or self.jax is not None:
+            return
+        from ivytrace.recorder.jax_recorder import recorder_for
+        self.jax = recorder_for(self)
+        self.jax._next_region = self._next_region_id()
+        self.jax.install()
+
+    def _next_region_id(self) -> int:
+        """Region ids are unique in the trace: every recorder draws from one sequence."""
+        return max([r._next_region for r in (self.torch, self.numpy, self.jax) if r is not None] + [1])
+
+    def _sync_region_ids(self):
+        n = self._next_region_id()
+        for r in (self.torch, self.numpy, self.jax):
+            if r is not None:
+                r._next_region = n
 
     def _attach_numpy(self, module=None):
         if self._stopped or self.numpy is not None:
@@ -136,9 +162,12 @@ class Recorder:
         if getattr(self, "_restore_from_numpy", None) is not None:
             from ivytrace.recorder import convert
             convert.disconnect(self)
-        for h in (self._import_hook, self._numpy_hook):
+        for h in (self._import_hook, self._numpy_hook, self._jax_hook):
             if h is not None and h in sys.meta_path:
                 sys.meta_path.remove(h)
+        # JAX's recorder first: it wraps numpy functions the NumPy recorder may have wrapped before.
+        if self.jax is not None:
+            self.jax.uninstall()
         if self.numpy is not None:
             self.numpy.uninstall()
 
@@ -226,7 +255,8 @@ class Recorder:
 
     def region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
         rid = self._region_begin(name, inputs, file, line)
-        if rid and self.torch is not None and self.numpy is not None:
+        jax_region = rid < 0 and self.jax is not None and -rid in self.jax._regions
+        if rid and not jax_region and self.torch is not None and self.numpy is not None:
             # A mixed program: the recorder that did not open the region starts a frame too.
             from ivytrace.recorder import convert
             self._pushed[rid] = convert.push_frames(self, "numpy" if rid < 0 else "torch")
@@ -240,12 +270,24 @@ class Recorder:
             convert.pop_frames(self, pushed)
 
     def _region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
+        if "jax" in self.frameworks and self.jax is None and _fully_imported("jax") and not self._stopped \
+                and _has_jax_array([v for _, v in inputs]):
+            self._attach_jax()
+        if self.jax is not None and not self._stopped and _has_jax_array([v for _, v in inputs]) \
+                and not _has_torch_tensor([v for _, v in inputs]):
+            self._sync_region_ids()
+            rid = self.jax.region_begin(name, inputs, file, line)
+            self._sync_region_ids()
+            # Negative like NumPy's; region ids are unique, so region_end finds the owner.
+            return -rid if rid else 0
         if self.numpy is not None and not self._stopped and _has_ndarray([v for _, v in inputs]) \
                 and not _has_torch_tensor([v for _, v in inputs]):
             # Region ids are unique in the trace: the two recorders draw from one sequence.
             if self.torch is not None:
                 self.numpy._next_region = max(self.numpy._next_region, self.torch._next_region)
+            self._sync_region_ids()
             rid = self.numpy.region_begin(name, inputs, file, line)
+            self._sync_region_ids()
             if self.torch is not None:
                 self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
             return -rid if rid else 0
@@ -253,10 +295,16 @@ class Recorder:
             self._attach_torch()
         if self.torch is None or self._stopped:
             return 0
-        return self.torch.region_begin(name, inputs, file, line)
+        self._sync_region_ids()
+        rid = self.torch.region_begin(name, inputs, file, line)
+        self._sync_region_ids()
+        return rid
 
     def _region_end(self, rid: int, result=None, raised: bool = False):
         if rid and rid < 0:
+            if self.jax is not None and not self._stopped and -rid in self.jax._regions:
+                self.jax.region_end(-rid, result, raised)
+                return
             if self.numpy is not None and not self._stopped:
                 self.numpy.region_end(-rid, result, raised)
             return
@@ -305,6 +353,19 @@ def _has_ndarray(v) -> bool:
         return any(_has_ndarray(x) for x in v)
     if isinstance(v, dict):
         return any(_has_ndarray(x) for x in v.values())
+    return False
+
+
+def _has_jax_array(v) -> bool:
+    jax = sys.modules.get("jax")
+    if jax is None or not hasattr(jax, "Array"):
+        return False
+    if isinstance(v, jax.Array):
+        return True
+    if isinstance(v, (list, tuple)):
+        return any(_has_jax_array(x) for x in v)
+    if isinstance(v, dict):
+        return any(_has_jax_array(x) for x in v.values())
     return False
 
 

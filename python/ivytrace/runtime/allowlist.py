@@ -3,7 +3,8 @@
 Every `name` and `symbol` in the package's schemas/*.textproto. A name is resolved by importing
 its top-level module (which must be a framework a schema file declares) and walking attributes:
 "torch.nn.functional.relu" -> torch -> nn -> functional -> relu. Nothing else is ever looked up,
-so loading a plan cannot reach arbitrary code.
+so loading a plan cannot reach arbitrary code. A JAX primitive object ("jax.lax.add_p") resolves to
+its `bind`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ class AllowList:
         if name not in self.functions:
             raise PlanError(f"{where}: function {name!r} is not in the allow-list "
                             f"(the op names in {', '.join(self.sources)}); refusing to load the plan")
-        return self._resolve(name, where)
+        obj = self._resolve(name, where)
+        # A JAX primitive is not callable: a plan step calls its bind (operands, then params).
+        if not callable(obj) and callable(getattr(obj, "bind", None)):
+            obj = obj.bind
+        return obj
 
     def symbol(self, name: str, where: str):
         if name not in self.symbols:

@@ -81,6 +81,12 @@ class _Gen:
         self._n = itertools.count()
         self.guards_by_slot: dict[int, list] = {}
         self.freed: set[int] = set()
+        # JAX primitive params need their own decoding (numpy dtypes, dimension-number records).
+        if plan.framework == "jax":
+            from ivytrace.runtime import jax_values
+            self.literal = jax_values.literal
+        else:
+            self.literal = literal
 
     # -- names bound in the namespace ----------------------------------------------------------
     def bind(self, prefix, value) -> str:
@@ -122,12 +128,12 @@ class _Gen:
         if kind == "list":
             return "[" + ", ".join(self.expr(a, where) for a in arg.list.items) + "]"
         if not _has_slot(arg):
-            if kind == "dict":   # a fresh dict per call: callees may mutate it
+            if kind == "dict" and self.literal is literal:   # a fresh dict per call: callees may mutate it
                 d = arg.dict
                 if len(d.keys) != len(d.values):
                     raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
                 return "{" + ", ".join(f"{self.lit(k)}: {self.expr(v, where)}" for k, v in zip(d.keys, d.values)) + "}"
-            return self.lit(literal(arg, self.allow, where))
+            return self.lit(self.literal(arg, self.allow, where))
         if kind == "tuple":
             items = [self.expr(a, where) for a in arg.tuple.items]
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -195,16 +201,19 @@ class _Gen:
             if fw not in self.allow.frameworks:
                 raise PlanError(f"{where_plan}: plan targets framework {fw!r}; this runtime "
                                 f"replays {', '.join(sorted(self.allow.frameworks))}")
-        default_fw = "numpy" if plan.framework == "numpy" else "torch"
+        default_fw = plan.framework if plan.framework in ("numpy", "jax") else "torch"
         for c in plan.constants:
             where = f"{where_plan}: constant for slot {c.slot}"
             if c.slot in self.names:
                 raise PlanError(f"{where}: slot {c.slot} is defined twice")
             var = self.names[c.slot] = f"c{c.slot}"
             fw = c.value.framework or default_fw
-            if fw not in ("torch", "numpy"):
-                raise PlanError(f"{where}: constant of framework {fw!r}; this runtime makes torch and numpy values")
-            make = array_from_proto if fw == "numpy" else tensor_from_proto
+            if fw == "jax":
+                from ivytrace.runtime.jax_values import array_from_tensor_proto as make
+            elif fw in ("torch", "numpy"):
+                make = array_from_proto if fw == "numpy" else tensor_from_proto
+            else:
+                raise PlanError(f"{where}: constant of framework {fw!r}; this runtime makes torch, numpy and jax values")
             self.ns[var] = make(c.value, where)
             self.constants.add(c.slot)
 
@@ -214,7 +223,7 @@ class _Gen:
             evaluate = _GUARD_EVAL.get(g.op.rsplit(".", 1)[-1])
             if evaluate is None:
                 raise PlanError(f"{where}: guard op {g.op!r} is not one the runtime can check")
-            observed = literal(g.observed, self.allow, where)
+            observed = self.literal(g.observed, self.allow, where)
             loc = f"{g.loc.file}:{g.loc.line}" if g.loc.file else "<unknown location>"
             check = self.bind("g", _guard_check(evaluate, observed, g.op, loc))
             self.guards_by_slot.setdefault(g.tensor.value, []).append(check)

@@ -1,0 +1,710 @@
+"""The JAX recorder: one op record per JAX primitive applied eagerly.
+
+How calls are captured, with no change to the user's code:
+  * JAX applies a primitive outside any transformation through `EvalTrace.process_primitive`
+    (jax._src.core). While the recorder is installed that method is wrapped: each primitive
+    application the program makes (`jnp.tanh(x)` -> tanh, `x @ w` -> dot_general, `x.at[i].add(v)`
+    -> scatter-add, `jax.random.normal(key, ...)` -> random_wrap, random_bits, ...) becomes one
+    op record named after the module attribute that holds the primitive ("jax.lax.tanh_p",
+    "jax._src.random.prng.random_bits_p"; see schemas/jax.textproto), with the primitive's params
+    as keyword arguments. Primitives applied by JAX while running another primitive (a PRNG
+    implementation's threefry rounds, dispatch internals) are not recorded: a "busy" flag is up
+    while a recorded primitive runs.
+  * Code under `jax.jit` (nested jit calls included): the recorder sets `jax_disable_jit` while it is
+    installed, so a jitted function runs its Python body op by op and every primitive it applies is
+    recorded, inlined in the caller (there is no "jit" op in the trace). Control flow follows:
+    `lax.scan` and `lax.fori_loop` are unrolled by JAX itself, `lax.cond`/`lax.switch`/`lax.while_loop`
+    turn their predicate into a Python value, which the recorder writes as a guard (below) named
+    after them ("jax.lax.cond.__bool__", "jax.lax.switch.__int__", "jax.lax.while_loop.__bool__")
+    with the user's source line; the graph holds the branch and the iterations that ran. Where JAX
+    cannot run the loop in Python (a while_loop under vmap), the primitive itself (while_p) is
+    recorded and the plan export refuses it, naming it and the line.
+  * Guards: `bool(x)`, `int(x)`, `float(x)`, `complex(x)`, `operator.index(x)`, `x.item()`,
+    `x.tolist()` and `np.asarray(x)`/`np.array(x)` (which read a CPU array through the buffer
+    protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
+    value Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and
+    ivytrace); so does each array `jax.device_get(tree)` hands back. `memoryview(x)` or a C
+    extension reading the buffer is not seen (the value leaves JAX without a guard).
+  * Shapes: `x.shape` and `len(x)` in the user's code (not in JAX's internals) write a ShapeRead
+    record.
+
+Why not jaxprs: tracing each jitted call to its closed jaxpr and recording the equations would
+give the same primitives (a jaxpr's equations are what the body applies), but without the concrete
+values the trace needs at every step (constants, region outputs, random draws, guard values) and
+with cond/while/scan as jaxpr-valued params a plan cannot hold. Running the body op by op gives
+each primitive with its operands' values, nested jit inlined for free, and control flow resolved
+by JAX itself the way the program ran.
+
+Values: JAX arrays are immutable, so every array has an id and its own storage, and its version
+is always 0; `x.at[i].set(v)` is the functional scatter it is (a new array). Arrays the trace has
+not seen in the current region (weights made before it, NumPy arrays and typed Python scalars JAX
+feeds to a primitive) are written as constants the first time an op reads them.
+
+Random: jax.random is functional. `random_bits_p` (the op that draws from a key) is marked random in
+the schema: its outputs are recorded, so `--bake-generators` can replace it by the recorded bits
+when its key does not come from a region input. Key derivations (`random_seed`, `random_split`,
+`random_fold_in`, `random_wrap`/`random_unwrap`) are ordinary deterministic ops.
+
+Limits:
+  * While recording, jitted code runs op by op (slower than compiled, and results may differ from
+    a compiled run in the last bits where XLA would fuse); the replay does the same ops, so it
+    matches the recorded run bit for bit.
+  * Control flow inside jit is specialized on the path taken (guards on cond/while predicates);
+    there are no structured cond/while/scan ops in the graph. A `lax.scan` is unrolled (a long scan
+    makes a long trace).
+  * Since jitted code runs eagerly, Python control flow on array values inside a jitted function
+    (which JAX would reject with a ConcretizationTypeError when compiling) runs while recording; it
+    is recorded as a guard like any other.
+  * Transformations applied by the program (jax.grad, jax.vmap, jax.jvp) are recorded as the
+    primitives they apply eagerly (the batched / differentiated ops), not as transformations.
+  * Typed PRNG keys (`jax.random.key(...)`) have an extended dtype no trace tensor can hold: a key
+    made before the region (a constant) is recorded as its key data plus a random_wrap op; a key
+    passed in as a region input is replayed from the caller's argument but has no recorded value.
+  * Primitives not in schemas/jax.textproto - those whose params hold a jaxpr or a Python function
+    (custom_linear_solve behind jnp.linalg.solve, callbacks, pallas) among them - are recorded (such
+    params as opaque values), and the plan export refuses them naming the op and its source line.
+  * Ahead-of-time compiled calls (`jax.jit(f).lower(x).compile()(x)`) run an executable without
+    applying primitives one by one: they are not recorded.
+  * Only the thread that installed the recorder is recorded.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import warnings
+import weakref
+
+import jax
+import numpy as np
+from jax._src import core as _jcore
+
+from ivytrace.recorder.encode import A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint, enc_opaque
+from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
+from ivytrace.v1 import common_pb2, trace_pb2
+
+RANDOM = trace_pb2.RANDOM
+FOLDABLE_OP = trace_pb2.FOLDABLE_OP
+RAISED = trace_pb2.RAISED
+CONSTANT = common_pb2.CONSTANT
+REGION_INPUT = common_pb2.REGION_INPUT
+REGION_OUTPUT = common_pb2.REGION_OUTPUT
+RANDOM_OUTPUT = common_pb2.RANDOM_OUTPUT
+FOLDABLE = common_pb2.FOLDABLE
+FOLD_LIMIT = 16 << 20
+GUARD_VALUE_LIMIT = 65536
+
+_DTYPES = {
+    np.dtype(n): getattr(common_pb2, e) for n, e in (
+        ("float32", "FLOAT32"), ("float64", "FLOAT64"), ("float16", "FLOAT16"), ("int8", "INT8"),
+        ("int16", "INT16"), ("int32", "INT32"), ("int64", "INT64"), ("uint8", "UINT8"),
+        ("bool", "BOOL"), ("complex64", "COMPLEX64"), ("complex128", "COMPLEX128"),
+        ("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"))}
+_DTYPES[np.dtype(jax.numpy.bfloat16)] = common_pb2.BFLOAT16
+
+
+def _pkg_dir(mod):
+    return os.path.dirname(os.path.abspath(mod.__file__)) + os.sep
+
+
+import jaxlib  # noqa: E402
+
+
+def _lib_dirs():
+    """Libraries JAX calls into (their shape reads and conversions are JAX's, not the user's)."""
+    out = []
+    for name in ("ml_dtypes", "opt_einsum", "scipy"):
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod, "__file__", None):
+            out.append(_pkg_dir(mod))
+    return out
+
+
+_INTERNAL_DIRS = tuple({_pkg_dir(jax), _pkg_dir(jaxlib), _pkg_dir(np),
+                        os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, *_lib_dirs()})
+
+from jax._src.array import ArrayImpl as _ArrayImpl  # noqa: E402  (every concrete jax.Array)
+from jax._src import literals as _literals  # noqa: E402
+from jax._src.random import prng as _prng  # noqa: E402
+import jax.extend.random  # noqa: E402,F401  (the PRNG implementations' public names)
+
+_KeyArray = _prng.PRNGKeyArray
+_ARRAY_SHAPE = _ArrayImpl.__dict__["shape"]   # the descriptor before the recorder wraps it
+# Typed Python scalars / NumPy arrays JAX hands to primitives (weak-typed constants).
+_TYPED_SCALARS = tuple(getattr(_literals, n) for n in ("TypedInt", "TypedFloat", "TypedComplex")
+                       if hasattr(_literals, n))
+
+_GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist", "__array__")
+
+# Primitives whose params hold a jaxpr: recorded as the public jax.lax function that builds it.
+_PUBLIC = {"scatter-add": "jax.lax.scatter_add", "scatter-mul": "jax.lax.scatter_mul",
+           "scatter-min": "jax.lax.scatter_min", "scatter-max": "jax.lax.scatter_max"}
+_PUBLIC_DROP = ("update_jaxpr", "update_consts")
+# Where primitive objects live, searched in this order for an op's name (the first attribute holding
+# the primitive names it; public modules first).
+_HOMES = ("jax.lax", "jax._src.random.prng", "jax._src.ad_util", "jax._src.lax.lax", "jax._src.lax.slicing",
+          "jax._src.lax.convolution", "jax._src.lax.windowed_reductions", "jax._src.lax.special",
+          "jax._src.lax.linalg", "jax._src.lax.control_flow", "jax._src.core")
+_ENUMS = {}     # enum class -> public qualified name
+_RECORDS = {}   # dimension-number record class -> public qualified name
+_PRNG_IMPLS = {"threefry2x32": "jax.extend.random.threefry_prng_impl", "rbg": "jax.extend.random.rbg_prng_impl",
+               "unsafe_rbg": "jax.extend.random.unsafe_rbg_prng_impl"}
+for _n in ("Precision", "GatherScatterMode", "RoundingMethod"):
+    if hasattr(jax.lax, _n):
+        _ENUMS[getattr(jax.lax, _n)] = f"jax.lax.{_n}"
+for _n in ("ConvDimensionNumbers", "GatherDimensionNumbers", "ScatterDimensionNumbers"):
+    if hasattr(jax.lax, _n):
+        _RECORDS[getattr(jax.lax, _n)] = f"jax.lax.{_n}"
+
+_shapes: dict = {}
+_state = threading.local()
+_REC = None
+_names: dict = {}   # primitive -> recorded op name
+
+
+def _busy() -> bool:
+    return getattr(_state, "busy", False)
+
+
+class _Busy:
+    def __enter__(self):
+        self.prev = getattr(_state, "busy", False)
+        _state.busy = True
+
+    def __exit__(self, *exc):
+        _state.busy = self.prev
+        return False
+
+
+def _op_name(prim) -> str:
+    name = _names.get(prim)
+    if name is None:
+        name = _PUBLIC.get(prim.name)
+        if name is None:
+            for modname in _HOMES:
+                mod = sys.modules.get(modname)
+                if mod is None:
+                    continue
+                for k, v in vars(mod).items():
+                    if v is prim:
+                        name = f"{modname}.{k}"
+                        break
+                if name:
+                    break
+        if name is None:   # not reachable by name: recorded, refused by the plan export
+            name = f"jax.primitive.{prim.name}"
+        _names[prim] = name
+    return name
+
+
+def _process_primitive(self, primitive, args, params, /):
+    rec = _REC
+    if rec is None or _busy() or not rec.active or threading.get_ident() != rec.thread:
+        return _ORIGINAL["process_primitive"](self, primitive, args, params)
+    return rec.record(self, primitive, args, params)
+
+
+_ORIGINAL: dict = {}
+
+
+_CONTROL_FLOW_DIR = os.path.join(_pkg_dir(jax), "_src", "lax", "control_flow") + os.sep
+# The control-flow functions that, with jit disabled, take their predicate or index as a Python
+# value (by function name in jax/_src/lax/control_flow/): the guard is named after them.
+_CONTROL_FLOW = {"cond": "cond", "_cond": "cond", "switch": "switch", "_switch_internal": "switch",
+                 "while_loop": "while_loop"}
+
+
+def _make_guard(gname, base):
+    def guard(self, *args, **kwargs):
+        result = base(self, *args, **kwargs)
+        rec = _REC
+        if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+            code = sys._getframe(1).f_code
+            flow = _CONTROL_FLOW.get(code.co_name) if code.co_filename.startswith(_CONTROL_FLOW_DIR) else None
+            # "jax.lax.cond.__bool__": the predicate of a lax.cond; the runtime checks the guard by
+            # the last component, as for "jax.Array.__bool__".
+            rec.guard(f"jax.lax.{flow}.{gname}" if flow else f"jax.Array.{gname}", self, result)
+        return result
+    guard.__name__ = gname
+    guard.__ivytrace_original__ = base
+    return guard
+
+
+def _np_converter(fname, current):
+    """np.asarray(x) & co. read a CPU jax.Array through the buffer protocol, which Python code
+    cannot hook: the module functions are wrapped instead (calls by the user's code only)."""
+    real = current
+    while hasattr(real, "__ivytrace_original__"):   # under the NumPy recorder's own wrapper
+        real = real.__ivytrace_original__
+
+    def convert(*args, **kwargs):
+        rec = _REC
+        if (args and isinstance(args[0], _ArrayImpl) and rec is not None and rec.active and not _busy()
+                and threading.get_ident() == rec.thread
+                and not sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS)):
+            with _Busy():
+                result = real(*args, **kwargs)
+            rec.guard("jax.Array.__array__", args[0], result)
+            return result
+        return current(*args, **kwargs)
+    convert.__name__ = fname
+    convert.__wrapped__ = current
+    return convert
+
+
+def _device_get(current):
+    """jax.device_get(tree) hands the user NumPy values: a guard per jax.Array leaf."""
+    def device_get(x):
+        rec = _REC
+        if (rec is None or not rec.active or _busy() or threading.get_ident() != rec.thread
+                or sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS)):
+            return current(x)
+        with _Busy():
+            result = current(x)
+            pairs = list(zip(jax.tree_util.tree_leaves(x), jax.tree_util.tree_leaves(result)))
+        for a, v in pairs:
+            if isinstance(a, _ArrayImpl):
+                rec.guard("jax.Array.__array__", a, v)
+        return result
+    device_get.__name__ = "device_get"
+    device_get.__wrapped__ = current
+    return device_get
+
+
+def _len(base):
+    def length(self):
+        v = base(self)
+        rec = _REC
+        if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+            if not sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS):
+                rec.shape_read("jax.Array.__len__", self, v)
+        return v
+    length.__name__ = "__len__"
+    return length
+
+
+def _shape_get(base):
+    def shape(self):
+        v = base.__get__(self)
+        rec = _REC
+        if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+            fn = sys._getframe(1).f_code.co_filename
+            if not fn.startswith(_INTERNAL_DIRS):
+                rec.shape_read("jax.Array.shape", self, v)
+        return v
+    return shape
+
+
+def _key_iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d key array")
+    impl = self._impl
+    return (_prng.random_wrap(k, impl=impl) for k in _prng.random_unwrap(self))
+
+
+class JaxRecorder:
+    def __init__(self, session):
+        self.session = session
+        self.w = session.writer
+        self._intern = session.writer.intern
+        self._t0 = session.t0
+        self._schemas = session.schemas
+        self.thread = threading.get_ident()
+        self.active = False
+        self._ids = {}          # id(array) -> (weakref, tid)
+        self._sweep_at = 4096
+        # Tensor ids of their own range: torch and NumPy share one sequence from 1 (convert.py),
+        # and a program may run NumPy or torch ops next to JAX ones in one trace.
+        self._next = 1 << 40
+        self._known = set()     # tids known in the current frame
+        self._const = set()     # tids that are constants
+        self._inputs = set()    # tids of the current region's inputs
+        self._frames = []
+        self._regions = []
+        self._next_region = 1
+        self._warned = set()
+        self._patched = []
+        self._np_patched = []
+        self._jit_was_disabled = None
+        self._enc = _JaxEncoder(self._enc_in)
+        self._enc_out = _JaxEncoder(self._enc_out_tensor)
+        self._enc_param = _JaxEncoder(self._enc_in, params=True)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def install(self):
+        global _REC
+        _REC = self
+        self.active = True
+        if "process_primitive" not in _ORIGINAL:
+            _ORIGINAL["process_primitive"] = _jcore.EvalTrace.process_primitive
+        self._set(_jcore.EvalTrace, "process_primitive", _process_primitive)
+        for g in _GUARDS:
+            base = getattr(_ArrayImpl, g, None)
+            if base is not None:
+                self._set(_ArrayImpl, g, _make_guard(g, base))
+        # Iterating a typed key array (`k1, k2 = jax.random.split(key)`) slices its key data and
+        # wraps the slices without applying a primitive; while recording it goes through the
+        # primitives (random_unwrap, unstack, random_wrap), so every key is an op's output.
+        self._set(_KeyArray, "__iter__", _key_iter)
+        for fname in ("asarray", "array", "asanyarray"):
+            self._set_np(fname)
+        self._set(jax, "device_get", _device_get(jax.device_get))
+        shape = _ArrayImpl.__dict__.get("shape")
+        if isinstance(shape, property):
+            self._set(_ArrayImpl, "shape", property(_shape_get(shape)))
+        if "__len__" in _ArrayImpl.__dict__:
+            self._set(_ArrayImpl, "__len__", _len(_ArrayImpl.__dict__["__len__"]))
+        # Jitted code runs op by op, so its primitives are applied (and recorded) eagerly.
+        self._jit_was_disabled = bool(jax.config.jax_disable_jit)
+        jax.config.update("jax_disable_jit", True)
+
+    def _set_np(self, fname):
+        current = getattr(np, fname)
+        wrapper = _np_converter(fname, current)
+        self._np_patched.append((fname, current, wrapper))
+        setattr(np, fname, wrapper)
+
+    def _set(self, owner, name, value):
+        self._patched.append((owner, name, owner.__dict__.get(name)))
+        setattr(owner, name, value)
+
+    def uninstall(self):
+        global _REC
+        if not self.active:
+            return
+        self.active = False
+        for owner, name, orig in reversed(self._patched):
+            if orig is None:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, name, orig)
+        self._patched.clear()
+        for fname, current, wrapper in reversed(self._np_patched):
+            if getattr(np, fname) is wrapper:   # else wrapped again since; ours passes calls through
+                setattr(np, fname, current)
+        self._np_patched.clear()
+        if self._jit_was_disabled is not None:
+            jax.config.update("jax_disable_jit", self._jit_was_disabled)
+        if _REC is self:
+            _REC = None
+
+    # -- identity ---------------------------------------------------------------------------------
+    def _ref(self, a):
+        r = self._ids.get(id(a))
+        if r is None or r[0]() is not a:
+            tid = self._next
+            self._next += 1
+            try:
+                w = weakref.ref(a)
+            except TypeError:   # no weak references: a new id at every sighting (not kept)
+                return tid
+            r = (w, tid)
+            self._ids[id(a)] = r
+            if len(self._ids) > self._sweep_at:
+                self._sweep()
+        return r[1]
+
+    def _sweep(self):
+        for k in [k for k, r in self._ids.items() if r[0]() is None]:
+            del self._ids[k]
+        self._sweep_at = max(2 * len(self._ids), 4096)
+
+    def _tensor_ref(self, a, tid, full=True) -> bytes:
+        b = b"\x08" + varint(tid) + b"\x18" + varint(tid)
+        if full:
+            # The unpatched shape getter: this runs on every operand and result.
+            shape = _ARRAY_SHAPE.__get__(a) if type(a) is _ArrayImpl else tuple(a.shape)
+            dt = _DTYPES.get(a.dtype)   # extended dtypes (PRNG keys) have no entry
+            if dt:
+                b += b"\x20" + varint(dt)
+            if shape:
+                sh = _shapes.get(shape)
+                if sh is None:
+                    sh = _shapes[shape] = ld(b"\x2a", b"".join(varint(int(d)) for d in shape))
+                b += sh
+        return b
+
+    def _enc_in(self, a, ins):
+        tid = self._ref(a)
+        ins.append((a, tid))
+        ref = self._tensor_ref(a, tid)
+        if tid not in self._known:
+            if isinstance(a, _KeyArray):
+                self._wrap_key_constant(a, ref)
+            else:
+                self._write_value(a, ref, CONSTANT)
+                self._const.add(tid)
+            self._known.add(tid)
+        return ld(A_TENSOR, ref)
+
+    def _wrap_key_constant(self, key, ref):
+        """A typed key the region did not make (made before it): its value has an extended dtype
+        no trace tensor can hold, so its key data is the constant and a random_wrap op (the
+        primitive jax.random.wrap_key_data applies) makes the key from it, before the op that
+        reads it."""
+        impl = _PRNG_IMPLS.get(key._impl.name)
+        data = key._base_array
+        dtid = self._ref(data)
+        dref = self._tensor_ref(data, dtid)
+        self._write_value(data, dref, CONSTANT)
+        self._known.add(dtid)
+        self._const.add(dtid)
+        name = _op_name(_prng.random_wrap_p)
+        kw = ld(b"\x0a", b"impl") + ld(b"\x12", ld(A_SYMBOL, impl.encode()) if impl else enc_opaque(key._impl))
+        parts = [b"\x08" + varint(self._intern(name)), ld(b"\x12", ld(A_TENSOR, dref)), ld(b"\x1a", kw),
+                 ld(b"\x22", ld(A_TENSOR, ref))]
+        fid, line = _location(self._intern)
+        if fid:
+            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
+        parts.append(b"\x50" + varint(threading.get_ident()))
+        self.w.add(b"\x0a", b"".join(parts), op=True)
+
+    def _enc_out_tensor(self, a, outs):
+        tid = self._ref(a)
+        outs.append((a, tid))
+        return ld(A_TENSOR, self._tensor_ref(a, tid))
+
+    def _write_value(self, a, ref, role, name=""):
+        with _Busy():
+            arr = np.asarray(a)   # tobytes() below is C order (np.ascontiguousarray would make 0-d 1-d)
+        dt = _DTYPES.get(arr.dtype, 0)
+        data = arr.tobytes()
+        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role)
+        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
+        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+
+    # -- recording -------------------------------------------------------------------------------
+    def record(self, trace, prim, args, params):
+        name = _op_name(prim)
+        ins = []
+        parts = [b"\x08" + varint(self._intern(name))]
+        with _Busy():
+            for a in args:
+                parts.append(ld(b"\x12", self._enc.encode(a, ins)))
+            drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
+            for k, v in params.items():
+                if k in drop:
+                    continue
+                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc_param.encode(v, ins))
+                parts.append(ld(b"\x1a", kw))
+            start = time.perf_counter_ns()
+            try:
+                result = _ORIGINAL["process_primitive"](trace, prim, args, params)
+            except BaseException:
+                self._finish(parts, name, ins, None, start, raised=True)
+                raise
+            self._finish(parts, name, ins, result, start)
+        return result
+
+    def _finish(self, parts, name, ins, result, start, raised=False):
+        end = time.perf_counter_ns()
+        random = self._schemas.is_random(name)
+        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
+        outs = []
+        if not raised:
+            parts.append(ld(b"\x22", self._enc_out.encode(result, outs)))
+        foldable = (not random and not raised and all(t in self._const for _, t in ins)
+                    and not any(isinstance(a, _KeyArray) for a, _ in outs))
+        values = None
+        if foldable and outs:
+            if all(_nbytes(a) <= FOLD_LIMIT for a, _ in outs):
+                flags |= FOLDABLE_OP
+                values = FOLDABLE
+            for a, tid in outs:
+                self._known.add(tid)
+                self._const.add(tid)
+        else:
+            if random:
+                values = RANDOM_OUTPUT
+            for a, tid in outs:
+                self._known.add(tid)
+                self._const.discard(tid)
+        if flags:
+            parts.append(b"\x30" + varint(flags))
+        fid, line = _location(self._intern)
+        if fid:
+            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
+        parts.append(b"\x50" + varint(threading.get_ident()))
+        parts.append(b"\x58" + varint(start - self._t0) + b"\x60" + varint(end - start))
+        self.w.add(b"\x0a", b"".join(parts), op=True)
+        if values is not None:
+            done = set()
+            for a, tid in outs:
+                if tid not in done and not isinstance(a, _KeyArray):
+                    done.add(tid)
+                    self._write_value(a, self._tensor_ref(a, tid), values)
+        self.w.emit()
+
+    def shape_read(self, op, a, value):
+        with _Busy():
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
+            fid, line = _location(self._intern)
+            msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
+                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
+                                      file=fid, line=line)
+            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
+
+    def guard(self, op, a, result):
+        with _Busy():
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
+            fid, line = _location(self._intern)
+            size = int(np.prod(np.shape(a)))
+            if op.endswith(("tolist", "__array__")) and size > GUARD_VALUE_LIMIT:
+                value = common_pb2.Arg(opaque=f"list: {size} elements (not kept)")
+            else:
+                value = common_pb2.Arg.FromString(self._enc_out.encode(_pyval(result), []))
+            msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(op), value=value, file=fid, line=line,
+                                       region=self._regions[-1] if self._regions else 0)
+            self.w.emit(TAG_GUARD, msg.SerializeToString())
+            if self.session.warn_guards and (fid, line) not in self._warned:
+                self._warned.add((fid, line))
+                warnings.warn(f"ivytrace: this graph is specialized on the value of {op} at "
+                              f"{self.w.string(fid) if fid else '?'}:{line}", RuntimeWarning, stacklevel=3)
+
+    # -- regions ----------------------------------------------------------------------------------
+    def region_begin(self, name, inputs, file="", line=0) -> int:
+        if threading.get_ident() != self.thread or not self.active:
+            return 0
+        with _Busy():
+            rid = self._next_region
+            self._next_region += 1
+            tensors = []
+            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
+                     for n, v in inputs]
+            fid = self._intern(file) if file else 0
+            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
+            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
+            self._frames.append((self._known, self._const, self._inputs))
+            self._known, self._const, self._inputs = set(), set(), set()
+            self._regions.append(rid)
+            seen = set()
+            for a, tid in tensors:
+                if tid in seen:
+                    continue
+                seen.add(tid)
+                self._known.add(tid)
+                self._inputs.add(tid)
+                if not isinstance(a, _KeyArray):
+                    self._write_value(a, self._tensor_ref(a, tid), REGION_INPUT)
+            self.w.emit()
+            return rid
+
+    def region_end(self, rid, result=None, raised=False):
+        if not rid or rid not in self._regions:
+            return
+        with _Busy():
+            tensors = []
+            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
+            if not raised:
+                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
+                for a, tid in tensors:
+                    if tid not in self._known and not isinstance(a, _KeyArray):
+                        self._write_value(a, self._tensor_ref(a, tid), CONSTANT)
+                        self._known.add(tid)
+            self.w.add(TAG_REGION_END, msg.SerializeToString())
+            seen = set()
+            for a, tid in tensors:
+                if tid not in seen and not isinstance(a, _KeyArray):
+                    seen.add(tid)
+                    self._write_value(a, self._tensor_ref(a, tid), REGION_OUTPUT)
+            self.w.emit()
+            while self._regions:
+                top = self._regions.pop()
+                inner_known, inner_const, inputs = self._known, self._const, self._inputs
+                self._known, self._const, self._inputs = self._frames.pop()
+                # What the region made is known after it too (its inputs only if they were before).
+                self._known |= inner_known - inputs
+                self._const |= inner_const - inputs
+                if top == rid:
+                    break
+
+
+def _nbytes(a) -> int:
+    try:
+        return int(a.nbytes)
+    except Exception:
+        return 0
+
+
+_internal_code: dict = {}
+
+
+def _location(intern):
+    """(file id, line) of the first frame outside jax, jaxlib, numpy and ivytrace."""
+    f = sys._getframe(1)
+    while f is not None:
+        c = f.f_code
+        lines = _internal_code.get(c)
+        if lines is None:
+            fn = c.co_filename
+            lines = _internal_code[c] = True if (fn.startswith(_INTERNAL_DIRS) or fn.startswith("<frozen")) else {}
+        if lines is not True:
+            n = lines.get(f.f_lasti)
+            if n is None:
+                n = lines[f.f_lasti] = f.f_lineno or 0
+            return intern(c.co_filename), n
+        f = f.f_back
+    return 0, 0
+
+
+def _pyval(v):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _enc_dtype(v, ts):
+    try:
+        dt = np.dtype(v)
+    except TypeError:
+        return enc_opaque(v)
+    e = _DTYPES.get(dt)
+    return A_DTYPE + varint(e) if e else enc_opaque(v)
+
+
+class _JaxEncoder(ArgEncoder):
+    """Primitive operands and params -> Arg bytes. Arrays go to `handler`; NumPy arrays and typed
+    scalars that JAX feeds to primitives are arrays too (constants); params become plain values
+    (`params=True`: NumPy scalars become Python numbers), enums symbols, dimension-number records
+    {"__type__": class, field: value...} dicts."""
+
+    def __init__(self, handler, params=False):
+        super().__init__()
+        self.table[_ArrayImpl] = handler
+        self.table[_KeyArray] = handler
+        self.table[np.ndarray] = handler
+        self.subclass_handlers.append((np.ndarray, handler))
+        for t in _TYPED_SCALARS:
+            self.table[t] = lambda v, ts, h=handler: h(np.asarray(v, dtype=v.dtype), ts)
+        for dt in list(_DTYPES):
+            self.table[type(dt)] = _enc_dtype
+            if params:   # a NumPy scalar in a param (pad's padding_config, split's sizes): a number
+                self.table[dt.type] = lambda v, ts: self.encode(v.item(), ts)
+            else:        # an operand: a 0-d array
+                self.table[dt.type] = lambda v, ts, h=handler: h(np.asarray(v), ts)
+        self.table[type] = lambda v, ts: (_enc_dtype(v, ts) if issubclass(v, np.generic) else enc_opaque(v))
+        for cls, qual in _ENUMS.items():
+            self.table[cls] = lambda v, ts, q=qual: ld(A_SYMBOL, f"{q}.{v.name}".encode())
+        for cls, qual in _RECORDS.items():
+            self.table[cls] = lambda v, ts, q=qual: self._record(q, v, ts)
+        # A primitive as a param (select_and_scatter_add's select_prim): by name, a schema symbol.
+        self.table[_jcore.Primitive] = lambda v, ts: ld(A_SYMBOL, _op_name(v).encode())
+        self.subclass_handlers.append((_jcore.Primitive, self.table[_jcore.Primitive]))
+        self.table[_prng.PRNGImpl] = lambda v, ts: (ld(A_SYMBOL, _PRNG_IMPLS[v.name].encode())
+                                                    if v.name in _PRNG_IMPLS else enc_opaque(v))
+
+    def _record(self, qual, v, ts):
+        fields = getattr(v, "_fields", None) or [f for f in getattr(type(v), "__dataclass_fields__", {})]
+        if not fields:
+            return enc_opaque(v)
+        return self._dict({"__type__": qual, **{f: getattr(v, f) for f in fields}}, ts)
+
+
+def recorder_for(session) -> JaxRecorder:
+    return JaxRecorder(session)
