@@ -3,8 +3,9 @@
   (a) `ivytrace optimize --report` on the recorded sample programs (MLP, SmallResNet, the seeds'
       example): node counts before/after and optimize time, beside onnx-simplifier (onnxsim, or
       onnxslim) run on the ONNX that torch.onnx.export(dynamo=False) produces for the same models.
-  (b) default-pipeline throughput in nodes/s on recorded traces of N and N/10 ops (target: >= 1M
-      nodes/s at N = 1,000,000) and the time ratio of the two (target: <= 11x for 10x nodes).
+  (b) default-pipeline throughput in nodes/s on recorded traces of N/10, N/5, N and 2N ops (target:
+      >= 1M nodes/s at N = 1,000,000) and the time ratios N/10 -> N and N/5 -> 2N (target: <= 11x
+      for 10x nodes).
 
     .venv/bin/python bench/bench_optimize.py [--ops 1000000] [--repeat 3]
 """
@@ -39,8 +40,8 @@ def optimize(trace, out):
     run = subprocess.run([BIN, "optimize", str(trace), "-o", str(out), "--report"], check=True,
                          capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    rows = [line.split() for line in run.stdout.splitlines()[1:]
-            if line.strip() and not line.startswith("shape reads")]
+    rows = [line.split() for line in run.stdout.splitlines()[1:]]
+    rows = [r for r in rows if len(r) == 6 and all(c.replace(".", "", 1).isdigit() for c in r[1:])]
     return int(rows[0][1]), int(rows[-1][2]), wall, sum(float(r[5]) for r in rows) / 1e3
 
 
@@ -105,12 +106,16 @@ def bench_samples(tmp):
               f" {fmt(None if simp_s is None else simp_s * 1e3, '{:.1f}'):>8s}  {tool or 'not installed'}")
 
 
-def bench_scaling(n_ops, repeat, tmp):
+def bench_scaling(n_ops, repeat, tmp, beyond_cache=True):
     print(f"\n(b) default pipeline on recorded traces (best of {repeat}; pass time = sum of --report ms,"
-          " wall = the whole command incl. load/save)")
+          " wall = the whole command incl. read, build and write)")
     print(f"  {'ops':>10s} {'before':>10s} {'after':>8s} {'pass s':>8s} {'wall s':>8s} {'nodes/s':>12s}")
+    # N/10 -> N as the issue states it; the graph of N/10 ops (~30 MB of nodes) still sits in a
+    # 32 MB L3 cache, so the pair mixes algorithmic scaling with the cache cliff. N/5 -> 2N puts
+    # both sizes past the cache: the ratio there is the algorithm's.
+    pairs = [(n_ops // 10, n_ops)] + ([(n_ops // 5, 2 * n_ops)] if beyond_cache else [])
     best = {}
-    for n in (n_ops // 10, n_ops):
+    for n in sorted({n for pair in pairs for n in pair}):
         trace = tmp / f"many_{n}.ivt"
         record_many_ops(n, trace)
         runs = [optimize(trace, tmp / "many.ivg") for _ in range(repeat)]
@@ -119,20 +124,23 @@ def bench_scaling(n_ops, repeat, tmp):
         best[n] = passes
         print(f"  {n:10,d} {before:10,d} {after:8,d} {passes:8.3f} {wall:8.3f} {before / passes:12,.0f}")
         trace.unlink()
-    small, big = best[n_ops // 10], best[n_ops]
-    print(f"  10x nodes -> {big / small:.2f}x pass time (target <= 11x); "
-          f"{n_ops / big:,.0f} nodes/s at {n_ops:,} (target >= 1,000,000)")
+        (tmp / "many.ivg").unlink(missing_ok=True)
+    for small, big in pairs:
+        print(f"  {small:,} -> {big:,} nodes: {best[big] / best[small]:.2f}x pass time (target <= 11x)")
+    print(f"  {n_ops / best[n_ops]:,.0f} nodes/s at {n_ops:,} (target >= 1,000,000)")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ops", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-beyond-cache", action="store_true",
+                    help="skip the N/5 -> 2N pair (records 2.2N more ops, needs ~4 GB per million nodes)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         bench_samples(tmp)
-        bench_scaling(a.ops, a.repeat, tmp)
+        bench_scaling(a.ops, a.repeat, tmp, beyond_cache=not a.no_beyond_cache)
 
 
 if __name__ == "__main__":

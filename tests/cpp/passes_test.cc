@@ -337,6 +337,40 @@ TEST(Cse, RenamesRegionOutputsAndChainsMerges) {
   EXPECT_EQ(g.OutputValues()[0], g.nodes[1].outputs[0]);
 }
 
+TEST(Cse, FindsDuplicatesAmongManyUsersOfOneValue) {
+  // x * k for k = 0..19, then the same twenty calls again, in reverse order, all summed: each
+  // repeat merges into its first call, whether the first is among the value's earliest users or
+  // past them (the pass keeps the first few users of a value in a list, later ones in a table).
+  TraceBuilder t("cse_fanout.ivt");
+  const int kCalls = 20;
+  uint64_t id = 10;
+  std::vector<uint64_t> products;
+  for (int round = 0; round < 2; ++round) {
+    for (int j = 0; j < kCalls; ++j) {
+      const int k = round == 0 ? j : kCalls - 1 - j;
+      t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(k)}, Ref(id, 0));
+      products.push_back(id++);
+    }
+  }
+  uint64_t acc = products[0];
+  for (size_t j = 1; j < products.size(); ++j) {
+    t.Op("torch.Tensor.add", {TensorArg(Ref(acc, 0)), TensorArg(Ref(products[j], 0))}, Ref(id, 0));
+    acc = id++;
+  }
+  Graph g = Build(t.Finish(Ref(acc, 0)));
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPasses(&g, {{"cse"}}, &report).ok());
+  ASSERT_EQ(report.size(), 1u);
+  EXPECT_EQ(report[0].removed, static_cast<size_t>(kCalls));
+  // Every add of the second half reads the product of the first half with the same k.
+  for (const Node& n : g.nodes) {
+    if (n.op != "torch.Tensor.add") continue;
+    const Value& rhs = g.values[n.inputs[1]];
+    ASSERT_EQ(rhs.kind, v1::NODE_OUTPUT);
+    EXPECT_LT(static_cast<size_t>(rhs.producer), static_cast<size_t>(kCalls));
+  }
+}
+
 v1::Arg FloatArg(double f) {
   v1::Arg a;
   a.set_f(f);
