@@ -14,7 +14,7 @@ import weakref
 import torch
 
 from ivytrace.cli_bin import CLIError, run_cli, supports_flag
-from ivytrace.recorder.recorder import Recorder
+from ivytrace.recorder.recorder import Recorder, _has_jax_array
 from ivytrace.region import bind_inputs, signature_of
 from ivytrace.runtime.plan import load_plan
 
@@ -121,8 +121,7 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
         # NumPy is recorded whenever the program has imported it: a torch function may convert
         # to NumPy and back (convert.py), and NumPy inputs need it anyway.
         frameworks = ("torch", "numpy") if np is not None else ("torch",)
-        jax = sys.modules.get("jax")
-        if jax is not None and hasattr(jax, "Array") and _any_jax_array(jax, (args, kwargs)):
+        if _has_jax_array((args, kwargs)):
             frameworks += ("jax",)
         rec = Recorder(trace_path, frameworks=frameworks, warn_guards=True, argv=sys.argv, buffer_bytes=1 << 20)
         rec.start()
@@ -153,16 +152,6 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True):
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
-
-
-def _any_jax_array(jax, v) -> bool:
-    if isinstance(v, jax.Array):
-        return True
-    if type(v) in (list, tuple):
-        return any(_any_jax_array(jax, x) for x in v)
-    if type(v) is dict:
-        return any(_any_jax_array(jax, x) for x in v.values())
-    return False
 
 
 def _plain_arrays(v):

@@ -1,6 +1,7 @@
 """The optimizer passes on real recorded programs: what each pass removes, and that the plan after
 the full pipeline replays exactly what the program computed."""
 import json
+import re
 
 import pytest
 import torch
@@ -28,7 +29,7 @@ def report_rows(stdout):
     """`optimize --report` rows as {pass: (before, after)}."""
     rows = {}
     for line in stdout.splitlines()[1:]:
-        if line.startswith("shape reads"):
+        if line.startswith(("shape reads", "time:")):
             continue
         name, before, after, *_ = line.split()
         rows[name] = (int(before), int(after))
@@ -261,6 +262,7 @@ def test_shape_reads_keep_nothing_alive_and_are_counted(cli, tmp_path):
     out = tmp_path / "shapes.ivg"
     run = cli("optimize", trace, "-o", out, "--report", check=True)
     assert f"shape reads dropped (only fed Python): {info['shape_reads']}" in run.stdout
+    assert re.search(r"^time: read \+ build [0-9.]+ ms, passes [0-9.]+ ms, write [0-9.]+ ms$", run.stdout, re.M)
     assert "torch.relu" not in ops_of(cli, out)
     plan = tmp_path / "shapes.plan"
     cli("export", out, "--to", "plan", "-o", plan, check=True)

@@ -343,43 +343,35 @@ def limits_from_environ(environ=None) -> dict:
     return out
 
 
-def _has_ndarray(v) -> bool:
-    np = sys.modules.get("numpy")
-    if np is None:
-        return False
-    if isinstance(v, np.ndarray):
+def _contains(v, cls) -> bool:
+    """Whether `v`, or a list/tuple/dict inside it, holds an instance of `cls`."""
+    if isinstance(v, cls):
         return True
     if isinstance(v, (list, tuple)):
-        return any(_has_ndarray(x) for x in v)
+        return any(_contains(x, cls) for x in v)
     if isinstance(v, dict):
-        return any(_has_ndarray(x) for x in v.values())
+        return any(_contains(x, cls) for x in v.values())
     return False
+
+
+def _framework_class(module: str, attr: str):
+    mod = sys.modules.get(module)
+    return getattr(mod, attr, None) if mod is not None else None
+
+
+def _has_ndarray(v) -> bool:
+    cls = _framework_class("numpy", "ndarray")
+    return cls is not None and _contains(v, cls)
 
 
 def _has_jax_array(v) -> bool:
-    jax = sys.modules.get("jax")
-    if jax is None or not hasattr(jax, "Array"):
-        return False
-    if isinstance(v, jax.Array):
-        return True
-    if isinstance(v, (list, tuple)):
-        return any(_has_jax_array(x) for x in v)
-    if isinstance(v, dict):
-        return any(_has_jax_array(x) for x in v.values())
-    return False
+    cls = _framework_class("jax", "Array")
+    return cls is not None and _contains(v, cls)
 
 
 def _has_torch_tensor(v) -> bool:
-    torch = sys.modules.get("torch")
-    if torch is None or not hasattr(torch, "Tensor"):
-        return False
-    if isinstance(v, torch.Tensor):
-        return True
-    if isinstance(v, (list, tuple)):
-        return any(_has_torch_tensor(x) for x in v)
-    if isinstance(v, dict):
-        return any(_has_torch_tensor(x) for x in v.values())
-    return False
+    cls = _framework_class("torch", "Tensor")
+    return cls is not None and _contains(v, cls)
 
 
 def _fully_imported(name: str) -> bool:
