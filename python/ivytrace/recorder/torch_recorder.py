@@ -40,6 +40,13 @@ from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_EN
                                       TAG_SHAPE_READ, TAG_TENSOR)
 from ivytrace.v1 import common_pb2, trace_pb2
 
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":   # force the pure-Python path (tests, bench)
+        raise ImportError
+    from ivytrace import _speedups
+except ImportError:
+    _speedups = None
+
 CHUNK_BYTES = 64 << 20      # TensorData values above this are split over several records
 FOLD_LIMIT = 16 << 20       # foldable outputs above this are not recorded (and not flagged)
 GUARD_VALUE_LIMIT = 65536   # tolist()/numpy() guards on larger tensors keep no value
@@ -119,8 +126,9 @@ def is_internal_file(filename: str) -> bool:
     return filename.startswith(_TORCH_DIR) or filename.startswith(_IVYTRACE_DIR)
 
 
-class TorchRecorder(TorchFunctionMode):
-    """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call."""
+class _PyTorchRecorder(TorchFunctionMode):
+    """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call.
+    (The pure-Python recorder; TorchRecorder below adds the C fast path when it is built.)"""
 
     def __init__(self, session):
         super().__init__()
@@ -299,11 +307,15 @@ class TorchRecorder(TorchFunctionMode):
         ref_field = ld(b"\x0a", ref)   # TensorData.ref = 1
         total_field = b"\x20" + varint(total)
         add = self.w.add_parts
+        at_once = getattr(self.w, "writes_at_once", False)
         for off in range(0, max(total, 1), CHUNK_BYTES):
             # A copy, not a view of the tensor's memory: the record may be written after the call
             # (the op's own record goes first, and buffered writers hold records longer), and an
             # in-place write in between would change the value recorded for this version.
-            chunk = mv[off:off + CHUNK_BYTES].tobytes()
+            # (A writer that writes at once copies the bytes into the file before returning.)
+            chunk = mv[off:off + CHUNK_BYTES]
+            if not at_once:
+                chunk = chunk.tobytes()
             n = len(chunk)
             data_tag = b"\x1a" + varint(n)
             tensor_len = len(head) + len(data_tag) + n + len(tail)
@@ -315,13 +327,13 @@ class TorchRecorder(TorchFunctionMode):
         return total
 
     # -- where the call came from ------------------------------------------------------------
-    def _file_line(self) -> bytes:
-        """OpEvent file (7) and line (8) fields of the first frame outside torch and ivytrace.
+    def _file_line(self, f) -> bytes:
+        """OpEvent file (7) and line (8) fields of the first frame outside torch and ivytrace,
+        from frame `f` (the caller of the recorded function) outwards.
 
         Cached per (code object, instruction offset): computing f_lineno scans the code's line
         table, which costs microseconds in long functions and modules.
         """
-        f = sys._getframe(2)
         internal = self._internal_code
         while f is not None:
             c = f.f_code
@@ -459,8 +471,16 @@ class TorchRecorder(TorchFunctionMode):
             except BaseException:
                 self._raised(info, parts, ins, start)
                 raise
-        end = clock()
+        return self._finish(info, parts, ins, result, start, clock(), args)
 
+    def _finish(self, info, parts, ins, result, start, end, args):
+        """The rest of a recorded call once it returned: result, writes, values, location.
+        `parts` holds the OpEvent's op field and its encoded arguments; `ins` the (tensor, ref,
+        version before the call) of every tensor argument. (Also called by the C fast path in
+        _speedups.c for the calls it does not finish itself.)"""
+        append = parts.append
+        ids = self._ids
+        known = self._frame.known
         # Result: a plain tensor inline, anything else through the encoder.
         outs = []
         if type(result) is _Tensor:
@@ -520,13 +540,7 @@ class TorchRecorder(TorchFunctionMode):
         # file/line, scope, thread, timing
         if flags:
             append(b"\x30" + V[flags])   # OpEvent.flags = 6
-        f = _getframe(1)
-        lines = self._internal_code.get(f.f_code)
-        if lines:
-            fl = lines.get(f.f_lasti)
-            append(fl if fl is not None else self._file_line())
-        else:
-            append(self._file_line())
+        append(self._file_line(_getframe(1)))   # frames inside ivytrace are skipped
         ident = self._get_ident()
         st = self._scopes.get(ident)
         if st and st[-1][2]:
@@ -566,7 +580,7 @@ class TorchRecorder(TorchFunctionMode):
     def _payload(self, parts, flags, start, end) -> bytes:
         if flags:
             parts.append(b"\x30" + V[flags])          # OpEvent.flags = 6
-        parts.append(self._file_line())
+        parts.append(self._file_line(_getframe(1)))
         parts.append(self._scope_thread())
         parts.append(b"\x58" + varint(start - self._t0))   # start_ns = 11
         d = end - start
@@ -733,6 +747,23 @@ class TorchRecorder(TorchFunctionMode):
                 outer.written.update(inner.written)
                 if top == rid:
                     break
+
+
+if _speedups is not None:
+    class TorchRecorder(_PyTorchRecorder, _speedups.RecorderBase):
+        """The recorder with its common call recorded in C (ivytrace/_speedups.c): the tables
+        above are members of the C base, shared by both paths; every call the C path does not
+        finish itself goes on in the Python methods (handle, _in.encode, _finish, _raised)."""
+
+        __torch_function__ = _speedups.RecorderBase.__torch_function__
+
+        def __init__(self, session):
+            super().__init__(session)
+            self._sink = self.w.sink
+            self._speedups_setup(_Tensor, torch.nn.Parameter, _DTYPE_FIELD, _shapes, _ALIAS_OPS,
+                                 _int_cache, _shape_field)
+else:
+    TorchRecorder = _PyTorchRecorder
 
 
 def _call_enabled(func, args, kwargs):
