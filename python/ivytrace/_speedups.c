@@ -290,7 +290,7 @@ static PyTypeObject SinkType = {
 typedef struct {
   PyObject_HEAD
   /* shared with the Python code (same names as its attributes) */
-  PyObject *ids, *info, *frame, *const_, *internal, *scopes, *threads, *sink, *w;
+  PyObject *ids, *info, *frame, *const_, *values, *params, *internal, *scopes, *threads, *sink, *w;
   long long next_tid, sweep_at, t0;
   char active;
   /* constants the Python side hands over once (_speedups_setup) */
@@ -299,7 +299,7 @@ typedef struct {
 } Rec;
 
 static PyObject *s_version, *s_base, *s_dtype, *s_shape, *s_known, *s_written, *s_classify, *s_handle,
-    *s_in, *s_encode, *s_finish, *s_raised, *s_file_line, *s_emit_op;
+    *s_in, *s_encode, *s_constant_key, *s_finish, *s_raised, *s_file_line, *s_emit_op;
 
 static inline long long now_ns(void) {
   struct timespec ts;
@@ -458,9 +458,77 @@ static PyObject *file_line(Rec *r, PyFrameObject *f0, PyObject **owned) {
   return *owned;
 }
 
+static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth);
+
+/* Arg{tensor = TensorRef{id, version, storage[, dtype, shape]}} (full: with dtype and shape,
+ * as TorchRecorder._full_ref). */
+static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v, int full) {
+  size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 4)) +
+             (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
+  PyObject *dfield = NULL, *sfield = NULL;
+  if (full) {
+    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    if (!dt) return -1;
+    dfield = PyDict_GetItemWithError(r->dtype_field, dt);
+    Py_DECREF(dt);
+    if (!dfield && PyErr_Occurred()) return -1;
+    PyObject *shape = PyObject_GetAttr(t, s_shape);
+    if (!shape) return -1;
+    sfield = PyDict_GetItemWithError(r->shapes, shape);
+    if (sfield) Py_INCREF(sfield);
+    else if (!PyErr_Occurred()) sfield = PyObject_CallOneArg(r->shape_field, shape);
+    Py_DECREF(shape);
+    if (!sfield) return -1;
+    k += (dfield ? (size_t)PyBytes_GET_SIZE(dfield) : 0) + (size_t)PyBytes_GET_SIZE(sfield);
+  }
+  int bad = buf_byte(b, 0x0a) || buf_varint(b, k) || put_ref(b, e, v) ||
+            (dfield && buf_bytes_obj(b, dfield)) || (sfield && buf_bytes_obj(b, sfield));
+  Py_XDECREF(sfield);
+  return bad ? -1 : 0;
+}
+
+/* A tensor (entry e, version v) the current frame does not know yet, as _in_tensor and
+ * _define_external treat it when that writes nothing: its storage was written at this version by
+ * a recorded op (then it is known), or this session already wrote its value with the same role and
+ * name (then it is known and a constant). 1: now known; 0: the Python path must define it. */
+static int knows_already(Rec *r, PyObject *t, PyObject *e, long long v, PyObject *known) {
+  PyObject *tid = PyTuple_GET_ITEM(e, 1);
+  PyObject *written = PyObject_GetAttr(r->frame, s_written);
+  if (!written) return -1;
+  PyObject *wv = PyDict_GetItemWithError(written, PyTuple_GET_ITEM(e, 2));
+  int hit = wv && PyLong_AsLongLong(wv) == v;
+  Py_DECREF(written);
+  if (!wv && PyErr_Occurred()) return -1;
+  PyObject *pv = PyLong_FromLongLong(v);
+  if (!pv) return -1;
+  if (hit) {
+    int bad = PyDict_SetItem(known, tid, pv);
+    Py_DECREF(pv);
+    return bad ? -1 : 1;
+  }
+  PyObject *have = PyDict_GetItemWithError(r->values, tid);   /* (version, role, name) */
+  if (!have) { Py_DECREF(pv); return PyErr_Occurred() ? -1 : 0; }
+  PyObject *key = PyLong_FromVoidPtr(t);
+  PyObject *p = key ? PyDict_GetItemWithError(r->params, key) : NULL;   /* (weakref, name, role) */
+  Py_XDECREF(key);
+  if (!p && PyErr_Occurred()) { Py_DECREF(pv); return -1; }
+  PyObject *want;
+  if (p && PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(p, 0)) == t) {
+    want = PyTuple_Pack(3, pv, PyTuple_GET_ITEM(p, 2), PyTuple_GET_ITEM(p, 1));
+  } else {
+    want = PyTuple_Pack(3, pv, PyTuple_GET_ITEM(s_constant_key, 0), PyTuple_GET_ITEM(s_constant_key, 1));
+  }
+  if (!want) { Py_DECREF(pv); return -1; }
+  int eq = PyObject_RichCompareBool(have, want, Py_EQ);
+  Py_DECREF(want);
+  if (eq == 1 && (PyDict_SetItem(known, tid, pv) || PyDict_SetItem(r->const_, tid, pv))) eq = -1;
+  Py_DECREF(pv);
+  return eq == 1 ? 2 : eq;   /* 2: the Python path writes this first read with dtype and shape */
+}
+
 /* One Arg message for value a (as TorchRecorder's encoder `_in` writes it): tensors the frame
  * knows, ints, floats, None and bools here; anything else through `self._in.encode(a, ins)`. */
-static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode) {
+static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth) {
   PyTypeObject *tp = Py_TYPE(a);
   if ((PyObject *)tp == r->tensor_t || (PyObject *)tp == r->param_t) {
     PyObject *e = rec_ref_of(r, a);
@@ -469,15 +537,19 @@ static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, 
     if (v < 0 && PyErr_Occurred()) return -1;
     PyObject *kv = PyDict_GetItemWithError(known, PyTuple_GET_ITEM(e, 1));
     if (!kv && PyErr_Occurred()) return -1;
-    if (kv && PyLong_AsLongLong(kv) == v) {
+    int ok = kv && PyLong_AsLongLong(kv) == v;
+    if (!ok) {
+      int k2 = knows_already(r, a, e, v, known);
+      if (k2 < 0) return -1;
+      ok = k2;
+    }
+    if (ok) {
       PyObject *pv = PyLong_FromLongLong(v);
       PyObject *tup = pv ? PyTuple_Pack(3, a, e, pv) : NULL;
       Py_XDECREF(pv);
       if (!tup || PyList_Append(ins, tup)) { Py_XDECREF(tup); return -1; }
       Py_DECREF(tup);
-      size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 4)) +
-                 (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
-      return buf_byte(b, 0x0a) || buf_varint(b, k) || put_ref(b, e, v) ? -1 : 0;   /* Arg.tensor = 1 */
+      return put_tensor_arg(r, b, a, e, v, ok == 2);   /* Arg.tensor = 1 */
     }
   } else if (tp == &PyLong_Type) {
     PyObject *c = PyDict_GetItemWithError(r->int_cache, a);
@@ -495,6 +567,28 @@ static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, 
     return buf_put(b, "\x10\x01", 2);
   } else if (tp == &PyBool_Type) {
     return buf_put(b, a == Py_True ? "\x18\x01" : "\x18\x00", 2);
+  } else if ((tp == &PyTuple_Type || tp == &PyList_Type) && depth < 8) {
+    /* Arg.list = 9 / Arg.tuple = 10: ArgList{items = 1} */
+    Py_ssize_t n = tp == &PyTuple_Type ? PyTuple_GET_SIZE(a) : PyList_GET_SIZE(a);
+    Buf items, one;
+    buf_init(&items);
+    buf_init(&one);
+    int bad = 0;
+    for (Py_ssize_t i = 0; i < n && !bad; ++i) {
+      /* a list may change while its items are encoded (by the Python encoder): re-check */
+      if (tp == &PyList_Type && i >= PyList_GET_SIZE(a)) break;
+      PyObject *x = tp == &PyTuple_Type ? PyTuple_GET_ITEM(a, i) : PyList_GET_ITEM(a, i);
+      Py_INCREF(x);
+      one.n = 0;
+      bad = put_arg_d(r, &one, x, known, ins, encode, depth + 1) || buf_byte(&items, 0x0a) ||
+            buf_varint(&items, one.n) || buf_put(&items, one.p, one.n);
+      Py_DECREF(x);
+    }
+    bad = bad || buf_byte(b, tp == &PyTuple_Type ? 0x52 : 0x4a) || buf_varint(b, items.n) ||
+          buf_put(b, items.p, items.n);
+    buf_free(&items);
+    buf_free(&one);
+    return bad ? -1 : 0;
   }
   if (!*encode) {
     PyObject *in = PyObject_GetAttr((PyObject *)r, s_in);
@@ -510,6 +604,10 @@ static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, 
   if (bad && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "encoder returned no bytes");
   Py_DECREF(enc);
   return bad ? -1 : 0;
+}
+
+static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode) {
+  return put_arg_d(r, b, a, known, ins, encode, 0);
 }
 
 /* The Python path for everything after the call. */
@@ -540,7 +638,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   if (kwargs == Py_None) kwargs = NULL;
   PyObject *info = NULL;
   if (r->active && r->info && r->frame && r->ids && r->const_ && r->internal && r->scopes && r->threads &&
-      r->int_cache && r->code_by_addr && (!args || PyTuple_CheckExact(args)) && (!kwargs || PyDict_CheckExact(kwargs))) {
+      r->int_cache && r->code_by_addr && r->values && r->params && (!args || PyTuple_CheckExact(args)) && (!kwargs || PyDict_CheckExact(kwargs))) {
     PyObject *key = PyLong_FromVoidPtr(func);
     if (!key) return NULL;
     info = PyDict_GetItemWithError(r->info, key);
@@ -628,29 +726,22 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     goto fail;
   }
 
-  /* The fast finish: one plain tensor result, no write, not random, not foldable, no alias. */
+  /* The fast finish: one plain tensor result, not random, not foldable, not an alias op. */
   int fast = Py_TYPE(result) == (PyTypeObject *)r->tensor_t && !PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
   if (fast) {
     int c = PySet_Contains(r->alias_ops, PyTuple_GET_ITEM(info, 3));
     if (c < 0) goto fail;
     fast = !c;
   }
-  int all_const = 1;
   Py_ssize_t nin = PyList_GET_SIZE(ins);
-  for (Py_ssize_t i = 0; fast && i < nin; ++i) {
+  int all_const = 1;
+  for (Py_ssize_t i = 0; fast && all_const && i < nin; ++i) {
     PyObject *tup = PyList_GET_ITEM(ins, i);
-    PyObject *t = PyTuple_GET_ITEM(tup, 0), *e = PyTuple_GET_ITEM(tup, 1);
-    long long v0 = PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2));
-    long long v = tensor_version(t);
-    if (v < 0 && PyErr_Occurred()) goto fail;
-    if (v != v0) fast = 0;   /* written in place */
-    if (all_const) {
-      PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(e, 1));
-      if (!cv && PyErr_Occurred()) goto fail;
-      if (!cv || PyLong_AsLongLong(cv) != v0) all_const = 0;
-    }
+    PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(PyTuple_GET_ITEM(tup, 1), 1));
+    if (!cv && PyErr_Occurred()) goto fail;
+    if (!cv || PyLong_AsLongLong(cv) != PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) all_const = 0;
   }
-  if (!fast || all_const) {
+  if (!fast || all_const) {   /* every input a constant: its outputs are recorded (Python) */
     out = finish_in_python(r, info, &b, ins, result, start, end, args);
     result = NULL;
     goto done;
@@ -660,32 +751,48 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     if (!e) goto fail;
     long long v = tensor_version(result);
     if (v < 0 && PyErr_Occurred()) goto fail;
-    PyObject *dt = PyObject_GetAttr(result, s_dtype);
-    if (!dt) goto fail;
-    PyObject *dfield = PyDict_GetItemWithError(r->dtype_field, dt);
-    Py_DECREF(dt);
-    if (!dfield && PyErr_Occurred()) goto fail;
-    PyObject *shape = PyObject_GetAttr(result, s_shape);
-    if (!shape) goto fail;
-    PyObject *sfield = PyDict_GetItemWithError(r->shapes, shape);
-    if (sfield) Py_INCREF(sfield);
-    else if (!PyErr_Occurred()) sfield = PyObject_CallOneArg(r->shape_field, shape);
-    Py_DECREF(shape);
-    if (!sfield) goto fail;
-    size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 4)) +
-               (v > 0 ? 1 + varint_len((uint64_t)v) : 0) + (dfield ? (size_t)PyBytes_GET_SIZE(dfield) : 0) +
-               (size_t)PyBytes_GET_SIZE(sfield);
-    int bad = buf_byte(&b, 0x22) || buf_varint(&b, 1 + varint_len(k) + k) || buf_byte(&b, 0x0a) ||
-              buf_varint(&b, k) || put_ref(&b, e, v) || (dfield && buf_bytes_obj(&b, dfield)) ||
-              buf_bytes_obj(&b, sfield);
-    Py_DECREF(sfield);
-    if (bad) goto fail;
+    ab.n = 0;
+    if (put_tensor_arg(r, &ab, result, e, v, 1) || buf_byte(&b, 0x22) || buf_varint(&b, ab.n) ||
+        buf_put(&b, ab.p, ab.n))   /* OpEvent.result = 4 */
+      goto fail;
+    /* Arguments written in place (TorchRecorder._mutations): OpEvent.mutated = 5 at their new
+     * version, each storage known at it in this frame. */
+    PyObject *written = NULL;
+    PyObject *seen[16];
+    int nm = 0;
+    for (Py_ssize_t i = 0; i < nin; ++i) {
+      PyObject *tup = PyList_GET_ITEM(ins, i);
+      PyObject *t = PyTuple_GET_ITEM(tup, 0), *te = PyTuple_GET_ITEM(tup, 1);
+      long long nv = tensor_version(t);
+      if (nv < 0 && PyErr_Occurred()) { Py_XDECREF(written); goto fail; }
+      if (nv == PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) continue;
+      int dup = 0;
+      for (int j = 0; j < nm; ++j) dup |= seen[j] == te;
+      if (dup) continue;
+      if (nm == 16) { Py_XDECREF(written); PyErr_SetString(PyExc_RuntimeError, "ivytrace: too many writes"); goto fail; }
+      seen[nm++] = te;
+      if (!written && !(written = PyObject_GetAttr(r->frame, s_written))) goto fail;
+      PyObject *pv = PyLong_FromLongLong(nv);
+      int bad = !pv || PyDict_SetItem(known, PyTuple_GET_ITEM(te, 1), pv) ||
+                PyDict_SetItem(written, PyTuple_GET_ITEM(te, 2), pv);
+      Py_XDECREF(pv);
+      size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 4)) +
+                 (nv > 0 ? 1 + varint_len((uint64_t)nv) : 0);
+      bad = bad || buf_byte(&b, 0x2a) || buf_varint(&b, k) || put_ref(&b, te, nv);
+      if (!bad) {   /* an output: not a constant any more */
+        PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(te, 1));
+        bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(te, 1)));
+      }
+      if (bad) { Py_XDECREF(written); goto fail; }
+    }
+    Py_XDECREF(written);
     PyObject *pv = PyLong_FromLongLong(v);
     if (!pv || PyDict_SetItem(known, PyTuple_GET_ITEM(e, 1), pv)) { Py_XDECREF(pv); goto fail; }
     Py_DECREF(pv);
     PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(e, 1));
     if (!cv && PyErr_Occurred()) goto fail;
     if (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(e, 1))) goto fail;
+    if (nm && buf_put(&b, "\x30\x01", 2)) goto fail;   /* OpEvent.flags = INPLACE */
   }
   {
     /* file/line, scope, thread, timing */
@@ -765,9 +872,14 @@ done:
 
 static PyObject *Rec_setup(Rec *r, PyObject *args) {
   PyObject *tensor_t, *param_t, *dtype_field, *shapes, *alias_ops, *int_cache, *shape_field;
-  if (!PyArg_ParseTuple(args, "OOO!O!O!O!O", &tensor_t, &param_t, &PyDict_Type, &dtype_field, &PyDict_Type,
-                        &shapes, &PyFrozenSet_Type, &alias_ops, &PyDict_Type, &int_cache, &shape_field))
+  PyObject *constant_key;
+  if (!PyArg_ParseTuple(args, "OOO!O!O!O!OO!", &tensor_t, &param_t, &PyDict_Type, &dtype_field, &PyDict_Type,
+                        &shapes, &PyFrozenSet_Type, &alias_ops, &PyDict_Type, &int_cache, &shape_field,
+                        &PyTuple_Type, &constant_key))
     return NULL;
+  if (PyTuple_GET_SIZE(constant_key) != 2) { PyErr_SetString(PyExc_ValueError, "constant key: (role, name)"); return NULL; }
+  Py_INCREF(constant_key);
+  Py_XSETREF(s_constant_key, constant_key);
 #define SET(f, v) do { Py_INCREF(v); Py_XSETREF(r->f, v); } while (0)
   SET(tensor_t, tensor_t);
   SET(param_t, param_t);
@@ -783,7 +895,7 @@ static PyObject *Rec_setup(Rec *r, PyObject *args) {
 static PyObject *Rec_take_tid(Rec *r, PyObject *unused) { return PyLong_FromLongLong(r->next_tid++); }
 
 static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
-  Py_VISIT(r->ids); Py_VISIT(r->info); Py_VISIT(r->frame); Py_VISIT(r->const_);
+  Py_VISIT(r->ids); Py_VISIT(r->info); Py_VISIT(r->frame); Py_VISIT(r->const_); Py_VISIT(r->values); Py_VISIT(r->params);
   Py_VISIT(r->internal); Py_VISIT(r->scopes); Py_VISIT(r->threads); Py_VISIT(r->sink);
   Py_VISIT(r->w); Py_VISIT(r->tensor_t); Py_VISIT(r->param_t); Py_VISIT(r->dtype_field); Py_VISIT(r->shapes);
   Py_VISIT(r->alias_ops); Py_VISIT(r->int_cache); Py_VISIT(r->shape_field); Py_VISIT(r->code_by_addr);
@@ -791,7 +903,7 @@ static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
 }
 
 static int Rec_clear(Rec *r) {
-  Py_CLEAR(r->ids); Py_CLEAR(r->info); Py_CLEAR(r->frame); Py_CLEAR(r->const_);
+  Py_CLEAR(r->ids); Py_CLEAR(r->info); Py_CLEAR(r->frame); Py_CLEAR(r->const_); Py_CLEAR(r->values); Py_CLEAR(r->params);
   Py_CLEAR(r->internal); Py_CLEAR(r->scopes); Py_CLEAR(r->threads); Py_CLEAR(r->sink);
   Py_CLEAR(r->w); Py_CLEAR(r->tensor_t); Py_CLEAR(r->param_t); Py_CLEAR(r->dtype_field); Py_CLEAR(r->shapes);
   Py_CLEAR(r->alias_ops); Py_CLEAR(r->int_cache); Py_CLEAR(r->shape_field); Py_CLEAR(r->code_by_addr);
@@ -828,6 +940,8 @@ static PyMemberDef Rec_members[] = {
     {"_info", T_OBJECT, offsetof(Rec, info), 0, NULL},
     {"_frame", T_OBJECT, offsetof(Rec, frame), 0, NULL},
     {"_const", T_OBJECT, offsetof(Rec, const_), 0, NULL},
+    {"_values", T_OBJECT, offsetof(Rec, values), 0, NULL},
+    {"_params", T_OBJECT, offsetof(Rec, params), 0, NULL},
     {"_internal_code", T_OBJECT, offsetof(Rec, internal), 0, NULL},
     {"_scopes", T_OBJECT, offsetof(Rec, scopes), 0, NULL},
     {"_threads", T_OBJECT, offsetof(Rec, threads), 0, NULL},

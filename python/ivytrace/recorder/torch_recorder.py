@@ -761,7 +761,7 @@ if _speedups is not None:
             super().__init__(session)
             self._sink = self.w.sink
             self._speedups_setup(_Tensor, torch.nn.Parameter, _DTYPE_FIELD, _shapes, _ALIAS_OPS,
-                                 _int_cache, _shape_field)
+                                 _int_cache, _shape_field, (CONSTANT, ""))
 else:
     TorchRecorder = _PyTorchRecorder
 
