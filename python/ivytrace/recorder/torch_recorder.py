@@ -471,9 +471,9 @@ class _PyTorchRecorder(TorchFunctionMode):
             except BaseException:
                 self._raised(info, parts, ins, start)
                 raise
-        return self._finish(info, parts, ins, result, start, clock(), args)
+        return self._finish(info, parts, ins, result, start, clock(), args, _getframe(1))
 
-    def _finish(self, info, parts, ins, result, start, end, args):
+    def _finish(self, info, parts, ins, result, start, end, args, f=None):
         """The rest of a recorded call once it returned: result, writes, values, location.
         `parts` holds the OpEvent's op field and its encoded arguments; `ins` the (tensor, ref,
         version before the call) of every tensor argument. (Also called by the C fast path in
@@ -540,7 +540,11 @@ class _PyTorchRecorder(TorchFunctionMode):
         # file/line, scope, thread, timing
         if flags:
             append(b"\x30" + V[flags])   # OpEvent.flags = 6
-        append(self._file_line(_getframe(1)))   # frames inside ivytrace are skipped
+        if f is None:   # called from C: the caller of the recorded function is the next frame
+            f = _getframe(1)
+        lines = self._internal_code.get(f.f_code)
+        fl = lines.get(f.f_lasti) if lines else None
+        append(fl if fl is not None else self._file_line(f))
         ident = self._get_ident()
         st = self._scopes.get(ident)
         if st and st[-1][2]:

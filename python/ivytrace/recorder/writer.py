@@ -149,7 +149,7 @@ class TraceWriter:
                     self.sink.record(TAG_INTERN, (data,))
                     return i
                 self._pending.append(frame(TAG_INTERN, data))
-                self.records += 1
+                self._records += 1
         return i
 
     def string(self, i: int) -> str:
@@ -170,10 +170,10 @@ class TraceWriter:
         with self._lock:
             self._pending.append(data)
             self._buffered += len(data)
-            self.records += 1
+            self._records += 1
             if op:
-                self.op_events += 1
-            self.tensor_bytes += tensor_bytes
+                self._op_events += 1
+            self._tensor_bytes += tensor_bytes
 
     def add_parts(self, tag: bytes, parts: list, *, tensor_bytes: int = 0) -> None:
         """Queue one record given as a list of bytes-like parts (joined when written)."""
@@ -185,8 +185,8 @@ class TraceWriter:
         with self._lock:
             self._pending.extend(data)
             self._buffered += sum(len(p) for p in data)
-            self.records += 1
-            self.tensor_bytes += tensor_bytes
+            self._records += 1
+            self._tensor_bytes += tensor_bytes
 
     def emit_op(self, payload: bytes) -> None:
         """Write queued records and then one OpEvent, in one write() (the hot path)."""
@@ -196,8 +196,8 @@ class TraceWriter:
             return
         data = frame(TAG_OP, payload)
         with self._lock:
-            self.records += 1
-            self.op_events += 1
+            self._records += 1
+            self._op_events += 1
             if self.buffer_bytes:
                 self._pending.append(data)
                 self._buffered += len(data)
@@ -225,9 +225,9 @@ class TraceWriter:
                 data = frame(tag, payload)
                 self._pending.append(data)
                 self._buffered += len(data)
-                self.records += 1
+                self._records += 1
                 if op:
-                    self.op_events += 1
+                    self._op_events += 1
             if self.buffer_bytes and self._buffered < self.buffer_bytes:
                 return
             self._flush_locked()
