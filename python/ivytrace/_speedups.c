@@ -225,12 +225,13 @@ static PyObject *Sink_record(Sink *s, PyObject *args, PyObject *kw) {
     size_t hn = varint_to(head, inner);
     head[hn++] = ((uint8_t *)tag.buf)[0];
     hn += varint_to(head + hn, n);
-    size_t at = s->pos;
+    size_t start = s->pos, at = start;
     if (!sink_reserve(s, hn + n)) goto done;
-    if (pwrite_all(s->fd, head, hn, (off_t)at)) { s->pos = at; goto done; }
+    /* on failure the next record starts where this one did (nothing else ran meanwhile) */
+    if (pwrite_all(s->fd, head, hn, (off_t)at)) { s->pos = start; goto done; }
     at += hn;
     for (Py_ssize_t i = 0; i < k; ++i) {
-      if (pwrite_all(s->fd, bufs[i].buf, (size_t)bufs[i].len, (off_t)at)) { s->pos = at; goto done; }
+      if (pwrite_all(s->fd, bufs[i].buf, (size_t)bufs[i].len, (off_t)at)) { s->pos = start; goto done; }
       at += (size_t)bufs[i].len;
     }
   } else {
@@ -329,6 +330,9 @@ typedef struct {
   /* constants the Python side hands over once (_speedups_setup) */
   PyObject *tensor_t, *param_t, *dtype_field, *shapes, *alias_ops, *int_cache, *shape_field;
   PyObject *code_by_addr;   /* id(code) -> (code, _internal_code[code]) */
+  PyObject *known_of, *known;   /* r->frame when `known` (its .known) was read; both owned */
+  unsigned long last_ident;     /* the thread of the last call and its OpEvent.thread field */
+  PyObject *last_ident_obj, *last_thread_field;
 } Rec;
 
 static PyObject *s_version, *s_base, *s_dtype, *s_shape, *s_known, *s_written, *s_classify, *s_handle,
@@ -710,7 +714,15 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   Buf b, ab;
   buf_init(&b);
   buf_init(&ab);
-  known = PyObject_GetAttr(r->frame, s_known);
+  if (r->known_of != r->frame || !r->known) {   /* a region began or ended: its frame's table */
+    PyObject *k = PyObject_GetAttr(r->frame, s_known);
+    if (!k) goto fail;
+    Py_INCREF(r->frame);
+    Py_XSETREF(r->known_of, r->frame);
+    Py_XSETREF(r->known, k);
+  }
+  known = r->known;
+  Py_INCREF(known);
   ins = PyList_New(0);
   if (!known || !ins) goto fail;
   Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -836,8 +848,17 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     Py_XDECREF(owned);
     if (bad) goto fail;
     unsigned long ident = PyThread_get_thread_ident();
-    PyObject *pid = PyLong_FromUnsignedLong(ident);
-    if (!pid) goto fail;
+    PyObject *pid;
+    if (r->last_ident_obj && r->last_ident == ident) {
+      pid = r->last_ident_obj;
+      Py_INCREF(pid);
+    } else {
+      pid = PyLong_FromUnsignedLong(ident);
+      if (!pid) goto fail;
+      Py_INCREF(pid);
+      Py_XSETREF(r->last_ident_obj, pid);
+      r->last_ident = ident;
+    }
     PyObject *st = PyDict_GetItemWithError(r->scopes, pid);
     if (st && PyList_Check(st) && PyList_GET_SIZE(st)) {
       PyObject *top = PyList_GET_ITEM(st, PyList_GET_SIZE(st) - 1);
@@ -931,7 +952,7 @@ static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
   Py_VISIT(r->ids); Py_VISIT(r->info); Py_VISIT(r->frame); Py_VISIT(r->const_); Py_VISIT(r->values); Py_VISIT(r->params);
   Py_VISIT(r->internal); Py_VISIT(r->scopes); Py_VISIT(r->threads); Py_VISIT(r->sink);
   Py_VISIT(r->w); Py_VISIT(r->tensor_t); Py_VISIT(r->param_t); Py_VISIT(r->dtype_field); Py_VISIT(r->shapes);
-  Py_VISIT(r->alias_ops); Py_VISIT(r->int_cache); Py_VISIT(r->shape_field); Py_VISIT(r->code_by_addr);
+  Py_VISIT(r->alias_ops); Py_VISIT(r->int_cache); Py_VISIT(r->shape_field); Py_VISIT(r->code_by_addr); Py_VISIT(r->known_of); Py_VISIT(r->known); Py_VISIT(r->last_ident_obj); Py_VISIT(r->last_thread_field);
   return 0;
 }
 
@@ -939,7 +960,7 @@ static int Rec_clear(Rec *r) {
   Py_CLEAR(r->ids); Py_CLEAR(r->info); Py_CLEAR(r->frame); Py_CLEAR(r->const_); Py_CLEAR(r->values); Py_CLEAR(r->params);
   Py_CLEAR(r->internal); Py_CLEAR(r->scopes); Py_CLEAR(r->threads); Py_CLEAR(r->sink);
   Py_CLEAR(r->w); Py_CLEAR(r->tensor_t); Py_CLEAR(r->param_t); Py_CLEAR(r->dtype_field); Py_CLEAR(r->shapes);
-  Py_CLEAR(r->alias_ops); Py_CLEAR(r->int_cache); Py_CLEAR(r->shape_field); Py_CLEAR(r->code_by_addr);
+  Py_CLEAR(r->alias_ops); Py_CLEAR(r->int_cache); Py_CLEAR(r->shape_field); Py_CLEAR(r->code_by_addr); Py_CLEAR(r->known_of); Py_CLEAR(r->known); Py_CLEAR(r->last_ident_obj); Py_CLEAR(r->last_thread_field);
   return 0;
 }
 
