@@ -10,10 +10,14 @@ Each recorder is started once, outside the timing, and records every timed repet
 recording a program sees it); both write a real file (ivytrace: the protobuf trace, streamed as ops happen; the
 profiler: its JSON execution trace) into a temporary directory.
 
-    .venv/bin/python bench/bench_record.py [--ops 20000] [--batch 32] [--repeat 5]
+    .venv/bin/python bench/bench_record.py [--ops 20000] [--batch 32] [--repeat 5] [--clock wall|cpu]
+
+The no-op TorchFunctionMode row is the floor of any recorder that intercepts calls through
+__torch_function__ (as ivytrace does): the price of the interception alone.
 Benchmarks are not tests: nothing here asserts on time.
 """
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -21,6 +25,7 @@ import warnings
 from pathlib import Path
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "samples"))
@@ -29,6 +34,9 @@ from timing import best_of  # noqa: E402
 from models import make_input, make_model  # noqa: E402
 
 import ivytrace  # noqa: E402
+
+
+CLOCK = [time.perf_counter]
 
 
 @ivytrace.region("loop")
@@ -48,7 +56,20 @@ def under_ivytrace(tmp, body, repeat):
     session writes each parameter's value once, on first use)."""
     with ivytrace.Recorder(tmp / "bench.ivt"):
         body()
-        return best_of(body, repeat)
+        return best_of(body, repeat, CLOCK[0])
+
+
+class _NoopMode(TorchFunctionMode):
+    """The floor of any recorder built on __torch_function__: a mode that only calls through."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def under_noop_mode(tmp, body, repeat):
+    with _NoopMode():
+        body()
+        return best_of(body, repeat, CLOCK[0])
 
 
 def under_profiler_et(tmp, body, repeat):
@@ -59,7 +80,7 @@ def under_profiler_et(tmp, body, repeat):
     et.start()
     try:
         body()
-        return best_of(body, repeat)
+        return best_of(body, repeat, CLOCK[0])
     finally:
         et.stop()
         et.unregister_callback()
@@ -84,10 +105,20 @@ def main():
     ap.add_argument("--ops", type=int, default=20000, help="small ops in (a)")
     ap.add_argument("--batch", type=int, default=32, help="batch of the conv model in (b)")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall time, or this thread's CPU time (steadier on a shared machine)")
     args = ap.parse_args()
+    CLOCK[0] = time.perf_counter if args.clock == "wall" else time.thread_time
     torch.set_num_threads(1)  # one core for every run: the comparison is per op, not per machine
     warnings.simplefilter("ignore")
-    print(f"torch {torch.__version__}, 1 intra-op thread")
+    try:
+        from ivytrace import _speedups  # noqa: F401
+        path = "C fast path (ivytrace._speedups)"
+    except ImportError:
+        path = "pure-Python recorder (ivytrace._speedups not built)"
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":
+        path = "pure-Python recorder (IVYTRACE_NO_SPEEDUPS=1)"
+    print(f"torch {torch.__version__}, 1 intra-op thread, {path}, {args.clock} clock")
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -96,7 +127,8 @@ def main():
         def body_a():
             small_ops(x, args.ops)
 
-        rows = {"unrecorded": best_of(body_a, args.repeat),
+        rows = {"unrecorded": best_of(body_a, args.repeat, CLOCK[0]),
+                "no-op TorchFunctionMode (floor)": under_noop_mode(tmp, body_a, args.repeat),
                 "ivytrace Recorder": under_ivytrace(tmp, body_a, args.repeat),
                 "torch.profiler ExecutionTrace": under_profiler_et(tmp, body_a, args.repeat)}
         report(f"(a) {args.ops:,} small-tensor ops (4 floats), best of {args.repeat}", rows,
@@ -114,7 +146,8 @@ def main():
                 forward(xb)
 
         body_b()  # warm up allocator and kernels
-        rows = {"unrecorded": best_of(body_b, args.repeat),
+        rows = {"unrecorded": best_of(body_b, args.repeat, CLOCK[0]),
+                "no-op TorchFunctionMode (floor)": under_noop_mode(tmp, body_b, args.repeat),
                 "ivytrace Recorder": under_ivytrace(tmp, body_b, args.repeat),
                 "torch.profiler ExecutionTrace": under_profiler_et(tmp, body_b, args.repeat)}
         report(f"(b) SmallResNet forward, batch {args.batch}, best of {args.repeat}", rows, "unrecorded")

@@ -40,6 +40,7 @@ fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$(nproc)"
 
-# Python package (generated protobuf modules come from the CMake build).
+# Python package (generated protobuf modules come from the CMake build); this also compiles the
+# optional C extension ivytrace._speedups (python/setup.py; the package works without it, slower).
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e python >/dev/null
 echo "setup: done. binary: $ROOT/build/ivytrace   python: $ROOT/.venv/bin/python"

@@ -196,6 +196,29 @@ Status TraceReader::ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_nam
     return Fail("corrupt or truncated at byte " + std::to_string(at) +
                 ": expected a record length (varint), found bytes that are not one");
   }
+  if (len == 0) {
+    // No record is empty: a zero length starts the space a recorder allocated ahead of its data
+    // (it writes through a memory mapping) and never filled because the program was killed.
+    // Only zero bytes may follow; then the records end here.
+    const void* data;
+    int size;
+    while (coded.GetDirectBufferPointer(&data, &size)) {
+      const auto* p = static_cast<const unsigned char*>(data);
+      for (int i = 0; i < size; ++i) {
+        if (p[i] != 0) {
+          return Fail("corrupt at byte " + std::to_string(at) +
+                      ": a record length of 0 followed by data (not a trace's zero tail)");
+        }
+      }
+      coded.Skip(size);
+    }
+    if (saw_footer_ || (allow_missing_footer_ && records_ > 0)) {
+      *eof = true;
+      return Status::Ok();
+    }
+    return Fail("truncated at byte " + std::to_string(at) + ": the trace ends after " +
+                std::to_string(records_) + " records without a footer (the recording was cut off)");
+  }
   if (saw_footer_) {
     return Fail("unexpected data at byte " + std::to_string(at) + " after the footer");
   }

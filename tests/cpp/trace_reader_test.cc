@@ -106,6 +106,52 @@ TEST(TraceReader, TraceEndingWithoutFooterIsReportedAsCutOff) {
   EXPECT_FALSE(lenient.saw_footer());
 }
 
+// A recorder writing through a memory mapping extends the file ahead of its data; a program killed
+// before the recorder cut the file leaves zero bytes after its last record.
+TEST(TraceReader, ZeroTailOfAKilledRecordingEndsTheRecords) {
+  auto path = testing::WriteSeedsTrace(TempPath("zerotail.ivt"));
+  std::string data = ReadAll(path);
+  TraceReader scan;
+  ASSERT_TRUE(scan.Open(path).ok());
+  v1::Record rec;
+  bool eof = false;
+  uint64_t footer_at = 0;
+  while (true) {
+    uint64_t at = scan.offset();
+    ASSERT_TRUE(scan.Next(&rec, &eof).ok());
+    if (eof) break;
+    if (rec.has_footer()) footer_at = at;
+  }
+  const std::string body = data.substr(0, footer_at);
+  WriteAll(path, body + std::string(100000, '\0'));
+  size_t n = 0;
+  Status strict = ReadEverything(path, &n);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_NE(strict.message().find("without a footer"), std::string::npos) << strict.message();
+  EXPECT_NE(strict.message().find("byte " + std::to_string(footer_at)), std::string::npos) << strict.message();
+  TraceReader lenient;
+  ASSERT_TRUE(lenient.Open(path).ok());
+  lenient.set_allow_missing_footer(true);
+  size_t ops = 0;
+  while (true) {
+    Status s = lenient.Next(&rec, &eof);
+    ASSERT_TRUE(s.ok()) << s.message();
+    if (eof) break;
+    ops += rec.has_op();
+  }
+  EXPECT_EQ(ops, 4u);
+  // Anything but zeros after a zero length is corruption, not a tail.
+  WriteAll(path, body + std::string(5000, '\0') + "x" + std::string(10, '\0'));
+  TraceReader bad;
+  ASSERT_TRUE(bad.Open(path).ok());
+  bad.set_allow_missing_footer(true);
+  Status st;
+  while ((st = bad.Next(&rec, &eof)).ok() && !eof) {
+  }
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("record length of 0 followed by data"), std::string::npos) << st.message();
+}
+
 TEST(TraceReader, GarbageInTheMiddleIsCorruptionAtItsOffset) {
   auto path = testing::WriteSeedsTrace(TempPath("garbage.ivt"));
   std::string data = ReadAll(path);

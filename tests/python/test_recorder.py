@@ -478,3 +478,39 @@ def test_every_kind_of_random_op_is_flagged_with_its_values(record, make):
     (td,) = [td for td in r.tensors(common_pb2.RANDOM_OUTPUT)]
     got = value_of(td)
     np.testing.assert_array_equal(got, out[0].numpy())
+
+
+def test_values_are_written_once_per_session_and_later_region_calls_still_build(record, cli_binary, tmp_path):
+    """A region called again reads the same parameters (same id and version): their values are
+    written on the first call only, and the graph of a later call still finds them. A parameter
+    written in place between calls has a new version and is written again."""
+    import subprocess
+    from ivytrace.runtime.plan import load_plan
+
+    net = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2)).eval()
+
+    @ivytrace.region("fwd")
+    def fwd(x):
+        return net(x)
+
+    xs = [torch.randn(2, 4) for _ in range(3)]
+    outs = []
+
+    def run():
+        with torch.no_grad():
+            outs.append(fwd(xs[0]))
+            outs.append(fwd(xs[1]))
+            net[0].weight.mul_(2)          # a new version of fc weight: written again
+            outs.append(fwd(xs[2]))
+
+    r = record(run)
+    names = [t.value.name for t in r.tensors(common_pb2.PARAMETER)]
+    assert sorted(names) == sorted(["0.weight", "0.bias", "2.weight", "2.bias", "0.weight"])
+    assert len(r.tensors(common_pb2.REGION_INPUT)) == 3   # inputs/outputs: every call
+    assert len(r.tensors(common_pb2.REGION_OUTPUT)) == 3
+    for k in (1, 2):
+        plan_path = tmp_path / f"fwd{k}.ivyplan"
+        subprocess.run([str(cli_binary), "export", r.trace.path, "--to", "plan", "--region", f"fwd:{k}",
+                        "-o", str(plan_path)], check=True, capture_output=True, text=True)
+        got = load_plan(plan_path)(xs[k])
+        torch.testing.assert_close(got, outs[k], rtol=0, atol=0)

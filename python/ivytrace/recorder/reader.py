@@ -56,6 +56,14 @@ def iter_records(path: str, strings: dict | None = None, status: dict | None = N
             if n == "partial":
                 status["truncated"] = True
                 return
+            if n == 0:
+                # No record is empty: a zero length is space the recorder allocated ahead of its
+                # data and never filled (the program was killed); only zero bytes may follow.
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    if block.count(0) != len(block):
+                        raise TraceFormatError(f"{path}: byte offset {offset}: a record length of 0 "
+                                               "followed by data (not a trace's zero tail)")
+                return
             data = f.read(n)
             if len(data) < n:
                 status["truncated"] = True

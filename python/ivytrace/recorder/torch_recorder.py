@@ -18,7 +18,9 @@ its qualified name for module state, else CONSTANT.
 
 The OpEvent and everything in it are encoded by hand (see encode.py): a upb message object costs
 about a microsecond to build, several per call; hand encoding cut the overhead per small op by
-about half.
+about half. When ivytrace._speedups is built, TorchRecorder's `__torch_function__` is its C
+version of `handle`, which records the common call itself and continues in the methods below for
+the rest (tests/python/test_speedups.py checks that both write the same records).
 """
 from __future__ import annotations
 
@@ -39,6 +41,13 @@ from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, Arg
 from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
                                       TAG_SHAPE_READ, TAG_TENSOR)
 from ivytrace.v1 import common_pb2, trace_pb2
+
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":   # force the pure-Python path (tests, bench)
+        raise ImportError
+    from ivytrace import _speedups
+except ImportError:
+    _speedups = None
 
 CHUNK_BYTES = 64 << 20      # TensorData values above this are split over several records
 FOLD_LIMIT = 16 << 20       # foldable outputs above this are not recorded (and not flagged)
@@ -120,8 +129,9 @@ def is_internal_file(filename: str) -> bool:
     return filename.startswith(_TORCH_DIR) or filename.startswith(_IVYTRACE_DIR)
 
 
-class TorchRecorder(TorchFunctionMode):
-    """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call."""
+class _PyTorchRecorder(TorchFunctionMode):
+    """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call.
+    (The pure-Python recorder; TorchRecorder below adds the C fast path when it is built.)"""
 
     def __init__(self, session):
         super().__init__()
@@ -138,6 +148,7 @@ class TorchRecorder(TorchFunctionMode):
         self._frame = _Frame()
         self._frames = []          # enclosing frames of open regions
         self._const = {}           # tensor id -> version at which its value is a constant
+        self._values = {}          # tensor id -> (version, role, name) of its value written last
         self._params = {}          # id(tensor) -> (weakref, name, role)
         self._roots = {}           # id(module) -> (weakref, {id(submodule): qualified name})
         self._scopes = {}          # thread ident -> [(module, names, scope id, scope name, scope field)]
@@ -252,12 +263,23 @@ class TorchRecorder(TorchFunctionMode):
         return ld(A_TENSOR, self._full_ref(t, r, v))
 
     def _define_external(self, t, r, v, ref):
-        """First read, in this frame, of a value no recorded op made: write its value."""
+        """First read, in this frame, of a value no recorded op made: write its value, unless
+        this session already wrote it (same tensor id, version, role and name).
+
+        Graph builders keep every value of the trace by (id, version), so a parameter read by
+        every call of a region is written once, not once per call (it was 54 value records per
+        forward of the sample CNN, ~9% of its time). The value of an (id, version) is taken to
+        be fixed, as everywhere in the trace: a write that bypasses the version counter (through
+        `.data`, or through the memory of `t.numpy()`) is not seen.
+        """
         p = self._params.get(id(t))
         if p is not None and p[0]() is t:
-            self._write_value(t, ref, p[2], p[1])
+            key = (v, p[2], p[1])
         else:
-            self._write_value(t, ref, CONSTANT)
+            key = (v, CONSTANT, "")
+        if self._values.get(r[1]) != key:
+            self._values[r[1]] = key
+            self._write_value(t, ref, key[1], key[2])
         self._frame.known[r[1]] = v
         self._const[r[1]] = v
 
@@ -288,11 +310,15 @@ class TorchRecorder(TorchFunctionMode):
         ref_field = ld(b"\x0a", ref)   # TensorData.ref = 1
         total_field = b"\x20" + varint(total)
         add = self.w.add_parts
+        at_once = getattr(self.w, "writes_at_once", False)
         for off in range(0, max(total, 1), CHUNK_BYTES):
             # A copy, not a view of the tensor's memory: the record may be written after the call
             # (the op's own record goes first, and buffered writers hold records longer), and an
             # in-place write in between would change the value recorded for this version.
-            chunk = mv[off:off + CHUNK_BYTES].tobytes()
+            # (A writer that writes at once copies the bytes into the file before returning.)
+            chunk = mv[off:off + CHUNK_BYTES]
+            if not at_once:
+                chunk = chunk.tobytes()
             n = len(chunk)
             data_tag = b"\x1a" + varint(n)
             tensor_len = len(head) + len(data_tag) + n + len(tail)
@@ -304,13 +330,13 @@ class TorchRecorder(TorchFunctionMode):
         return total
 
     # -- where the call came from ------------------------------------------------------------
-    def _file_line(self) -> bytes:
-        """OpEvent file (7) and line (8) fields of the first frame outside torch and ivytrace.
+    def _file_line(self, f) -> bytes:
+        """OpEvent file (7) and line (8) fields of the first frame outside torch and ivytrace,
+        from frame `f` (the caller of the recorded function) outwards.
 
         Cached per (code object, instruction offset): computing f_lineno scans the code's line
         table, which costs microseconds in long functions and modules.
         """
-        f = sys._getframe(2)
         internal = self._internal_code
         while f is not None:
             c = f.f_code
@@ -453,8 +479,16 @@ class TorchRecorder(TorchFunctionMode):
             except BaseException:
                 self._raised(info, parts, ins, start)
                 raise
-        end = clock()
+        return self._finish(info, parts, ins, result, start, clock(), args, _getframe(1))
 
+    def _finish(self, info, parts, ins, result, start, end, args, f=None):
+        """The rest of a recorded call once it returned: result, writes, values, location.
+        `parts` holds the OpEvent's op field and its encoded arguments; `ins` the (tensor, ref,
+        version before the call) of every tensor argument. (Also called by the C fast path in
+        _speedups.c for the calls it does not finish itself.)"""
+        append = parts.append
+        ids = self._ids
+        known = self._frame.known
         # Result: a plain tensor inline, anything else through the encoder.
         outs = []
         if type(result) is _Tensor:
@@ -514,13 +548,11 @@ class TorchRecorder(TorchFunctionMode):
         # file/line, scope, thread, timing
         if flags:
             append(b"\x30" + V[flags])   # OpEvent.flags = 6
-        f = _getframe(1)
+        if f is None:   # called from C: the caller of the recorded function is the next frame
+            f = _getframe(1)
         lines = self._internal_code.get(f.f_code)
-        if lines:
-            fl = lines.get(f.f_lasti)
-            append(fl if fl is not None else self._file_line())
-        else:
-            append(self._file_line())
+        fl = lines.get(f.f_lasti) if lines else None
+        append(fl if fl is not None else self._file_line(f))
         ident = self._get_ident()
         st = self._scopes.get(ident)
         if st and st[-1][2]:
@@ -560,7 +592,7 @@ class TorchRecorder(TorchFunctionMode):
     def _payload(self, parts, flags, start, end) -> bytes:
         if flags:
             parts.append(b"\x30" + V[flags])          # OpEvent.flags = 6
-        parts.append(self._file_line())
+        parts.append(self._file_line(_getframe(1)))
         parts.append(self._scope_thread())
         parts.append(b"\x58" + varint(start - self._t0))   # start_ns = 11
         d = end - start
@@ -733,6 +765,23 @@ class TorchRecorder(TorchFunctionMode):
                 outer.written.update(inner.written)
                 if top == rid:
                     break
+
+
+if _speedups is not None:
+    class TorchRecorder(_PyTorchRecorder, _speedups.RecorderBase):
+        """The recorder with its common call recorded in C (ivytrace/_speedups.c): the tables
+        above are members of the C base, shared by both paths; every call the C path does not
+        finish itself goes on in the Python methods (handle, _in.encode, _finish, _raised)."""
+
+        __torch_function__ = _speedups.RecorderBase.__torch_function__
+
+        def __init__(self, session):
+            super().__init__(session)
+            self._sink = self.w.sink
+            self._speedups_setup(_Tensor, torch.nn.Parameter, _DTYPE_FIELD, _shapes, _ALIAS_OPS,
+                                 _int_cache, _shape_field, (CONSTANT, ""))
+else:
+    TorchRecorder = _PyTorchRecorder
 
 
 def _call_enabled(func, args, kwargs):

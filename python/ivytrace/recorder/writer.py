@@ -1,7 +1,14 @@
 """Trace file writer: magic, then varint-length-delimited `ivytrace.v1.Record`s.
 
-Every `emit` ends in one os.write of whole records, so a process killed at any moment leaves a file
-that is readable up to its last complete record (the kernel keeps what write() accepted).
+With the C extension (ivytrace._speedups) and a regular file, records go into a shared memory
+mapping of the file as they are made (a memcpy, no system call per record; the C recorder writes
+its OpEvents there directly). The kernel owns mapped pages at once, so a killed process still
+leaves every record it made; the file is extended ahead of the data and cut to size on close, and
+a killed process leaves zero bytes after its last record, which readers take as the end. The
+footer's CRC-32 is computed over the mapping on close instead of record by record.
+
+Without the extension (or for a pipe or device), every `emit` ends in one os.write of whole
+records, so a killed process leaves a file readable up to its last complete record too.
 """
 from __future__ import annotations
 
@@ -11,6 +18,11 @@ import zlib
 
 from ivytrace.recorder.encode import V, varint
 from ivytrace.v1 import trace_pb2
+
+try:
+    from ivytrace._speedups import Sink
+except ImportError:   # built without the C extension: write() path below
+    Sink = None
 
 MAGIC = b"IVYTRC01"
 
@@ -58,21 +70,70 @@ class TraceWriter:
     write() is the largest part of the recording overhead.
     """
 
+    use_sink = True   # records go into a memory mapping of the file when the C extension is built
+
     def __init__(self, path: str, buffer_bytes: int = 0):
         self.path = path
         self.buffer_bytes = buffer_bytes
         self._buffered = 0
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        # Read and write: a shared mapping of the file needs both.
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
         self._fd = os.open(path, flags, 0o644)
         self._lock = threading.Lock()
         self._pending: list = []
         self._strings: dict[str, int] = {}
-        self.records = 0          # records written (header included), for the footer
-        self.op_events = 0
-        self.tensor_bytes = 0
+        self.sink = None
+        if Sink is not None and self.use_sink and os.environ.get("IVYTRACE_NO_SPEEDUPS") != "1":
+            try:
+                self.sink = Sink(self._fd, MAGIC)
+            except OSError:   # not a regular file, or no mmap: the write() path
+                pass
+        self._records = 0          # records written (header included), for the footer
+        self._op_events = 0
+        self._tensor_bytes = 0
         self.closed = False
-        self._write_all(MAGIC)
+        if self.sink is None:
+            self._write_all(MAGIC)
         self._crc = 0  # zlib CRC-32 of every byte after the magic (the footer's crc32)
+
+    # Counts for the footer (in the sink when there is one: the C recorder counts its records).
+    @property
+    def records(self):
+        return self.sink.records if self.sink is not None else self._records
+
+    @records.setter
+    def records(self, n):
+        if self.sink is not None:
+            self.sink.records = n
+        else:
+            self._records = n
+
+    @property
+    def op_events(self):
+        return self.sink.op_events if self.sink is not None else self._op_events
+
+    @op_events.setter
+    def op_events(self, n):
+        if self.sink is not None:
+            self.sink.op_events = n
+        else:
+            self._op_events = n
+
+    @property
+    def tensor_bytes(self):
+        return self.sink.tensor_bytes if self.sink is not None else self._tensor_bytes
+
+    @tensor_bytes.setter
+    def tensor_bytes(self, n):
+        if self.sink is not None:
+            self.sink.tensor_bytes = n
+        else:
+            self._tensor_bytes = n
+
+    @property
+    def writes_at_once(self) -> bool:
+        """Records are in the file when add()/add_parts() return (no later write)."""
+        return self.sink is not None
 
     # -- strings ---------------------------------------------------------------------------
     def intern(self, s: str) -> int:
@@ -85,8 +146,12 @@ class TraceWriter:
             if i is None:
                 i = len(self._strings) + 1
                 self._strings[s] = i
-                self._pending.append(frame(TAG_INTERN, trace_pb2.Intern(id=i, value=s).SerializeToString()))
-                self.records += 1
+                data = trace_pb2.Intern(id=i, value=s).SerializeToString()
+                if self.sink is not None:
+                    self.sink.record(TAG_INTERN, (data,))
+                    return i
+                self._pending.append(frame(TAG_INTERN, data))
+                self._records += 1
         return i
 
     def string(self, i: int) -> str:
@@ -99,30 +164,42 @@ class TraceWriter:
     # -- records ---------------------------------------------------------------------------
     def add(self, tag: bytes, payload: bytes, *, op: bool = False, tensor_bytes: int = 0) -> None:
         """Queue one record (written at the next `emit`)."""
+        if self.sink is not None:
+            with self._lock:
+                self.sink.record(tag, (payload,), op, tensor_bytes)
+            return
         data = frame(tag, payload)
         with self._lock:
             self._pending.append(data)
             self._buffered += len(data)
-            self.records += 1
+            self._records += 1
             if op:
-                self.op_events += 1
-            self.tensor_bytes += tensor_bytes
+                self._op_events += 1
+            self._tensor_bytes += tensor_bytes
 
     def add_parts(self, tag: bytes, parts: list, *, tensor_bytes: int = 0) -> None:
         """Queue one record given as a list of bytes-like parts (joined when written)."""
+        if self.sink is not None:
+            with self._lock:
+                self.sink.record(tag, parts, False, tensor_bytes)
+            return
         data = frame_parts(tag, parts)
         with self._lock:
             self._pending.extend(data)
             self._buffered += sum(len(p) for p in data)
-            self.records += 1
-            self.tensor_bytes += tensor_bytes
+            self._records += 1
+            self._tensor_bytes += tensor_bytes
 
     def emit_op(self, payload: bytes) -> None:
         """Write queued records and then one OpEvent, in one write() (the hot path)."""
+        if self.sink is not None:
+            with self._lock:
+                self.sink.record(TAG_OP, (payload,), True)
+            return
         data = frame(TAG_OP, payload)
         with self._lock:
-            self.records += 1
-            self.op_events += 1
+            self._records += 1
+            self._op_events += 1
             if self.buffer_bytes:
                 self._pending.append(data)
                 self._buffered += len(data)
@@ -140,14 +217,19 @@ class TraceWriter:
     def emit(self, tag: bytes | None = None, payload: bytes | None = None, *, op: bool = False) -> None:
         """Queue an optional last record, then write everything queued in one write()
         (with a buffer: once the buffer is full)."""
+        if self.sink is not None:
+            if tag is not None:
+                with self._lock:
+                    self.sink.record(tag, (payload,), op)
+            return
         with self._lock:
             if tag is not None:
                 data = frame(tag, payload)
                 self._pending.append(data)
                 self._buffered += len(data)
-                self.records += 1
+                self._records += 1
                 if op:
-                    self.op_events += 1
+                    self._op_events += 1
             if self.buffer_bytes and self._buffered < self.buffer_bytes:
                 return
             self._flush_locked()
@@ -165,6 +247,9 @@ class TraceWriter:
             self._write_all(data)
 
     def _write_all(self, data) -> None:
+        if self.sink is not None:
+            self.sink.write(data)
+            return
         if hasattr(self, "_crc"):
             self._crc = zlib.crc32(data, self._crc)
         view = memoryview(data)
@@ -178,6 +263,8 @@ class TraceWriter:
             self._pending.clear()
             if not self.closed:
                 self.closed = True
+                if self.sink is not None:
+                    self.sink.close(False)   # the file is the parent's: leave it as it is
                 os.close(self._fd)
 
     def close(self, footer: trace_pb2.Footer | None = None) -> None:
@@ -190,10 +277,13 @@ class TraceWriter:
                 footer.records = self.records
                 footer.op_events = self.op_events
                 footer.tensor_bytes = self.tensor_bytes
-                footer.crc32 = self._crc  # of everything written before the footer
+                # of everything written before the footer
+                footer.crc32 = self.sink.crc32(len(MAGIC)) if self.sink is not None else self._crc
                 self.records += 1
                 self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
             self.closed = True
+            if self.sink is not None:
+                self.sink.close()
             os.close(self._fd)
 
 
@@ -214,6 +304,11 @@ class LimitedTraceWriter(TraceWriter):
     `buffer_bytes` a write holds several ops and the cut falls on a write boundary, so fewer ops
     than the limit may be kept. The header (the first write) is always written.
     """
+
+    # A write over a limit must be dropped before any of it reaches the file; records put into
+    # the mapping are in the file at once, so a limited trace takes the write() path (and the
+    # C recorder hands its ops to emit_op below).
+    use_sink = False
 
     def __init__(self, path: str, buffer_bytes: int = 0, *, max_ops: int | None = None,
                  max_bytes: int | None = None, end_ns=None, on_limit=None):

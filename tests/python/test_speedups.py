@@ -1,0 +1,116 @@
+"""The C fast path (ivytrace._speedups) must write exactly the records the pure-Python recorder
+writes: the same programs are recorded in two processes, one with IVYTRACE_NO_SPEEDUPS=1, and the
+traces are compared record by record with only the clocks (and the process id) left out."""
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ivytrace.recorder.reader import TraceFormatError, read_trace
+
+REPO = Path(__file__).resolve().parents[2]
+PYTHON_DIR = str(REPO / "python")
+
+PROGRAM = r'''
+import sys, torch, torch.nn as nn, torch.nn.functional as F
+sys.path.insert(0, {samples!r})
+import ivytrace
+import torch_programs as tp
+from models import make_model, make_input
+torch.manual_seed(0)
+model = make_model("cnn").eval()   # made outside: its init reads uninitialized memory
+with ivytrace.Recorder(sys.argv[1]) as rec:
+    torch.ones(1)
+    print("recorder:", [c.__name__ for c in type(rec.torch).__mro__], rec.writer.sink is not None)
+    for name, (fn, inputs) in tp.PROGRAMS.items():
+        ivytrace.region(name)(fn)(*inputs(1))
+    fwd = ivytrace.region("forward")(model)
+    x = make_input("cnn", batch=2)
+    with torch.no_grad():
+        fwd(x); fwd(x)
+    a = torch.ones(3)                      # outside regions: constants, foldable ops
+    b = (a * 2 + 1).sum()
+    c = torch.randn(2, 2) @ torch.eye(2)   # random op values
+    if b > 0:                               # guard
+        d = c.relu_().add(1, alpha=2)       # in-place write, keyword argument
+    try:
+        torch.ones(2) + torch.ones(3)       # a call that raises
+    except RuntimeError:
+        pass
+    e = a.detach(); e.mul_(3)               # alias op, write through it
+    f = torch.cat([a, e]).view(2, 3)[1]     # list argument, view, getitem
+    g = f.sum(dim=0, keepdim=True) * 2 ** 40 + 1.5
+'''
+
+
+def _normalized(path):
+    t = read_trace(str(path))
+    out = []
+    last_op = ""
+    for rec in t.records:
+        kind = rec.WhichOneof("kind")
+        if kind == "tensor" and last_op.startswith("torch.empty"):
+            rec.tensor.value.data = b""   # uninitialized memory (torch.empty is foldable)
+        if kind == "op":
+            last_op = t.string(rec.op.op)
+            rec.op.start_ns = 0
+            rec.op.duration_ns = 0
+            rec.op.thread = 0
+        elif kind == "header":
+            rec.header.pid = 0
+            rec.header.start_time_unix_ns = 0
+            del rec.header.argv[:]
+        elif kind == "footer":
+            rec.footer.end_ns = 0
+            rec.footer.ClearField("crc32")
+        out.append(re.sub(r"0x[0-9a-f]+", "0x?", str(rec)))   # addresses in opaque reprs
+    return t, out
+
+
+def _record(tmp_path, name, **env):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM.format(samples=str(REPO / "samples")))
+    trace = tmp_path / f"{name}.ivt"
+    full_env = {k: v for k, v in os.environ.items() if k != "IVYTRACE_NO_SPEEDUPS"}
+    full_env.update(PYTHONPATH=os.pathsep.join([PYTHON_DIR, str(REPO / "samples")]), **env)
+    proc = subprocess.run([sys.executable, str(prog), str(trace)], check=True, env=full_env, timeout=300,
+                          capture_output=True, text=True)
+    return trace, proc.stdout
+
+
+def test_c_fast_path_writes_the_records_of_the_python_recorder(tmp_path):
+    pytest.importorskip("ivytrace._speedups")
+    fast_trace, fast_out = _record(tmp_path, "fast")
+    slow_trace, slow_out = _record(tmp_path, "slow", IVYTRACE_NO_SPEEDUPS="1")
+    assert "RecorderBase" in fast_out and "True" in fast_out       # C recorder, mapped file
+    assert "RecorderBase" not in slow_out and "False" in slow_out  # Python recorder, write()
+    fast, fast_recs = _normalized(fast_trace)
+    slow, slow_recs = _normalized(slow_trace)
+    assert fast.footer is not None and slow.footer is not None
+    assert len(fast.ops()) > 300
+    assert [fast.string(o.op) for o in fast.ops()] == [slow.string(o.op) for o in slow.ops()]
+    for i, (a, b) in enumerate(zip(fast_recs, slow_recs)):
+        assert a == b, f"record {i} differs:\n{a}\nvs\n{b}"
+    assert len(fast_recs) == len(slow_recs)
+    assert fast.strings == slow.strings
+
+
+def test_zero_tail_of_a_killed_recording_ends_the_records_and_nothing_else_may_follow(tmp_path):
+    good = tmp_path / "good.ivt"
+    from ivytrace.recorder.recorder import Recorder
+    import torch
+    with Recorder(good):
+        torch.ones(2) * 3
+    data = good.read_bytes()
+    footer_at = data.rindex(b"\x7a") - 1   # the footer record's length byte (small footer)
+    killed = tmp_path / "killed.ivt"
+    killed.write_bytes(data[:footer_at] + bytes(4096))
+    t = read_trace(str(killed))
+    assert t.footer is None and not t.truncated and t.op_names() == ["torch.ones", "torch.Tensor.mul"]
+    bad = tmp_path / "bad.ivt"
+    bad.write_bytes(data[:footer_at] + bytes(100) + b"\x01" + bytes(10))
+    with pytest.raises(TraceFormatError, match="record length of 0"):
+        read_trace(str(bad))
