@@ -15,4 +15,6 @@ ivytrace optimize out/cnn.ivt -o out/cnn.ivg --report
 ivytrace viz out/cnn.ivg -o out/cnn.svg
 ivytrace export out/cnn.ivg --to onnx -o out/cnn.onnx
 ivytrace export out/cnn.ivg --to plan -o out/cnn.plan
-$PY scripts/check_exports.py out/cnn_io.pt out/cnn.onnx out/cnn.plan
+ivytrace optimize out/cnn.ivt -o out/cnn_exact.ivg --disable fold-conv-bn
+ivytrace export out/cnn_exact.ivg --to plan -o out/cnn_exact.plan
+$PY scripts/check_exports.py out/cnn_io.pt out/cnn.onnx out/cnn.plan out/cnn_exact.plan
