@@ -14,6 +14,7 @@
 
 #include <absl/container/inlined_vector.h>
 
+#include "core/util/huge_page_allocator.h"
 #include "ivytrace/v1/graph.pb.h"
 #include "ivytrace/v1/schema.pb.h"
 
@@ -65,8 +66,8 @@ class Graph {
  public:
   std::string name;
   v1::Header source;
-  std::vector<Value> values;
-  std::vector<Node> nodes;                 // topological order
+  std::vector<Value, HugePageAllocator<Value>> values;
+  std::vector<Node, HugePageAllocator<Node>> nodes;   // topological order
   std::vector<v1::Tensor> constants;
   std::vector<v1::GraphInput> inputs;
   v1::Arg outputs;                         // tree over values
