@@ -37,6 +37,24 @@ Status ReadEverything(const std::string& path, size_t* records) {
   }
 }
 
+// Reads `path` allowing a missing footer (a killed program's trace); returns the op records read.
+size_t OpsReadWithoutFooter(const std::string& path) {
+  TraceReader lenient;
+  EXPECT_TRUE(lenient.Open(path).ok());
+  lenient.set_allow_missing_footer(true);
+  v1::Record rec;
+  bool eof = false;
+  size_t ops = 0;
+  while (true) {
+    Status s = lenient.Next(&rec, &eof);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (!s.ok() || eof) break;
+    ops += rec.has_op();
+  }
+  EXPECT_FALSE(lenient.saw_footer());
+  return ops;
+}
+
 TEST(TraceReader, ReadsEveryRecordOfACompleteTrace) {
   auto path = testing::WriteSeedsTrace(TempPath("complete.ivt"));
   size_t n = 0;
@@ -92,18 +110,7 @@ TEST(TraceReader, TraceEndingWithoutFooterIsReportedAsCutOff) {
   EXPECT_NE(st.message().find("without a footer"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("byte " + std::to_string(i)), std::string::npos) << st.message();
   // A killed program's trace is still readable up to its last record when the caller allows it.
-  TraceReader lenient;
-  ASSERT_TRUE(lenient.Open(path).ok());
-  lenient.set_allow_missing_footer(true);
-  size_t ops = 0;
-  while (true) {
-    Status s = lenient.Next(&rec, &eof);
-    ASSERT_TRUE(s.ok()) << s.message();
-    if (eof) break;
-    ops += rec.has_op();
-  }
-  EXPECT_EQ(ops, 4u);
-  EXPECT_FALSE(lenient.saw_footer());
+  EXPECT_EQ(OpsReadWithoutFooter(path), 4u);
 }
 
 // A recorder writing through a memory mapping extends the file ahead of its data; a program killed
@@ -129,17 +136,7 @@ TEST(TraceReader, ZeroTailOfAKilledRecordingEndsTheRecords) {
   ASSERT_FALSE(strict.ok());
   EXPECT_NE(strict.message().find("without a footer"), std::string::npos) << strict.message();
   EXPECT_NE(strict.message().find("byte " + std::to_string(footer_at)), std::string::npos) << strict.message();
-  TraceReader lenient;
-  ASSERT_TRUE(lenient.Open(path).ok());
-  lenient.set_allow_missing_footer(true);
-  size_t ops = 0;
-  while (true) {
-    Status s = lenient.Next(&rec, &eof);
-    ASSERT_TRUE(s.ok()) << s.message();
-    if (eof) break;
-    ops += rec.has_op();
-  }
-  EXPECT_EQ(ops, 4u);
+  EXPECT_EQ(OpsReadWithoutFooter(path), 4u);
   // Anything but zeros after a zero length is corruption, not a tail.
   WriteAll(path, body + std::string(5000, '\0') + "x" + std::string(10, '\0'));
   TraceReader bad;

@@ -80,9 +80,7 @@ class Recorder:
         self.t0 = 0
         self.start_unix_ns = 0
         self.schemas = None
-        self._import_hook = None
-        self._numpy_hook = None
-        self._jax_hook = None
+        self._hooks = []           # import hooks that attach a framework's recorder on import
         self._stopped = False
         self._pushed = {}          # region id -> the other recorder whose frame it opened
 
@@ -112,24 +110,16 @@ class Recorder:
         )
         self.writer.emit(TAG_HEADER, header.SerializeToString())
         _ACTIVE.append(self)
-        if "torch" in self.frameworks:
-            if _fully_imported("torch"):
-                self._attach_torch()
+        for name, attach in (("torch", self._attach_torch), ("numpy", self._attach_numpy),
+                             ("jax", self._attach_jax)):
+            if name not in self.frameworks:
+                continue
+            if _fully_imported(name):
+                attach()
             else:
-                self._import_hook = _AfterImport("torch", self._attach_torch)
-                sys.meta_path.insert(0, self._import_hook)
-        if "numpy" in self.frameworks:
-            if _fully_imported("numpy"):
-                self._attach_numpy()
-            else:
-                self._numpy_hook = _AfterImport("numpy", self._attach_numpy)
-                sys.meta_path.insert(0, self._numpy_hook)
-        if "jax" in self.frameworks:
-            if _fully_imported("jax"):
-                self._attach_jax()
-            else:
-                self._jax_hook = _AfterImport("jax", self._attach_jax)
-                sys.meta_path.insert(0, self._jax_hook)
+                hook = _AfterImport(name, attach)
+                self._hooks.append(hook)
+                sys.meta_path.insert(0, hook)
         return self
 
     def _attach_jax(self, module=None):
@@ -162,7 +152,7 @@ class Recorder:
         if getattr(self, "_restore_from_numpy", None) is not None:
             from ivytrace.recorder import convert
             convert.disconnect(self)
-        for h in (self._import_hook, self._numpy_hook, self._jax_hook):
+        for h in self._hooks:
             if h is not None and h in sys.meta_path:
                 sys.meta_path.remove(h)
         # JAX's recorder first: it wraps numpy functions the NumPy recorder may have wrapped before.
