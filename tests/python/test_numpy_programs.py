@@ -281,6 +281,21 @@ def test_onnx_export_of_an_elementwise_and_matmul_numpy_graph(tmp_path):
     np.testing.assert_allclose(out, fn(fresh, y), rtol=1e-4, atol=1e-5)
 
 
+def test_onnx_export_of_numpy_arithmetic_with_python_scalars(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+
+    def fn(x):
+        return (np.tanh(x) * 2.0 - 1.0) / 4.0 + 3
+
+    x = np.random.RandomState(1).rand(4, 8).astype(np.float32)
+    graph = _trace(fn, (x,))
+    sess = ort.InferenceSession(str(graph.export(tmp_path / "fn.onnx")))
+    fresh = np.random.RandomState(3).rand(6, 8).astype(np.float32)
+    out = sess.run(None, {sess.get_inputs()[0].name: fresh})[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, fn(fresh), rtol=1e-5, atol=1e-6)
+
+
 def test_cli_record_default_frameworks_include_numpy(cli_binary, tmp_path):
     prog = tmp_path / "p.py"
     prog.write_text("import numpy as np\nx = np.ones(3)\ny = np.exp(x) + x\nprint(float(y.sum()) > 0)\n")
