@@ -82,16 +82,26 @@ std::vector<ValueId> ResultValues(const Node& n) {
 }  // namespace
 
 Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
-  // Which nodes write each storage in place.
+  // Which nodes write each storage in place: needed only once two calls match, so it is worked
+  // out then (a graph without duplicates is walked once, not twice). In-place writes are never
+  // merged and merging renames only results of pure calls, so this does not change during the pass.
   std::unordered_map<uint64_t, std::vector<size_t>> writes;
-  for (size_t i = 0; i < g->nodes.size(); ++i) {
-    if (g->nodes[i].erased) continue;
-    for (const auto& m : g->nodes[i].mutated) writes[m.storage()].push_back(i);
-  }
-  auto written = [&](uint64_t storage) { return storage != 0 && writes.count(storage); };
+  bool writes_known = false;
+  auto writes_of = [&](uint64_t storage) {
+    if (!writes_known) {
+      for (size_t i = 0; i < g->nodes.size(); ++i) {
+        if (g->nodes[i].erased) continue;
+        for (const auto& m : g->nodes[i].mutated) writes[m.storage()].push_back(i);
+      }
+      writes_known = true;
+    }
+    return writes.find(storage);
+  };
+  auto written = [&](uint64_t storage) { return storage != 0 && writes_of(storage) != writes.end(); };
   auto written_between = [&](uint64_t storage, size_t from, size_t to) {
-    auto it = writes.find(storage);
-    if (storage == 0 || it == writes.end()) return false;
+    if (storage == 0) return false;
+    auto it = writes_of(storage);
+    if (it == writes.end()) return false;
     return std::any_of(it->second.begin(), it->second.end(), [&](size_t w) { return w > from && w < to; });
   };
   std::unordered_set<ValueId> region_outputs;

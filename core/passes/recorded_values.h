@@ -1,8 +1,9 @@
 // Shared by the passes that replace a node by the values the recorder stored for its outputs
-// (constant-fold, bake-generators).
+// (constant-fold, bake-generators), and what memory the caller can see (also dce, simplify).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <unordered_set>
 #include <vector>
 
@@ -12,6 +13,21 @@ namespace ivytrace {
 
 // Storage ids of memory the caller owns: region inputs and constants (parameters, buffers).
 std::unordered_set<uint64_t> CallerVisibleStorage(const Graph& g);
+
+// CallerVisibleStorage, worked out on the first question: most graphs never ask (no in-place
+// write, no forwarded output), and the answer walks every value.
+class LazyCallerVisibleStorage {
+ public:
+  explicit LazyCallerVisibleStorage(const Graph& g) : g_(g) {}
+  bool Contains(uint64_t storage) {
+    if (!set_) set_ = CallerVisibleStorage(g_);
+    return set_->count(storage) > 0;
+  }
+
+ private:
+  const Graph& g_;
+  std::optional<std::unordered_set<uint64_t>> set_;
+};
 
 // True when every output of `n` has a recorded value of at most `size_limit` bytes (0 = any).
 bool HasRecordedOutputs(const Graph& g, const Node& n, uint64_t size_limit = 0);

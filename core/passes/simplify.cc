@@ -7,6 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/passes/recorded_values.h"
+
 #include "core/ir/arg.h"
 #include "core/schema/binding.h"
 
@@ -202,10 +204,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     if (g->values[v].storage) output_storage.insert(g->values[v].storage);
   }
   // Memory a returned tensor must not share once forwarded: the caller's and the plan's.
-  std::unordered_set<uint64_t> visible;
-  for (const Value& v : g->values) {
-    if ((v.kind == v1::INPUT || v.kind == v1::CONSTANT_VALUE) && v.storage) visible.insert(v.storage);
-  }
+  LazyCallerVisibleStorage visible(*g);
 
   std::vector<ValueId> rename(g->values.size());
   for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
@@ -237,7 +236,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     if ((from.storage && written.count(from.storage)) || (to.storage && written.count(to.storage))) continue;
     if (region_outputs.count(out) &&
         (from.kind != v1::NODE_OUTPUT || region_outputs.count(*in) ||
-         (from.storage && (visible.count(from.storage) || output_storage.count(from.storage))))) {
+         (from.storage && (visible.Contains(from.storage) || output_storage.count(from.storage))))) {
       continue;
     }
     rename[out] = *in;
