@@ -7,9 +7,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/passes/recorded_values.h"
-
 #include "core/ir/arg.h"
+#include "core/passes/recorded_values.h"
 #include "core/schema/binding.h"
 
 namespace ivytrace {
