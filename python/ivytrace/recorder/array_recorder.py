@@ -182,8 +182,9 @@ class ArrayRecorder:
         with self._Busy():
             ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
             fid, line = self._location(self._intern)
-            if op.endswith(("tolist", "__array__")) and int(np.prod(np.shape(a))) > GUARD_VALUE_LIMIT:
-                value = common_pb2.Arg(opaque=f"list: {int(np.prod(np.shape(a)))} elements (not kept)")
+            size = int(np.prod(np.shape(a))) if op.endswith(("tolist", "__array__")) else 0
+            if size > GUARD_VALUE_LIMIT:
+                value = common_pb2.Arg(opaque=f"list: {size} elements (not kept)")
             else:
                 value = common_pb2.Arg.FromString(self._enc_out.encode(pyval(result), []))
             msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(op), value=value, file=fid, line=line,

@@ -40,6 +40,9 @@ Limits:
     (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
     np.random.RandomState(seed) while recording shows up as a few ops and int() guards on the
     user's line (outside regions they do not reach any graph).
+
+Shared with the JAX recorder (array_recorder.py): the busy flag, the caller-location lookup,
+value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
