@@ -66,6 +66,9 @@ Limits:
   * Ahead-of-time compiled calls (`jax.jit(f).lower(x).compile()(x)`) run an executable without
     applying primitives one by one: they are not recorded.
   * Only the thread that installed the recorder is recorded.
+
+Shared with the NumPy recorder (array_recorder.py): the busy flag, the caller-location lookup,
+value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
@@ -73,34 +76,19 @@ import os
 import sys
 import threading
 import time
-import warnings
 import weakref
 
 import jax
 import numpy as np
 from jax._src import core as _jcore
 
+from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES, FOLD_LIMIT, FOLDABLE, FOLDABLE_OP,  # noqa: F401
+                                              GUARD_VALUE_LIMIT, RAISED, RANDOM, RANDOM_OUTPUT, REGION_INPUT,
+                                              REGION_OUTPUT, ArrayRecorder, busy_flag, caller_location)
 from ivytrace.recorder.encode import A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint, enc_opaque
-from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
-from ivytrace.v1 import common_pb2, trace_pb2
+from ivytrace.v1 import common_pb2
 
-RANDOM = trace_pb2.RANDOM
-FOLDABLE_OP = trace_pb2.FOLDABLE_OP
-RAISED = trace_pb2.RAISED
-CONSTANT = common_pb2.CONSTANT
-REGION_INPUT = common_pb2.REGION_INPUT
-REGION_OUTPUT = common_pb2.REGION_OUTPUT
-RANDOM_OUTPUT = common_pb2.RANDOM_OUTPUT
-FOLDABLE = common_pb2.FOLDABLE
-FOLD_LIMIT = 16 << 20
-GUARD_VALUE_LIMIT = 65536
-
-_DTYPES = {
-    np.dtype(n): getattr(common_pb2, e) for n, e in (
-        ("float32", "FLOAT32"), ("float64", "FLOAT64"), ("float16", "FLOAT16"), ("int8", "INT8"),
-        ("int16", "INT16"), ("int32", "INT32"), ("int64", "INT64"), ("uint8", "UINT8"),
-        ("bool", "BOOL"), ("complex64", "COMPLEX64"), ("complex128", "COMPLEX128"),
-        ("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"))}
+_DTYPES = dict(DTYPES)
 _DTYPES[np.dtype(jax.numpy.bfloat16)] = common_pb2.BFLOAT16
 
 
@@ -123,6 +111,8 @@ def _lib_dirs():
 
 _INTERNAL_DIRS = tuple({_pkg_dir(jax), _pkg_dir(jaxlib), _pkg_dir(np),
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep, *_lib_dirs()})
+# (file id, line) of the user's frame: the first outside jax, jaxlib, numpy and ivytrace.
+_location = caller_location(_INTERNAL_DIRS + ("<frozen",))
 
 from jax._src.array import ArrayImpl as _ArrayImpl  # noqa: E402  (every concrete jax.Array)
 from jax._src import literals as _literals  # noqa: E402
@@ -158,23 +148,9 @@ for _n in ("ConvDimensionNumbers", "GatherDimensionNumbers", "ScatterDimensionNu
         _RECORDS[getattr(jax.lax, _n)] = f"jax.lax.{_n}"
 
 _shapes: dict = {}
-_state = threading.local()
+_state, _busy, _Busy = busy_flag()
 _REC = None
 _names: dict = {}   # primitive -> recorded op name
-
-
-def _busy() -> bool:
-    return getattr(_state, "busy", False)
-
-
-class _Busy:
-    def __enter__(self):
-        self.prev = getattr(_state, "busy", False)
-        _state.busy = True
-
-    def __exit__(self, *exc):
-        _state.busy = self.prev
-        return False
 
 
 def _op_name(prim) -> str:
@@ -303,28 +279,19 @@ def _key_iter(self):
     return (_prng.random_wrap(k, impl=impl) for k in _prng.random_unwrap(self))
 
 
-class JaxRecorder:
+class JaxRecorder(ArrayRecorder):
+    _Busy = _Busy
+    _location = staticmethod(_location)
+    _dtypes = _DTYPES
+
     def __init__(self, session):
-        self.session = session
-        self.w = session.writer
-        self._intern = session.writer.intern
-        self._t0 = session.t0
-        self._schemas = session.schemas
-        self.thread = threading.get_ident()
-        self.active = False
-        self._ids = {}          # id(array) -> (weakref, tid)
-        self._sweep_at = 4096
+        super().__init__(session)   # _ids: id(array) -> (weakref, tid)
         # Tensor ids of their own range: torch and NumPy share one sequence from 1 (convert.py),
         # and a program may run NumPy or torch ops next to JAX ones in one trace.
         self._next = 1 << 40
         self._known = set()     # tids known in the current frame
         self._const = set()     # tids that are constants
         self._inputs = set()    # tids of the current region's inputs
-        self._frames = []
-        self._regions = []
-        self._next_region = 1
-        self._warned = set()
-        self._patched = []
         self._np_patched = []
         self._jit_was_disabled = None
         self._enc = _JaxEncoder(self._enc_in)
@@ -374,15 +341,7 @@ class JaxRecorder:
         if not self.active:
             return
         self.active = False
-        for owner, name, orig in reversed(self._patched):
-            if orig is None:
-                try:
-                    delattr(owner, name)
-                except AttributeError:
-                    pass
-            else:
-                setattr(owner, name, orig)
-        self._patched.clear()
+        self._restore_patches()
         for fname, current, wrapper in reversed(self._np_patched):
             if getattr(np, fname) is wrapper:   # else wrapped again since; ours passes calls through
                 setattr(np, fname, current)
@@ -407,11 +366,6 @@ class JaxRecorder:
             if len(self._ids) > self._sweep_at:
                 self._sweep()
         return r[1]
-
-    def _sweep(self):
-        for k in [k for k, r in self._ids.items() if r[0]() is None]:
-            del self._ids[k]
-        self._sweep_at = max(2 * len(self._ids), 4096)
 
     def _tensor_ref(self, a, tid, full=True) -> bytes:
         b = b"\x08" + varint(tid) + b"\x18" + varint(tid)
@@ -468,14 +422,12 @@ class JaxRecorder:
         outs.append((a, tid))
         return ld(A_TENSOR, self._tensor_ref(a, tid))
 
-    def _write_value(self, a, ref, role, name=""):
+    def _host_array(self, a):
         with _Busy():
-            arr = np.asarray(a)   # tobytes() below is C order (np.ascontiguousarray would make 0-d 1-d)
-        dt = _DTYPES.get(arr.dtype, 0)
-        data = arr.tobytes()
-        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role)
-        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
-        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+            return np.asarray(a)   # tobytes() is C order (np.ascontiguousarray would make 0-d 1-d)
+
+    def _has_value(self, a) -> bool:
+        return not isinstance(a, _KeyArray)
 
     # -- recording -------------------------------------------------------------------------------
     def record(self, trace, prim, args, params):
@@ -539,88 +491,27 @@ class JaxRecorder:
                     self._write_value(a, self._tensor_ref(a, tid), values)
         self.w.emit()
 
-    def shape_read(self, op, a, value):
-        with _Busy():
-            ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
-            fid, line = _location(self._intern)
-            msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
-                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
-                                      file=fid, line=line)
-            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
+    # -- regions: frames of known tids (sets; every version is 0) ----------------------------------
+    def _enter_frame(self):
+        self._frames.append((self._known, self._const, self._inputs))
+        self._known, self._const, self._inputs = set(), set(), set()
 
-    def guard(self, op, a, result):
-        with _Busy():
-            ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
-            fid, line = _location(self._intern)
-            size = int(np.prod(np.shape(a)))
-            if op.endswith(("tolist", "__array__")) and size > GUARD_VALUE_LIMIT:
-                value = common_pb2.Arg(opaque=f"list: {size} elements (not kept)")
-            else:
-                value = common_pb2.Arg.FromString(self._enc_out.encode(_pyval(result), []))
-            msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(op), value=value, file=fid, line=line,
-                                       region=self._regions[-1] if self._regions else 0)
-            self.w.emit(TAG_GUARD, msg.SerializeToString())
-            if self.session.warn_guards and (fid, line) not in self._warned:
-                self._warned.add((fid, line))
-                warnings.warn(f"ivytrace: this graph is specialized on the value of {op} at "
-                              f"{self.w.string(fid) if fid else '?'}:{line}", RuntimeWarning, stacklevel=3)
+    def _leave_frame(self):
+        inner_known, inner_const, inputs = self._known, self._const, self._inputs
+        self._known, self._const, self._inputs = self._frames.pop()
+        # What the region made is known after it too (its inputs only if they were before).
+        self._known |= inner_known - inputs
+        self._const |= inner_const - inputs
 
-    # -- regions ----------------------------------------------------------------------------------
-    def region_begin(self, name, inputs, file="", line=0) -> int:
-        if threading.get_ident() != self.thread or not self.active:
-            return 0
-        with _Busy():
-            rid = self._next_region
-            self._next_region += 1
-            tensors = []
-            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
-                     for n, v in inputs]
-            fid = self._intern(file) if file else 0
-            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
-            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._frames.append((self._known, self._const, self._inputs))
-            self._known, self._const, self._inputs = set(), set(), set()
-            self._regions.append(rid)
-            seen = set()
-            for a, tid in tensors:
-                if tid in seen:
-                    continue
-                seen.add(tid)
-                self._known.add(tid)
-                self._inputs.add(tid)
-                if not isinstance(a, _KeyArray):
-                    self._write_value(a, self._tensor_ref(a, tid), REGION_INPUT)
-            self.w.emit()
-            return rid
+    def _region_input(self, entry):
+        self._known.add(entry[1])
+        self._inputs.add(entry[1])
 
-    def region_end(self, rid, result=None, raised=False):
-        if not rid or rid not in self._regions:
-            return
-        with _Busy():
-            tensors = []
-            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
-            if not raised:
-                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
-                for a, tid in tensors:
-                    if tid not in self._known and not isinstance(a, _KeyArray):
-                        self._write_value(a, self._tensor_ref(a, tid), CONSTANT)
-                        self._known.add(tid)
-            self.w.add(TAG_REGION_END, msg.SerializeToString())
-            seen = set()
-            for a, tid in tensors:
-                if tid not in seen and not isinstance(a, _KeyArray):
-                    seen.add(tid)
-                    self._write_value(a, self._tensor_ref(a, tid), REGION_OUTPUT)
-            self.w.emit()
-            while self._regions:
-                top = self._regions.pop()
-                inner_known, inner_const, inputs = self._known, self._const, self._inputs
-                self._known, self._const, self._inputs = self._frames.pop()
-                # What the region made is known after it too (its inputs only if they were before).
-                self._known |= inner_known - inputs
-                self._const |= inner_const - inputs
-                if top == rid:
-                    break
+    def _is_known(self, entry) -> bool:
+        return entry[1] in self._known
+
+    def _learn(self, entry):
+        self._known.add(entry[1])
 
 
 def _nbytes(a) -> int:
@@ -628,35 +519,6 @@ def _nbytes(a) -> int:
         return int(a.nbytes)
     except Exception:
         return 0
-
-
-_internal_code: dict = {}
-
-
-def _location(intern):
-    """(file id, line) of the first frame outside jax, jaxlib, numpy and ivytrace."""
-    f = sys._getframe(1)
-    while f is not None:
-        c = f.f_code
-        lines = _internal_code.get(c)
-        if lines is None:
-            fn = c.co_filename
-            lines = _internal_code[c] = True if (fn.startswith(_INTERNAL_DIRS) or fn.startswith("<frozen")) else {}
-        if lines is not True:
-            n = lines.get(f.f_lasti)
-            if n is None:
-                n = lines[f.f_lasti] = f.f_lineno or 0
-            return intern(c.co_filename), n
-        f = f.f_back
-    return 0, 0
-
-
-def _pyval(v):
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
 
 
 def _enc_dtype(v, ts):

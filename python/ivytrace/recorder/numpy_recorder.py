@@ -40,6 +40,9 @@ Limits:
     (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
     np.random.RandomState(seed) while recording shows up as a few ops and int() guards on the
     user's line (outside regions they do not reach any graph).
+
+Shared with the JAX recorder (array_recorder.py): the busy flag, the caller-location lookup,
+value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
@@ -48,33 +51,15 @@ import os
 import sys
 import threading
 import time
-import warnings
 import weakref
 
 import numpy as np
 
-from ivytrace.recorder.encode import (A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint)
-from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
-from ivytrace.v1 import common_pb2, trace_pb2
-
-INPLACE = trace_pb2.INPLACE
-RANDOM = trace_pb2.RANDOM
-FOLDABLE_OP = trace_pb2.FOLDABLE_OP
-RAISED = trace_pb2.RAISED
-CONSTANT = common_pb2.CONSTANT
-REGION_INPUT = common_pb2.REGION_INPUT
-REGION_OUTPUT = common_pb2.REGION_OUTPUT
-RANDOM_OUTPUT = common_pb2.RANDOM_OUTPUT
-FOLDABLE = common_pb2.FOLDABLE
-FOLD_LIMIT = 16 << 20
-GUARD_VALUE_LIMIT = 65536
-
-_DTYPES = {
-    np.dtype(n): getattr(common_pb2, e) for n, e in (
-        ("float32", "FLOAT32"), ("float64", "FLOAT64"), ("float16", "FLOAT16"), ("int8", "INT8"),
-        ("int16", "INT16"), ("int32", "INT32"), ("int64", "INT64"), ("uint8", "UINT8"),
-        ("bool", "BOOL"), ("complex64", "COMPLEX64"), ("complex128", "COMPLEX128"),
-        ("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"))}
+from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES as _DTYPES, FOLD_LIMIT, FOLDABLE, FOLDABLE_OP,  # noqa: F401
+                                              GUARD_VALUE_LIMIT, INPLACE, RAISED, RANDOM, RANDOM_OUTPUT,
+                                              REGION_INPUT, REGION_OUTPUT, ArrayRecorder, busy_flag,
+                                              caller_location)
+from ivytrace.recorder.encode import A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint
 
 _NP_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _IVYTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -98,6 +83,8 @@ def _library_dirs():
 # Frames in these directories are never "the user's" (calls from them are not recorded and source
 # lines point past them).
 _INTERNAL_DIRS = (_NP_DIR, _IVYTRACE_DIR) + _library_dirs()
+# (file id, line) of the user's frame: the first outside those (and NumPy's array-function shims).
+_location = caller_location(_INTERNAL_DIRS + ("<__array_function__",))
 
 # Module functions that make arrays from non-arrays (wrapped so their results are traced).
 _CREATORS = ("array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty", "full",
@@ -118,22 +105,8 @@ _UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
 _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
 
 _shapes: dict = {}          # shape -> TensorRef.shape field bytes
-_state = threading.local()
+_state, _busy, _Busy = busy_flag()
 _REC = None   # the installed NumpyRecorder
-
-
-def _busy() -> bool:
-    return getattr(_state, "busy", False)
-
-
-class _Busy:
-    def __enter__(self):
-        self.prev = getattr(_state, "busy", False)
-        _state.busy = True
-
-    def __exit__(self, *exc):
-        _state.busy = self.prev
-        return False
 
 
 def _plain(v):
@@ -276,29 +249,20 @@ def _storage_root(a):
     return b
 
 
-class NumpyRecorder:
+class NumpyRecorder(ArrayRecorder):
+    _Busy = _Busy
+    _location = staticmethod(_location)
+    _framework = "numpy"
+
     def __init__(self, session):
-        self.session = session
-        self.w = session.writer
-        self._intern = session.writer.intern
-        self._t0 = session.t0
-        self._schemas = session.schemas
-        self.thread = threading.get_ident()
-        self.active = False
-        self._ids = {}          # id(array) -> (weakref, tid, storage id)
+        super().__init__(session)   # _ids: id(array) -> (weakref, tid, storage id)
         self._by_storage = {}   # storage id -> [weakref of each array on it]
         self._ids_sid = {}      # tid -> storage id
-        self._sweep_at = 4096
         self._next = 1
         self._versions = {}     # storage id -> version
         self._known = {}        # tid -> version known in the current frame
-        self._frames = []
         self._inputs = {}
         self._const = {}        # tid -> version at which it is a constant
-        self._regions = []
-        self._next_region = 1
-        self._patched = []
-        self._warned = set()
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
@@ -343,9 +307,7 @@ class NumpyRecorder:
         if not self.active:
             return
         self.active = False
-        for mod, n, orig in reversed(self._patched):
-            setattr(mod, n, orig)
-        self._patched.clear()
+        self._restore_patches()
         if _REC is self:
             _REC = None
 
@@ -381,15 +343,13 @@ class NumpyRecorder:
         return tid
 
     def _sweep(self):
-        for k in [k for k, r in self._ids.items() if r[0]() is None]:
-            del self._ids[k]
+        super()._sweep()
         for sid in list(self._by_storage):
             alive = [w for w in self._by_storage[sid] if w() is not None]
             if alive:
                 self._by_storage[sid] = alive
             else:
                 del self._by_storage[sid]
-        self._sweep_at = max(2 * len(self._ids), 4096)
 
     def _sharing(self, sid):
         """Live arrays on storage `sid` that the current frame knows (views of a written array)."""
@@ -440,13 +400,8 @@ class NumpyRecorder:
         outs.append((a, tid, sid, v))
         return ld(A_TENSOR, self._tensor_ref(a, tid, sid, v))
 
-    def _write_value(self, a, ref, role, name=""):
-        arr = np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, TracedArray) else a)
-        dt = _DTYPES.get(arr.dtype, 0)
-        data = arr.tobytes()
-        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role, framework="numpy")
-        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
-        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+    def _host_array(self, a):
+        return np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, TracedArray) else a)
 
     # -- recording -------------------------------------------------------------------------------
     def record(self, name, func, args, kwargs, pargs, pkw, out):
@@ -540,39 +495,6 @@ class NumpyRecorder:
         if self._links and sids and not raised:
             _convert().after_numpy_write(self, sids)
 
-    def shape_read(self, op, a, value):
-        """A ShapeRead record: the program read a shape (the graph is specialized on it)."""
-        with _Busy():
-            ins = []
-            ref = common_pb2.Arg.FromString(self._enc.encode(a, ins)).tensor
-            fid, line = _location(self._intern)
-            msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
-                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
-                                      file=fid, line=line)
-            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
-
-    def _warn_once(self, key, message):
-        if key not in self._warned:
-            self._warned.add(key)
-            warnings.warn(message, RuntimeWarning, stacklevel=4)
-
-    def guard(self, op, a, result):
-        with _Busy():
-            ins = []
-            ref = common_pb2.Arg.FromString(self._enc.encode(a, ins)).tensor
-            fid, line = _location(self._intern)
-            if op.endswith("tolist") and a.size > GUARD_VALUE_LIMIT:
-                value = common_pb2.Arg(opaque=f"list: {a.size} elements (not kept)")
-            else:
-                value = common_pb2.Arg.FromString(self._enc_out.encode(_pyval(result), []))
-            msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(op), value=value, file=fid, line=line,
-                                       region=self._regions[-1] if self._regions else 0)
-            self.w.emit(TAG_GUARD, msg.SerializeToString())
-            if self.session.warn_guards and (fid, line) not in self._warned:
-                self._warned.add((fid, line))
-                warnings.warn(f"ivytrace: this graph is specialized on the value of {op} at "
-                              f"{self.w.string(fid) if fid else '?'}:{line}", RuntimeWarning, stacklevel=3)
-
     # -- regions ----------------------------------------------------------------------------------
     def wrap(self, v):
         """Region inputs: plain ndarrays -> TracedArray views (recursively)."""
@@ -585,61 +507,29 @@ class NumpyRecorder:
             return {k: self.wrap(x) for k, x in v.items()}
         return v
 
-    def region_begin(self, name, inputs, file="", line=0) -> int:
-        if threading.get_ident() != self.thread or not self.active:
-            return 0
-        with _Busy():
-            rid = self._next_region
-            self._next_region += 1
-            tensors = []
-            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
-                     for n, v in inputs]
-            fid = self._intern(file) if file else 0
-            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
-            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._frames.append((self._known, self._inputs))
-            self._known, self._inputs = {}, {}
-            self._regions.append(rid)
-            seen = set()
-            for a, tid, sid, v in tensors:
-                if tid in seen:
-                    continue
-                seen.add(tid)
-                self._known[tid] = v
-                self._inputs[tid] = v
-                self._const.pop(tid, None)
-                self._write_value(a, self._tensor_ref(a, tid, sid, v), REGION_INPUT)
-            self.w.emit()
-            return rid
+    # Frames of known arrays: tid -> version (convert.py pushes and pops them too).
+    def _enter_frame(self):
+        self._frames.append((self._known, self._inputs))
+        self._known, self._inputs = {}, {}
 
-    def region_end(self, rid, result=None, raised=False):
-        if not rid or rid not in self._regions:
-            return
-        with _Busy():
-            tensors = []
-            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
-            if not raised:
-                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
-                for a, tid, sid, v in tensors:
-                    if self._known.get(tid) != v:
-                        self._write_value(a, self._tensor_ref(a, tid, sid, v), CONSTANT)
-                        self._known[tid] = v
-            self.w.add(TAG_REGION_END, msg.SerializeToString())
-            seen = set()
-            for a, tid, sid, v in tensors:
-                if tid not in seen:
-                    seen.add(tid)
-                    self._write_value(a, self._tensor_ref(a, tid, sid, v), REGION_OUTPUT)
-            self.w.emit()
-            while self._regions:
-                top = self._regions.pop()
-                inner, inputs = self._known, self._inputs
-                self._known, self._inputs = self._frames.pop()
-                for tid, v in inner.items():
-                    if inputs.get(tid) != v:
-                        self._known[tid] = v
-                if top == rid:
-                    break
+    def _leave_frame(self):
+        inner, inputs = self._known, self._inputs
+        self._known, self._inputs = self._frames.pop()
+        for tid, v in inner.items():
+            if inputs.get(tid) != v:
+                self._known[tid] = v
+
+    def _region_input(self, entry):
+        a, tid, sid, v = entry
+        self._known[tid] = v
+        self._inputs[tid] = v
+        self._const.pop(tid, None)
+
+    def _is_known(self, entry) -> bool:
+        return self._known.get(entry[1]) == entry[3]
+
+    def _learn(self, entry):
+        self._known[entry[1]] = entry[3]
 
 
 def _user_caller() -> bool:
@@ -647,37 +537,6 @@ def _user_caller() -> bool:
     f = sys._getframe(2)
     fn = f.f_code.co_filename
     return not fn.startswith(_INTERNAL_DIRS)
-
-
-_internal_code: dict = {}   # code object -> True if inside numpy/ivytrace, else {f_lasti: line}
-
-
-def _location(intern):
-    """(file id, line) of the first frame outside numpy and ivytrace; cached per code object and
-    instruction offset (f_lineno scans the line table)."""
-    f = sys._getframe(1)
-    while f is not None:
-        c = f.f_code
-        lines = _internal_code.get(c)
-        if lines is None:
-            fn = c.co_filename
-            lines = _internal_code[c] = True if (fn.startswith(_INTERNAL_DIRS)
-                                                 or fn.startswith("<__array_function__")) else {}
-        if lines is not True:
-            n = lines.get(f.f_lasti)
-            if n is None:
-                n = lines[f.f_lasti] = f.f_lineno or 0
-            return intern(c.co_filename), n
-        f = f.f_back
-    return 0, 0
-
-
-def _pyval(v):
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
 
 
 def _enc_dtype(v, ts):

@@ -11,7 +11,7 @@ form the plan file can hold (python/ivytrace/recorder/jax_recorder.py):
 from __future__ import annotations
 
 from ivytrace.runtime.errors import PlanError
-from ivytrace.runtime.values import array_from_proto, dtype_of, literal as _literal
+from ivytrace.runtime.values import CONTAINERS, array_from_proto, container, dtype_of, literal as _literal
 
 
 def _np_dtype(enum, where):
@@ -28,16 +28,9 @@ def literal(arg, allow, where: str):
     kind = arg.WhichOneof("kind")
     if kind == "dtype":
         return _np_dtype(arg.dtype, where)
-    if kind == "list":
-        return [literal(a, allow, where) for a in arg.list.items]
-    if kind == "tuple":
-        return tuple(literal(a, allow, where) for a in arg.tuple.items)
-    if kind == "dict":
-        d = arg.dict
-        if len(d.keys) != len(d.values):
-            raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
-        fields = {k: literal(v, allow, where) for k, v in zip(d.keys, d.values)}
-        if "__type__" not in fields:
+    if kind in CONTAINERS:
+        fields = container(arg, kind, allow, where, literal)
+        if kind != "dict" or "__type__" not in fields:
             return fields
         qual = fields.pop("__type__")
         if not isinstance(qual, str):

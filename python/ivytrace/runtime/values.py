@@ -28,6 +28,22 @@ def dtype_of(enum: int, where: str) -> torch.dtype:
     return dt
 
 
+CONTAINERS = ("list", "tuple", "dict")
+
+
+def container(arg, kind: str, allow, where: str, item):
+    """The list, tuple or dict an Arg of that kind (one of CONTAINERS) holds, each element made by
+    `item(arg, allow, where)` (the caller's own `literal`)."""
+    if kind == "list":
+        return [item(a, allow, where) for a in arg.list.items]
+    if kind == "tuple":
+        return tuple(item(a, allow, where) for a in arg.tuple.items)
+    d = arg.dict
+    if len(d.keys) != len(d.values):
+        raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
+    return {k: item(v, allow, where) for k, v in zip(d.keys, d.values)}
+
+
 def literal(arg, allow, where: str):
     """The Python value of an Arg with no tensors in it."""
     kind = arg.WhichOneof("kind")
@@ -54,15 +70,8 @@ def literal(arg, allow, where: str):
         return allow.symbol(arg.symbol, where)
     if kind == "ellipsis":
         return Ellipsis
-    if kind == "list":
-        return [literal(a, allow, where) for a in arg.list.items]
-    if kind == "tuple":
-        return tuple(literal(a, allow, where) for a in arg.tuple.items)
-    if kind == "dict":
-        d = arg.dict
-        if len(d.keys) != len(d.values):
-            raise PlanError(f"{where}: dict argument has {len(d.keys)} keys but {len(d.values)} values")
-        return {k: literal(v, allow, where) for k, v in zip(d.keys, d.values)}
+    if kind in CONTAINERS:
+        return container(arg, kind, allow, where, literal)
     if kind == "slice":
         s = arg.slice
         return slice(*(literal(getattr(s, f), allow, where) if s.HasField(f) else None

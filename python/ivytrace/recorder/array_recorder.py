@@ -1,0 +1,267 @@
+"""What the NumPy and JAX recorders share: recorders of array frameworks whose arrays carry no id
+(nor, for NumPy, version) the trace can use, so the recorder keeps ids in a weakref table
+(id(array) -> (weakref, tensor id, ...)).
+
+Each framework module keeps what differs and what runs per op: which functions are wrapped and
+how (the wrappers read the module's own `_REC` global), `record`/`_finish`, `_ref` (how storage
+roots and versions are found), `_tensor_ref`, the dtype encoding. This module has the rest:
+  * `busy_flag()`: one thread-local "busy" flag per framework (up while a recorded call runs, so
+    the calls it makes are not recorded); the frameworks keep separate flags;
+  * `caller_location(prefixes)`: the (file, line) of the user's frame, the first one whose file
+    does not start with one of the framework's internal prefixes;
+  * `ArrayRecorder`: the common state, writing values, guards, shape reads and region framing.
+    A subclass says how a frame of known arrays is kept (`_enter_frame`, `_leave_frame`,
+    `_region_input`, `_is_known`, `_learn`) and how an array's host value is read (`_host_array`).
+    The entries these hooks get are the tuples the framework's encoders collect: the array first,
+    its tensor id second, then whatever else the framework's `_tensor_ref(*entry)` takes.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
+from ivytrace.v1 import common_pb2, trace_pb2
+
+INPLACE = trace_pb2.INPLACE
+RANDOM = trace_pb2.RANDOM
+FOLDABLE_OP = trace_pb2.FOLDABLE_OP
+RAISED = trace_pb2.RAISED
+CONSTANT = common_pb2.CONSTANT
+REGION_INPUT = common_pb2.REGION_INPUT
+REGION_OUTPUT = common_pb2.REGION_OUTPUT
+RANDOM_OUTPUT = common_pb2.RANDOM_OUTPUT
+FOLDABLE = common_pb2.FOLDABLE
+FOLD_LIMIT = 16 << 20
+GUARD_VALUE_LIMIT = 65536
+
+# NumPy dtypes -> trace dtypes (JAX adds bfloat16 to its copy).
+DTYPES = {
+    np.dtype(n): getattr(common_pb2, e) for n, e in (
+        ("float32", "FLOAT32"), ("float64", "FLOAT64"), ("float16", "FLOAT16"), ("int8", "INT8"),
+        ("int16", "INT16"), ("int32", "INT32"), ("int64", "INT64"), ("uint8", "UINT8"),
+        ("bool", "BOOL"), ("complex64", "COMPLEX64"), ("complex128", "COMPLEX128"),
+        ("uint16", "UINT16"), ("uint32", "UINT32"), ("uint64", "UINT64"))}
+
+
+def busy_flag():
+    """(state, busy, Busy) for one framework: `busy()` says whether the flag is up on this thread,
+    `with Busy():` raises it for the block (and puts back what it was)."""
+    state = threading.local()
+
+    def busy() -> bool:
+        return getattr(state, "busy", False)
+
+    class Busy:
+        def __enter__(self):
+            self.prev = getattr(state, "busy", False)
+            state.busy = True
+
+        def __exit__(self, *exc):
+            state.busy = self.prev
+            return False
+
+    return state, busy, Busy
+
+
+def caller_location(internal_prefixes: tuple):
+    """A `location(intern)` -> (file id, line) of the first frame whose file name does not start
+    with one of `internal_prefixes` (the framework's and ivytrace's directories...), or (0, 0);
+    cached per code object and instruction offset (f_lineno scans the line table)."""
+    internal_code: dict = {}   # code object -> True if internal, else {f_lasti: line}
+
+    def location(intern):
+        f = sys._getframe(1)
+        while f is not None:
+            c = f.f_code
+            lines = internal_code.get(c)
+            if lines is None:
+                lines = internal_code[c] = True if c.co_filename.startswith(internal_prefixes) else {}
+            if lines is not True:
+                n = lines.get(f.f_lasti)
+                if n is None:
+                    n = lines[f.f_lasti] = f.f_lineno or 0
+                return intern(c.co_filename), n
+            f = f.f_back
+        return 0, 0
+    return location
+
+
+def pyval(v):
+    """A guard's result as the plain Python value it is recorded as."""
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+class ArrayRecorder:
+    """The part of a NumPy-like recorder that does not depend on the framework. Subclasses set
+    `_Busy` (their busy flag's context manager), `_location` (their `caller_location`), `_dtypes`,
+    `_framework` (Tensor.framework of the values they write; "" for the plan's own) and the
+    encoders `_enc` (operands: unknown arrays are written as constants) and `_enc_out` (results)."""
+
+    _Busy = None
+    _location = None
+    _dtypes = DTYPES
+    _framework = ""
+
+    def __init__(self, session):
+        self.session = session
+        self.w = session.writer
+        self._intern = session.writer.intern
+        self._t0 = session.t0
+        self._schemas = session.schemas
+        self.thread = threading.get_ident()
+        self.active = False
+        self._ids = {}          # id(array) -> (weakref, tid, ...)
+        self._sweep_at = 4096
+        self._frames = []
+        self._regions = []
+        self._next_region = 1
+        self._patched = []      # (owner, attribute, original or None if it had none)
+        self._warned = set()
+
+    def _restore_patches(self):
+        for owner, name, orig in reversed(self._patched):
+            if orig is None:
+                try:
+                    delattr(owner, name)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, name, orig)
+        self._patched.clear()
+
+    def _sweep(self):
+        for k in [k for k, r in self._ids.items() if r[0]() is None]:
+            del self._ids[k]
+        self._sweep_at = max(2 * len(self._ids), 4096)
+
+    # -- values ------------------------------------------------------------------------------------
+    def _host_array(self, a) -> np.ndarray:
+        """The value of `a` as a NumPy array whose tobytes() is what the trace holds."""
+        raise NotImplementedError
+
+    def _write_value(self, a, ref, role, name=""):
+        arr = self._host_array(a)
+        dt = self._dtypes.get(arr.dtype, 0)
+        data = arr.tobytes()
+        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role,
+                              framework=self._framework)
+        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
+        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+
+    def _has_value(self, a) -> bool:
+        """Whether `a` has a value a trace tensor can hold (JAX's typed PRNG keys do not)."""
+        return True
+
+    def _warn_once(self, key, message):
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+
+    # -- shape reads and guards ---------------------------------------------------------------------
+    def shape_read(self, op, a, value):
+        """A ShapeRead record: the program read a shape (the graph is specialized on it)."""
+        with self._Busy():
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
+            fid, line = self._location(self._intern)
+            msg = trace_pb2.ShapeRead(tensor=ref, op=self._intern(op),
+                                      value=common_pb2.Arg.FromString(self._enc_out.encode(value, [])),
+                                      file=fid, line=line)
+            self.w.emit(TAG_SHAPE_READ, msg.SerializeToString())
+
+    def guard(self, op, a, result):
+        """A GuardEvent: Python saw the value `result` of `a` (bool(a), a.item(), ...); a list
+        longer than GUARD_VALUE_LIMIT elements is not kept."""
+        with self._Busy():
+            ref = common_pb2.Arg.FromString(self._enc.encode(a, [])).tensor
+            fid, line = self._location(self._intern)
+            size = int(np.prod(np.shape(a))) if op.endswith(("tolist", "__array__")) else 0
+            if size > GUARD_VALUE_LIMIT:
+                value = common_pb2.Arg(opaque=f"list: {size} elements (not kept)")
+            else:
+                value = common_pb2.Arg.FromString(self._enc_out.encode(pyval(result), []))
+            msg = trace_pb2.GuardEvent(tensor=ref, op=self._intern(op), value=value, file=fid, line=line,
+                                       region=self._regions[-1] if self._regions else 0)
+            self.w.emit(TAG_GUARD, msg.SerializeToString())
+            if self.session.warn_guards and (fid, line) not in self._warned:
+                self._warned.add((fid, line))
+                warnings.warn(f"ivytrace: this graph is specialized on the value of {op} at "
+                              f"{self.w.string(fid) if fid else '?'}:{line}", RuntimeWarning, stacklevel=3)
+
+    # -- regions ----------------------------------------------------------------------------------
+    def _enter_frame(self):
+        """A region begins: save the arrays known so far and start an empty frame."""
+        raise NotImplementedError
+
+    def _leave_frame(self):
+        """The innermost region ends: back to the frame before it, which now knows what the region
+        made (its inputs only if they were known before)."""
+        raise NotImplementedError
+
+    def _region_input(self, entry):
+        """A region input (each tensor id once): known in the new frame, not a constant."""
+        raise NotImplementedError
+
+    def _is_known(self, entry) -> bool:
+        raise NotImplementedError
+
+    def _learn(self, entry):
+        """The current frame knows `entry` (at its version) from now on."""
+        raise NotImplementedError
+
+    def region_begin(self, name, inputs, file="", line=0) -> int:
+        if threading.get_ident() != self.thread or not self.active:
+            return 0
+        with self._Busy():
+            rid = self._next_region
+            self._next_region += 1
+            tensors = []
+            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
+                     for n, v in inputs]
+            fid = self._intern(file) if file else 0
+            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
+            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
+            self._enter_frame()
+            self._regions.append(rid)
+            seen = set()
+            for t in tensors:
+                if t[1] in seen:
+                    continue
+                seen.add(t[1])
+                self._region_input(t)
+                if self._has_value(t[0]):
+                    self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
+            self.w.emit()
+            return rid
+
+    def region_end(self, rid, result=None, raised=False):
+        if not rid or rid not in self._regions:
+            return
+        with self._Busy():
+            tensors = []
+            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
+            if not raised:
+                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
+                for t in tensors:
+                    if not self._is_known(t) and self._has_value(t[0]):
+                        self._write_value(t[0], self._tensor_ref(*t), CONSTANT)
+                        self._learn(t)
+            self.w.add(TAG_REGION_END, msg.SerializeToString())
+            seen = set()
+            for t in tensors:
+                if t[1] not in seen and self._has_value(t[0]):
+                    seen.add(t[1])
+                    self._write_value(t[0], self._tensor_ref(*t), REGION_OUTPUT)
+            self.w.emit()
+            while self._regions:
+                top = self._regions.pop()
+                self._leave_frame()
+                if top == rid:
+                    break
