@@ -109,6 +109,25 @@ def _link(nrec, t, a):
 
 
 # -- calls the torch recorder sees ------------------------------------------------------------
+def _call_to_numpy(rec, nrec, t, name, t_arg, rest, kw, call, *, empty_links):
+    """Makes a tensor -> array conversion `call()` and records it as op `name` (in `rec`'s session)
+    whose result is a recorded array; links the array to `t` when they share memory (an empty
+    array only when `empty_links`). A result that is not an array is returned as it is."""
+    start = time.perf_counter_ns()
+    result = call()
+    end = time.perf_counter_ns()
+    if type(result) is not np.ndarray:
+        return result
+    arr = result.view(_npr.TracedArray)
+    outs = []
+    out = nrec._enc_out_tensor(arr, outs)
+    _numpy_known(nrec, outs)
+    _write_op(rec.session, name, [t_arg] + rest, out, start, end, kw)
+    if t.device.type == "cpu" and _data_ptr(result) == t.data_ptr() and (empty_links or result.nbytes):
+        _link(nrec, t, arr)
+    return arr
+
+
 def torch_call(trec, info, func, args, kwargs, invoke):
     name = info[3]
     nrec = _numpy_recorder(trec.session)
@@ -129,19 +148,9 @@ def _to_numpy(trec, nrec, name, func, args, kwargs, invoke):
         t_arg = trec._in_tensor(t, [])          # t's value first if no recorded op made it
         rest = [trec._in.encode(x, []) for x in args[1:]]
         kw = [(k, trec._in.encode(v, [])) for k, v in kwargs.items()]
-        start = time.perf_counter_ns()
-        result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
-        end = time.perf_counter_ns()
-        if type(result) is not np.ndarray:
-            return result
-        arr = result.view(_npr.TracedArray)
-        outs = []
-        out = nrec._enc_out_tensor(arr, outs)
-        _numpy_known(nrec, outs)
-        _write_op(trec.session, name, [t_arg] + rest, out, start, end, kw)
-        if t.device.type == "cpu" and _data_ptr(result) == t.data_ptr():
-            _link(nrec, t, arr)
-    return arr
+        return _call_to_numpy(trec, nrec, t, name, t_arg, rest, kw,
+                              lambda: func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs),
+                              empty_links=True)
 
 
 def _from_numpy(trec, nrec, name, func, args, kwargs, invoke):
@@ -184,19 +193,8 @@ def numpy_from_torch(nrec, name, orig, args, kwargs):
         t_arg = trec._in_tensor(t, [])
         rest = [nrec._enc.encode(x, []) for x in args[1:]]
         kw = [(k, nrec._enc.encode(v, [])) for k, v in kwargs.items()]
-        start = time.perf_counter_ns()
-        result = orig(*args, **kwargs)
-        end = time.perf_counter_ns()
-        if type(result) is not np.ndarray:
-            return result
-        arr = result.view(_npr.TracedArray)
-        outs = []
-        out = nrec._enc_out_tensor(arr, outs)
-        _numpy_known(nrec, outs)
-        _write_op(nrec.session, name, [t_arg] + rest, out, start, end, kw)
-        if t.device.type == "cpu" and _data_ptr(result) == t.data_ptr() and result.nbytes:
-            _link(nrec, t, arr)
-    return arr
+        return _call_to_numpy(nrec, nrec, t, name, t_arg, rest, kw, lambda: orig(*args, **kwargs),
+                              empty_links=False)
 
 
 # -- memory shared across a conversion ----------------------------------------------------------

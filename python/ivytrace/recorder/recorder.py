@@ -177,16 +177,20 @@ class Recorder:
             from ivytrace.recorder import convert
             convert.connect(self)
 
-    def stop(self, error: str = "", exit_status: int | None = None):
-        """Stop recording and write the footer (idempotent)."""
-        if self._stopped or self.writer is None:
-            return
+    def _detach(self):
+        """Stop recording: framework hooks out, the session no longer active."""
         self._stopped = True
         self._unhook()
         if self.torch is not None:
             self.torch.uninstall()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
+
+    def stop(self, error: str = "", exit_status: int | None = None):
+        """Stop recording and write the footer (idempotent)."""
+        if self._stopped or self.writer is None:
+            return
+        self._detach()
         footer = trace_pb2.Footer(end_ns=time.perf_counter_ns() - self.t0, error=error or "")
         if exit_status is not None:
             footer.exit_status = exit_status
@@ -196,12 +200,7 @@ class Recorder:
         """The writer stopped at a limit and wrote the footer: stop recording, say so (the
         writer calls this once, also when the limit is hit by what stop() flushes)."""
         if not self._stopped:
-            self._stopped = True
-            self._unhook()
-            if self.torch is not None:
-                self.torch.uninstall()
-            if self in _ACTIVE:
-                _ACTIVE.remove(self)
+            self._detach()
         sys.stderr.write(limit_message(hit, self.limit_names) + "\n")
         sys.stderr.flush()
 
