@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -116,8 +117,8 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   // users of each value sit in a per-value list (walked oldest first), and only users beyond
   // those go into a hash table of (call-key hash, node). On a long graph this keeps the lookup
   // near the value's producer in memory: a table with a slot per node (the previous scheme) made
-  // every node a cache miss once the graph outgrew the cache, so 10x the nodes cost ~14x the
-  // time. A candidate is confirmed by comparing op and inputs, then the full call keys.
+  // every node a random access into a table larger than the cache. A candidate is confirmed by
+  // comparing op and inputs, then the full call keys (this node's built once).
   constexpr uint32_t kChain = 8;
   constexpr int32_t kNone = -1;
   const size_t n_values = g->values.size();
@@ -125,8 +126,11 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   std::vector<uint32_t> chain_len(n_values, 0);
   std::vector<int32_t> chain_next(g->nodes.size(), kNone);
   std::unordered_multimap<size_t, size_t> overflow;  // call-key hash -> node, for busy values
-  auto same_call = [&](const Node& a, const Node& b) {
-    return a.op == b.op && a.inputs == b.inputs && CallKey(a) == CallKey(b);
+  std::optional<std::string> key;  // CallKey of the node being looked up, once needed
+  auto same_call = [&](const Node& earlier, const Node& n) {
+    if (earlier.op != n.op || earlier.inputs != n.inputs) return false;
+    if (!key) key = CallKey(n);
+    return CallKey(earlier) == *key;
   };
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     Node& n = g->nodes[i];
@@ -137,6 +141,7 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
       Graph::IndexNode(&n);
     }
     if (!Mergeable(n)) continue;
+    key.reset();
     const ValueId first_in = n.inputs.front();
     size_t e = SIZE_MAX;
     for (int32_t c = chain_head[first_in]; c != kNone && e == SIZE_MAX; c = chain_next[c]) {
@@ -144,7 +149,8 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
     }
     size_t key_hash = 0;
     if (e == SIZE_MAX && chain_len[first_in] >= kChain) {
-      key_hash = std::hash<std::string>()(CallKey(n));
+      if (!key) key = CallKey(n);
+      key_hash = std::hash<std::string>()(*key);
       auto [lo, hi] = overflow.equal_range(key_hash);
       for (auto it = lo; it != hi && e == SIZE_MAX; ++it) {
         if (same_call(g->nodes[it->second], n)) e = it->second;
