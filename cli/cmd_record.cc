@@ -230,7 +230,7 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_option("--max-bytes", opts->max_bytes,
                   "Stop recording before the trace file would grow past SIZE bytes (suffixes K, M, "
                   "G = 1024-based; at least 4096), as --max-ops does")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(CLI::AsSizeValue(false).description(""))  // the help text says the units
       ->check(WholeNumber("bytes"))
       ->type_name("SIZE");
   sub->add_option("command", opts->command, "The program and its arguments, after --")->required();
