@@ -8,6 +8,12 @@
 
 namespace ivytrace {
 
+// The hot fields must fill the first cache line and no more (see Node).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+static_assert(offsetof(Node, mutated) == 64, "Node's hot fields no longer fit its first cache line");
+#pragma GCC diagnostic pop
+
 const std::string& Node::canonical() const {
   static const std::string kEmpty;
   return schema ? schema->canonical() : kEmpty;
@@ -32,6 +38,7 @@ ValueId Graph::AddConstant(v1::Tensor t) {
 void Graph::IndexNode(Node* node) {
   node->inputs.clear();
   node->outputs.clear();
+  node->writes = !node->mutated.empty();
   auto read = [&](const v1::TensorRef& r) { node->inputs.push_back(r.value()); };
   for (const auto& a : node->args) ForEachTensor(a, read);
   for (const auto& kw : node->kwargs) ForEachTensor(kw.value(), read);

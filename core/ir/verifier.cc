@@ -25,6 +25,10 @@ Status VerifyGraph(const Graph& g) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     if (node.erased) continue;
+    if (node.writes != !node.mutated.empty()) {
+      return bad("node #" + std::to_string(n) + " (" + node.op + ") was changed without Graph::IndexNode " +
+                 "(its writes flag disagrees with its in-place writes)");
+    }
     for (ValueId in : node.inputs) {
       if (in >= nv) return bad("node #" + std::to_string(n) + " (" + node.op + ") reads %" + std::to_string(in) + ", out of range");
       if (!defined[in]) {

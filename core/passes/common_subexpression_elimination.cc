@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "core/ir/arg.h"
+#include "core/passes/value_renames.h"
 #include "core/schema/schema_registry.h"
 
 namespace ivytrace {
 namespace {
 
 bool Mergeable(const Node& n) {
-  return !n.erased && n.schema && SchemaRegistry::IsPure(*n.schema) && n.mutated.empty() &&
+  return !n.erased && n.schema && SchemaRegistry::IsPure(*n.schema) && !n.writes &&
          !(n.flags & (v1::RANDOM | v1::INPLACE)) && !n.outputs.empty() && !n.inputs.empty();
 }
 
@@ -91,7 +92,7 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   auto writes_of = [&](uint64_t storage) {
     if (!writes_known) {
       for (size_t i = 0; i < g->nodes.size(); ++i) {
-        if (g->nodes[i].erased) continue;
+        if (g->nodes[i].erased || !g->nodes[i].writes) continue;
         for (const auto& m : g->nodes[i].mutated) writes[m.storage()].push_back(i);
       }
       writes_known = true;
@@ -108,22 +109,19 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
   std::unordered_set<ValueId> region_outputs;
   for (ValueId v : g->OutputValues()) region_outputs.insert(v);
 
-  std::vector<ValueId> rename(g->values.size());
-  for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
-  bool renamed = false;
-  auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
+  ValueRenames renames;
   // Finding the first earlier node with the same call. Two calls can only be equal if they read
   // the same first input, so candidates are looked up by that value: the first kChain pure
   // users of each value sit in a per-value list (walked oldest first), and only users beyond
   // those go into a hash table of (call-key hash, node). On a long graph this keeps the lookup
   // near the value's producer in memory: a table with a slot per node (the previous scheme) made
   // every node a random access into a table larger than the cache. A candidate is confirmed by
-  // comparing op and inputs, then the full call keys (this node's built once).
+  // comparing op and inputs, then the full call keys (this node's built once). A list's length
+  // and tail come from walking it (at most kChain links), so each value costs one int: at a
+  // million values the pass's tables are 8 MB, not 20.
   constexpr uint32_t kChain = 8;
   constexpr int32_t kNone = -1;
-  const size_t n_values = g->values.size();
-  std::vector<int32_t> chain_head(n_values, kNone), chain_tail(n_values, kNone);
-  std::vector<uint32_t> chain_len(n_values, 0);
+  std::vector<int32_t> chain_head(g->values.size(), kNone);
   std::vector<int32_t> chain_next(g->nodes.size(), kNone);
   std::unordered_multimap<size_t, size_t> overflow;  // call-key hash -> node, for busy values
   std::optional<std::string> key;  // CallKey of the node being looked up, once needed
@@ -133,22 +131,25 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
     return CallKey(earlier) == *key;
   };
   for (size_t i = 0; i < g->nodes.size(); ++i) {
+    g->Prefetch(i + Graph::kPrefetchDistance);
     Node& n = g->nodes[i];
     if (n.erased) continue;
-    if (renamed) {
-      for (auto& a : n.args) ForEachTensorMutable(&a, apply);
-      for (auto& k : n.kwargs) ForEachTensorMutable(k.mutable_value(), apply);
-      Graph::IndexNode(&n);
-    }
+    renames.ApplyTo(&n);
     if (!Mergeable(n)) continue;
     key.reset();
     const ValueId first_in = n.inputs.front();
     size_t e = SIZE_MAX;
-    for (int32_t c = chain_head[first_in]; c != kNone && e == SIZE_MAX; c = chain_next[c]) {
-      if (same_call(g->nodes[c], n)) e = static_cast<size_t>(c);
+    int32_t tail = kNone;
+    uint32_t len = 0;
+    for (int32_t c = chain_head[first_in]; c != kNone; c = chain_next[c], ++len) {
+      tail = c;
+      if (same_call(g->nodes[c], n)) {
+        e = static_cast<size_t>(c);
+        break;
+      }
     }
     size_t key_hash = 0;
-    if (e == SIZE_MAX && chain_len[first_in] >= kChain) {
+    if (e == SIZE_MAX && len >= kChain) {
       if (!key) key = CallKey(n);
       key_hash = std::hash<std::string>()(*key);
       auto [lo, hi] = overflow.equal_range(key_hash);
@@ -157,15 +158,11 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
       }
     }
     if (e == SIZE_MAX) {  // the first of its kind: later calls may merge into it
-      if (chain_len[first_in] < kChain) {
-        const auto me = static_cast<int32_t>(i);
-        if (chain_tail[first_in] == kNone) chain_head[first_in] = me;
-        else chain_next[chain_tail[first_in]] = me;
-        chain_tail[first_in] = me;
+      if (len < kChain) {
+        (tail == kNone ? chain_head[first_in] : chain_next[tail]) = static_cast<int32_t>(i);
       } else {
         overflow.emplace(key_hash, i);
       }
-      ++chain_len[first_in];
       continue;
     }
     const std::vector<ValueId> mine = ResultValues(n), theirs = ResultValues(g->nodes[e]);
@@ -178,15 +175,11 @@ Status CommonSubexpressionElimination::Run(Graph* g, PassResult* result) {
     }
     for (ValueId in : n.inputs) ok = ok && !written_between(g->values[in].storage, e, i);
     if (!ok) continue;
-    for (size_t k = 0; k < mine.size(); ++k) rename[mine[k]] = theirs[k];
-    renamed = true;
+    for (size_t k = 0; k < mine.size(); ++k) renames.Set(mine[k], theirs[k]);
     n.erased = true;
     ++result->nodes_removed;
   }
-  if (renamed) {
-    ForEachTensorMutable(&g->outputs, apply);
-    for (auto& guard : g->guards) apply(guard.mutable_tensor());
-  }
+  renames.ApplyToResultsAndGuards(g);
   return Status::Ok();
 }
 

@@ -10,6 +10,7 @@ namespace {
 
 bool HasVisibleEffect(const Node& n, LazyCallerVisibleStorage* visible) {
   if (n.schema && n.schema->side_effect()) return true;
+  if (!n.writes) return false;
   for (const auto& m : n.mutated) {
     if (visible->Contains(m.storage())) return true;
   }
@@ -26,6 +27,7 @@ Status DeadCodeElimination::Run(Graph* g, PassResult* result) {
   // Guarded values are checked on replay: what computes them stays.
   for (const auto& guard : g->guards) live[guard.tensor().value()] = 1;
   for (size_t i = g->nodes.size(); i-- > 0;) {
+    g->Prefetch(i - Graph::kPrefetchDistance);
     Node& n = g->nodes[i];
     if (n.erased) continue;
     bool keep = HasVisibleEffect(n, &visible);

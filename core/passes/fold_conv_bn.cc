@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "core/ir/arg.h"
+#include "core/passes/recorded_values.h"
+#include "core/passes/value_renames.h"
 #include "core/schema/binding.h"
 
 namespace ivytrace {
@@ -83,11 +85,7 @@ Status FoldConvBatchNorm::Run(Graph* g, PassResult* result) {
                    [](const Node& n) { return !n.erased && n.canonical() == "batch_norm"; })) {
     return Status::Ok();
   }
-  std::unordered_set<uint64_t> written;
-  for (const Node& n : g->nodes) {
-    if (n.erased) continue;
-    for (const auto& m : n.mutated) written.insert(m.storage());
-  }
+  WrittenStorage written(*g);
   std::vector<uint32_t> readers(g->values.size(), 0);
   for (const Node& n : g->nodes) {
     if (n.erased) continue;
@@ -96,18 +94,11 @@ Status FoldConvBatchNorm::Run(Graph* g, PassResult* result) {
   for (ValueId v : g->OutputValues()) ++readers[v];
   for (const auto& guard : g->guards) ++readers[guard.tensor().value()];
 
-  std::vector<ValueId> rename(g->values.size());
-  for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
-  bool renamed = false;
-  auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
+  ValueRenames renames;
   for (Node& bn : g->nodes) {
     if (bn.erased) continue;
-    if (renamed) {
-      for (auto& a : bn.args) ForEachTensorMutable(&a, apply);
-      for (auto& k : bn.kwargs) ForEachTensorMutable(k.mutable_value(), apply);
-      Graph::IndexNode(&bn);
-    }
-    if (bn.canonical() != "batch_norm" || !bn.mutated.empty() || bn.outputs.size() != 1 ||
+    renames.ApplyTo(&bn);
+    if (bn.canonical() != "batch_norm" || bn.writes || bn.outputs.size() != 1 ||
         bn.result.kind_case() != v1::Arg::kTensor || bn.schema->side_effect()) {
       continue;
     }
@@ -117,9 +108,9 @@ Status FoldConvBatchNorm::Run(Graph* g, PassResult* result) {
     const auto eps = b.Double("eps");
     if (!x || !eps || g->values[*x].kind != v1::NODE_OUTPUT || readers[*x] != 1) continue;
     const Value& xv = g->values[*x];
-    if (xv.dtype != v1::FLOAT32 || xv.shape.size() != 4 || (xv.storage && written.count(xv.storage))) continue;
+    if (xv.dtype != v1::FLOAT32 || xv.shape.size() != 4 || (xv.storage && written.Contains(xv.storage))) continue;
     Node& conv = g->nodes[xv.producer];
-    if (conv.erased || conv.canonical() != "conv2d" || !conv.mutated.empty() || conv.outputs.size() != 1 ||
+    if (conv.erased || conv.canonical() != "conv2d" || conv.writes || conv.outputs.size() != 1 ||
         conv.result.kind_case() != v1::Arg::kTensor || conv.schema->side_effect()) {
       continue;
     }
@@ -149,22 +140,15 @@ Status FoldConvBatchNorm::Run(Graph* g, PassResult* result) {
     if (base.size() > 7 && base.compare(base.size() - 7, 7, ".weight") == 0) base.resize(base.size() - 7);
     const ValueId nwv = g->AddConstant(FloatTensor(nw, wshape, base + ".weight.folded_bn"));
     const ValueId nbv = g->AddConstant(FloatTensor(nb, {static_cast<int64_t>(cout)}, base + ".bias.folded_bn"));
-    rename.resize(g->values.size());
-    rename[nwv] = nwv;
-    rename[nbv] = nbv;
     SetParam(&conv, 1, "weight", TensorArg(nwv, g->values[nwv]));
     SetParam(&conv, 2, "bias", TensorArg(nbv, g->values[nbv]));
     Graph::IndexNode(&conv);
     // Readers of the batch norm's result read the conv's instead (same dtype and shape).
-    rename[bn.outputs[0]] = *x;
-    renamed = true;
+    renames.Set(bn.outputs[0], *x);
     bn.erased = true;
     ++result->nodes_removed;
   }
-  if (renamed) {
-    ForEachTensorMutable(&g->outputs, apply);
-    for (auto& guard : g->guards) apply(guard.mutable_tensor());
-  }
+  renames.ApplyToResultsAndGuards(g);
   return Status::Ok();
 }
 

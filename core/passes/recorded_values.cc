@@ -12,6 +12,17 @@ std::unordered_set<uint64_t> CallerVisibleStorage(const Graph& g) {
   return out;
 }
 
+bool WrittenStorage::Contains(uint64_t storage) {
+  if (!set_) {
+    set_.emplace();
+    for (const Node& n : g_.nodes) {
+      if (n.erased || !n.writes) continue;
+      for (const auto& m : n.mutated) set_->insert(m.storage());
+    }
+  }
+  return set_->count(storage) > 0;
+}
+
 bool HasRecordedOutputs(const Graph& g, const Node& n, uint64_t size_limit) {
   if (n.outputs.empty()) return false;
   for (ValueId out : n.outputs) {
@@ -36,6 +47,7 @@ std::vector<int> LaterInPlaceWriters(const Graph& g, const std::vector<char>& re
       }
       continue;
     }
+    if (!n.writes) continue;
     for (const auto& m : n.mutated) {
       if (m.storage() != 0) writer[m.storage()] = static_cast<int>(i);
     }

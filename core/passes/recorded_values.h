@@ -29,6 +29,18 @@ class LazyCallerVisibleStorage {
   std::optional<std::unordered_set<uint64_t>> set_;
 };
 
+// Storage ids written in place by a live node, worked out on the first question: passes ask it
+// only of the few nodes a rule matches, and the answer walks every node.
+class WrittenStorage {
+ public:
+  explicit WrittenStorage(const Graph& g) : g_(g) {}
+  bool Contains(uint64_t storage);
+
+ private:
+  const Graph& g_;
+  std::optional<std::unordered_set<uint64_t>> set_;
+};
+
 // True when every output of `n` has a recorded value of at most `size_limit` bytes (0 = any).
 bool HasRecordedOutputs(const Graph& g, const Node& n, uint64_t size_limit = 0);
 

@@ -9,6 +9,7 @@
 
 #include "core/ir/arg.h"
 #include "core/passes/recorded_values.h"
+#include "core/passes/value_renames.h"
 #include "core/schema/binding.h"
 
 namespace ivytrace {
@@ -28,7 +29,7 @@ const Node* Producer(const Graph& g, ValueId v, std::string_view canonical, Boun
   const Value& val = g.values[v];
   if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return nullptr;
   const Node& p = g.nodes[val.producer];
-  if (p.erased || p.canonical() != canonical || !p.mutated.empty() || p.outputs.size() != 1) return nullptr;
+  if (p.erased || p.canonical() != canonical || p.writes || p.outputs.size() != 1) return nullptr;
   return BoundCall::Bind(p, call).ok() ? &p : nullptr;
 }
 
@@ -141,7 +142,7 @@ bool MayMatch(const Rule& rule, const Node& n) {
 }
 
 std::optional<ValueId> Match(const Graph& g, const Node& n) {
-  if (!n.schema || n.schema->side_effect() || !n.mutated.empty() || n.outputs.size() != 1 ||
+  if (!n.schema || n.schema->side_effect() || n.writes || n.outputs.size() != 1 ||
       n.result.kind_case() != v1::Arg::kTensor) {
     return std::nullopt;
   }
@@ -159,8 +160,8 @@ std::optional<ValueId> Match(const Graph& g, const Node& n) {
 
 // reshape(reshape-or-flatten(x, s1), s2) reads x directly: the value of arg 0 to use instead, or nothing.
 // Every link's memory must be free of in-place writes (`written`): aliasing changes.
-std::optional<ValueId> ReshapeChainSource(const Graph& g, const Node& n, const std::unordered_set<uint64_t>& written) {
-  if (n.canonical() != "reshape" || !n.mutated.empty() || n.outputs.size() != 1 || n.args.empty() ||
+std::optional<ValueId> ReshapeChainSource(const Graph& g, const Node& n, WrittenStorage& written) {
+  if (n.canonical() != "reshape" || n.writes || n.outputs.size() != 1 || n.args.empty() ||
       n.args[0].kind_case() != v1::Arg::kTensor) {
     return std::nullopt;
   }
@@ -169,10 +170,10 @@ std::optional<ValueId> ReshapeChainSource(const Graph& g, const Node& n, const s
   // Follows the chain: an earlier link may already read further back.
   while (true) {
     const Value& v = g.values[in];
-    if (v.storage && written.count(v.storage)) return std::nullopt;
+    if (v.storage && written.Contains(v.storage)) return std::nullopt;
     if (v.kind != v1::NODE_OUTPUT || v.producer < 0) return src;
     const Node& p = g.nodes[v.producer];
-    if (p.erased || (p.canonical() != "reshape" && p.canonical() != "flatten") || !p.mutated.empty() ||
+    if (p.erased || (p.canonical() != "reshape" && p.canonical() != "flatten") || p.writes ||
         p.outputs.size() != 1 || p.args.empty() || p.args[0].kind_case() != v1::Arg::kTensor) {
       return src;
     }
@@ -191,11 +192,9 @@ std::string ReshapeOp(const std::string& op) {
 }  // namespace
 
 Status Simplify::Run(Graph* g, PassResult* result) {
-  std::unordered_set<uint64_t> written;
-  for (const Node& n : g->nodes) {
-    if (n.erased) continue;
-    for (const auto& m : n.mutated) written.insert(m.storage());
-  }
+  // Storage written in place anywhere in the graph: asked only of reshapes and of calls a rule
+  // matched, so it is worked out on the first question (most nodes never ask).
+  WrittenStorage written(*g);
   std::unordered_set<ValueId> region_outputs;
   std::unordered_set<uint64_t> output_storage;
   for (ValueId v : g->OutputValues()) {
@@ -205,22 +204,17 @@ Status Simplify::Run(Graph* g, PassResult* result) {
   // Memory a returned tensor must not share once forwarded: the caller's and the plan's.
   LazyCallerVisibleStorage visible(*g);
 
-  std::vector<ValueId> rename(g->values.size());
-  for (size_t v = 0; v < rename.size(); ++v) rename[v] = static_cast<ValueId>(v);
-  bool renamed = false;
-  auto apply = [&](v1::TensorRef* r) { r->set_value(rename[r->value()]); };
-  for (Node& n : g->nodes) {
+  ValueRenames renames;
+  for (size_t i = 0; i < g->nodes.size(); ++i) {
+    g->Prefetch(i + Graph::kPrefetchDistance);
+    Node& n = g->nodes[i];
     if (n.erased) continue;
-    if (renamed) {
-      for (auto& a : n.args) ForEachTensorMutable(&a, apply);
-      for (auto& k : n.kwargs) ForEachTensorMutable(k.mutable_value(), apply);
-      Graph::IndexNode(&n);
-    }
+    renames.ApplyTo(&n);
     // reshape chains first: reshape(reshape(x, s1), x.shape) then forwards to x below.
     const auto src = ReshapeChainSource(*g, n, written);
     if (src && !region_outputs.count(n.outputs[0])) {
       const uint64_t own = g->values[n.outputs[0]].storage;
-      if (!(own && written.count(own))) {
+      if (!(own && written.Contains(own))) {
         n.args[0].mutable_tensor()->set_value(*src);
         n.op = ReshapeOp(n.op);
         Graph::IndexNode(&n);
@@ -232,14 +226,13 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     const Value& from = g->values[*in];
     const Value& to = g->values[out];
     if (from.dtype != to.dtype || from.shape != to.shape) continue;
-    if ((from.storage && written.count(from.storage)) || (to.storage && written.count(to.storage))) continue;
+    if ((from.storage && written.Contains(from.storage)) || (to.storage && written.Contains(to.storage))) continue;
     if (region_outputs.count(out) &&
         (from.kind != v1::NODE_OUTPUT || region_outputs.count(*in) ||
          (from.storage && (visible.Contains(from.storage) || output_storage.count(from.storage))))) {
       continue;
     }
-    rename[out] = *in;
-    renamed = true;
+    renames.Set(out, *in);
     n.erased = true;
     ++result->nodes_removed;
     if (region_outputs.erase(out)) {
@@ -247,10 +240,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
       if (from.storage) output_storage.insert(from.storage);
     }
   }
-  if (renamed) {
-    ForEachTensorMutable(&g->outputs, apply);
-    for (auto& guard : g->guards) apply(guard.mutable_tensor());
-  }
+  renames.ApplyToResultsAndGuards(g);
   return Status::Ok();
 }
 
