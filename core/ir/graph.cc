@@ -24,6 +24,45 @@ ValueId Graph::AddValue(Value v) {
   return static_cast<ValueId>(values.size() - 1);
 }
 
+void Graph::AddNode(Node n) {
+  CountNewNodes();
+  Count(n);
+  nodes.push_back(std::move(n));
+  census_counted_ = nodes.size();
+}
+
+void Graph::Count(const Node& n) const {
+  census_flags_ |= n.flags;
+  if (n.schema) census_schemas_.insert(n.schema);
+}
+
+void Graph::CountNewNodes() const {
+  if (census_counted_ > nodes.size()) {  // nodes were taken away: count anew
+    census_flags_ = 0;
+    census_schemas_.clear();
+    census_counted_ = 0;
+  }
+  for (; census_counted_ < nodes.size(); ++census_counted_) Count(nodes[census_counted_]);
+}
+
+bool Graph::MayHoldFlags(uint32_t flags) const {
+  CountNewNodes();
+  return (census_flags_ & flags) == flags;
+}
+
+bool Graph::MayHoldCanonical(std::string_view canonical) const {
+  CountNewNodes();
+  return std::any_of(census_schemas_.begin(), census_schemas_.end(),
+                     [&](const v1::OpSchema* s) { return s->canonical() == canonical; });
+}
+
+void Graph::Recount() {
+  census_flags_ = 0;
+  census_schemas_.clear();
+  census_counted_ = 0;
+  CountNewNodes();
+}
+
 ValueId Graph::AddConstant(v1::Tensor t) {
   Value v;
   v.kind = v1::CONSTANT_VALUE;
@@ -62,9 +101,13 @@ void Graph::Compact() {
     }
     nodes.erase(nodes.begin() + static_cast<std::ptrdiff_t>(w), nodes.end());
   }
+  census_flags_ = 0;
+  census_schemas_.clear();
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (ValueId out : nodes[i].outputs) values[out].producer = static_cast<int32_t>(i);
+    Count(nodes[i]);
   }
+  census_counted_ = nodes.size();
   // Constants nothing reads any more go with their data; their values become dead.
   std::vector<char> used(constants.size(), 0);
   auto mark = [&](ValueId v) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <absl/container/flat_hash_set.h>
 #include <absl/container/inlined_vector.h>
 
 #include "core/util/huge_page_allocator.h"
@@ -80,6 +81,8 @@ class Graph {
   std::vector<std::string> passes_applied;
 
   ValueId AddValue(Value v);
+  // Appends a node (REQUIRES: indexed, see IndexNode) and counts it in the op census.
+  void AddNode(Node n);
   // Adds a constant tensor and a value for it; returns the value.
   ValueId AddConstant(v1::Tensor t);
 
@@ -96,6 +99,16 @@ class Graph {
   std::vector<ValueId> InputValues() const;
   size_t LiveNodeCount() const;
 
+  // The op census: what the live nodes may hold, so that a pass with nothing to do in a graph
+  // (no batch norm, no foldable op) learns it without a walk over a million nodes. It may
+  // over-count (a node erased since it was taken still counts) but never under-counts: AddNode
+  // counts as it appends, a question first counts nodes pushed onto `nodes` directly, and
+  // Compact() takes it anew. Whoever gives an existing node another schema or more flags calls
+  // Recount(). VerifyGraph checks it.
+  bool MayHoldFlags(uint32_t flags) const;  // each bit of `flags` may be set on some node
+  bool MayHoldCanonical(std::string_view canonical) const;
+  void Recount();
+
   // Asks the CPU for node `i`'s first cache line, if there is such a node. A pass walking a graph
   // larger than the cache waits on each node's line; asking kPrefetchDistance nodes ahead of the
   // walk (i + d forwards, i - d backwards: out of range is a no-op) overlaps those waits.
@@ -110,6 +123,15 @@ class Graph {
   // and an arena makes building and freeing them cheap).
   void ToProto(v1::Graph* out) const;
   static Graph FromProto(const v1::Graph& g);
+
+ private:
+  void Count(const Node& n) const;
+  void CountNewNodes() const;
+
+  // Mutable: questions are const, and bring the census up to date over nodes pushed directly.
+  mutable uint32_t census_flags_ = 0;
+  mutable absl::flat_hash_set<const v1::OpSchema*> census_schemas_;
+  mutable size_t census_counted_ = 0;  // nodes [0, census_counted_) are counted
 };
 
 }  // namespace ivytrace

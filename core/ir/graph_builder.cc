@@ -179,6 +179,7 @@ class Builder {
     graph_->nodes.clear();
     graph_->values.clear();
     graph_->constants.clear();
+    graph_->Recount();  // the ops before the region are not in its graph
     defined_.clear();
     awaiting_value_.clear();
     links_.clear();
@@ -396,7 +397,7 @@ class Builder {
     Graph::IndexNode(&n);
     const std::vector<v1::TensorRef> written = carries_views ? n.mutated : std::vector<v1::TensorRef>{};
     const v1::SourceLocation loc = n.loc;
-    graph_->nodes.push_back(std::move(n));
+    graph_->AddNode(std::move(n));
     for (size_t i = 0; i < written.size(); ++i) {
       IVY_RETURN_IF_ERROR(WriteBack(written[i], old_versions[i], loc, where));
     }
@@ -633,7 +634,7 @@ class Builder {
     if (as_result) n.result = TensorArg(id);
     else n.mutated.push_back(TensorArg(id).tensor());
     Graph::IndexNode(&n);
-    graph_->nodes.push_back(std::move(n));
+    graph_->AddNode(std::move(n));
     return id;
   }
 

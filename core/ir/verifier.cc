@@ -25,6 +25,11 @@ Status VerifyGraph(const Graph& g) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     if (node.erased) continue;
+    if (!g.MayHoldFlags(node.flags) ||
+        (node.schema && !g.MayHoldCanonical(node.schema->canonical()))) {
+      return bad("node #" + std::to_string(n) + " (" + node.op + ") is missing from the op census " +
+                 "(its schema or flags changed without Graph::Recount)");
+    }
     if (node.writes != !node.mutated.empty()) {
       return bad("node #" + std::to_string(n) + " (" + node.op + ") was changed without Graph::IndexNode " +
                  "(its writes flag disagrees with its in-place writes)");

@@ -10,11 +10,8 @@ namespace ivytrace {
 
 Status ConstantFold::Run(Graph* g, PassResult* result) {
   // Only ops the recorder saw reading constants alone are candidates; a graph without any (the
-  // usual case once it has been folded) is done after one light scan.
-  if (std::none_of(g->nodes.begin(), g->nodes.end(),
-                   [](const Node& n) { return !n.erased && (n.flags & v1::FOLDABLE_OP); })) {
-    return Status::Ok();
-  }
+  // usual case once it has been folded) is done at once (the op census).
+  if (!g->MayHoldFlags(v1::FOLDABLE_OP)) return Status::Ok();
   const auto visible = CallerVisibleStorage(*g);
   const std::vector<ValueId> outputs = g->OutputValues();
   const std::unordered_set<ValueId> region_outputs(outputs.begin(), outputs.end());

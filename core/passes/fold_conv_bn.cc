@@ -80,11 +80,8 @@ v1::Tensor FloatTensor(const std::vector<double>& data, const std::vector<int64_
 }  // namespace
 
 Status FoldConvBatchNorm::Run(Graph* g, PassResult* result) {
-  // Most graphs hold no batch norm: one light scan says so before any indexing.
-  if (std::none_of(g->nodes.begin(), g->nodes.end(),
-                   [](const Node& n) { return !n.erased && n.canonical() == "batch_norm"; })) {
-    return Status::Ok();
-  }
+  // Most graphs hold no batch norm: the op census says so without a walk.
+  if (!g->MayHoldCanonical("batch_norm")) return Status::Ok();
   WrittenStorage written(*g);
   std::vector<uint32_t> readers(g->values.size(), 0);
   for (const Node& n : g->nodes) {
