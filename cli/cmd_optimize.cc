@@ -28,9 +28,8 @@ struct OptimizeOptions {
 int RunOptimize(const OptimizeOptions& o) {
   if (o.list) {
     for (const auto& p : RegisteredPasses()) std::printf("%-16s %s\n", p.name.c_str(), p.description.c_str());
-    std::printf("default pipeline:");
-    for (const auto& n : DefaultPipeline()) std::printf(" %s", n.c_str());
-    std::printf("\n");
+    std::printf("default pipeline: %s\n", DescribePipeline(DefaultPipeline()).c_str());
+    std::printf("(...)* runs again while its last round removed or added nodes, at most %d rounds\n", kMaxRounds);
     return kExitOk;
   }
   if (o.file.empty() || o.output.empty()) {
@@ -71,7 +70,8 @@ int RunOptimize(const OptimizeOptions& o) {
   if (o.report) {
     std::printf("%-16s %8s %8s %8s %8s %10s\n", "pass", "before", "after", "removed", "added", "ms");
     for (const auto& r : report) {
-      std::printf("%-16s %8zu %8zu %8zu %8zu %10.3f\n", r.pass.c_str(), r.nodes_before, r.nodes_after,
+      const std::string name = r.round > 1 ? r.pass + "#" + std::to_string(r.round) : r.pass;
+      std::printf("%-16s %8zu %8zu %8zu %8zu %10.3f\n", name.c_str(), r.nodes_before, r.nodes_after,
                   r.removed, r.added, r.seconds * 1e3);
     }
     double passes_ms = 0;

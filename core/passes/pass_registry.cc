@@ -39,6 +39,37 @@ const std::vector<Entry>& Registry() {
   return entries;
 }
 
+// Runs one pass (in round `round` of its stage), compacts what it erased, and fills `report`.
+Status RunPass(Pass* p, int round, const PipelineOptions& options, Graph* graph, PassReport* report) {
+  PassReport& r = *report;
+  r.pass = std::string(p->name());
+  r.round = round;
+  // Passes compact what they erase (below), so between passes every node is live.
+  r.nodes_before = graph->nodes.size();
+  const auto start = std::chrono::steady_clock::now();
+  PassResult result;
+  const size_t constants_before = graph->constants.size();
+  IVY_RETURN_IF_ERROR(p->Run(graph, &result));
+  // A pass counts every node it erases (PassResult), so one that erased and added nothing
+  // leaves nothing to compact; no walk over the nodes is needed to find out.
+  if (result.changed() || graph->constants.size() != constants_before) graph->Compact();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.nodes_after = graph->nodes.size();
+  r.removed = result.nodes_removed;
+  r.added = result.nodes_added;
+  graph->passes_applied.push_back(r.pass);
+  if (options.verify) {
+    Status st = VerifyGraph(*graph);
+    if (!st.ok()) return Status::Corruption("after pass '" + r.pass + "': " + st.message());
+  }
+  if (options.on_print_after &&
+      std::any_of(options.print_after.begin(), options.print_after.end(),
+                  [&](const std::string& n) { return n == "all" || n == r.pass; })) {
+    options.on_print_after(round > 1 ? r.pass + " (round " + std::to_string(round) + ")" : r.pass, *graph);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<PassInfo> RegisteredPasses() {
@@ -57,65 +88,77 @@ std::unique_ptr<Pass> CreatePass(const std::string& name, const PassOptions& opt
   return nullptr;
 }
 
-const std::vector<std::string>& DefaultPipeline() {
-  static const std::vector<std::string> pipeline = {"constant-fold", "fold-conv-bn", "simplify", "cse", "dce"};
+const std::vector<PipelineStage>& DefaultPipeline() {
+  // Folding first (it only ever removes work for the rest), then the cleanups to a fixed point:
+  // each can uncover work for another (dce dropping a dead in-place write to a temporary lets
+  // simplify forward a clone of it; a forward or a merge can make two calls equal for cse).
+  static const std::vector<PipelineStage> pipeline = {
+      {{"constant-fold", "fold-conv-bn"}, false},
+      {{"simplify", "cse", "dce"}, true},
+  };
   return pipeline;
+}
+
+std::string DescribePipeline(const std::vector<PipelineStage>& stages) {
+  std::string out;
+  for (const auto& stage : stages) {
+    if (stage.passes.empty()) continue;
+    std::string names;
+    for (const auto& p : stage.passes) names += (names.empty() ? "" : " ") + p;
+    if (stage.to_fixed_point) names = "(" + names + ")*";
+    out += (out.empty() ? "" : " ") + names;
+  }
+  return out;
 }
 
 Status RunPipeline(const PipelineOptions& opts, Graph* graph, std::vector<PassReport>* report) {
   PipelineOptions options = opts;
   options.verify = options.verify || kAlwaysVerify;
-  std::vector<std::string> names = options.passes.empty() ? DefaultPipeline() : options.passes;
-  std::vector<std::unique_ptr<Pass>> passes;
+  std::vector<PipelineStage> stages =
+      options.passes.empty() ? DefaultPipeline() : std::vector<PipelineStage>{{options.passes, false}};
+  auto in_pipeline = [&](const std::string& name) {
+    return std::any_of(stages.begin(), stages.end(), [&](const PipelineStage& s) {
+      return std::find(s.passes.begin(), s.passes.end(), name) != s.passes.end();
+    });
+  };
   for (auto it = options.enable.rbegin(); it != options.enable.rend(); ++it) {
-    if (std::find(names.begin(), names.end(), *it) == names.end()) names.insert(names.begin(), *it);
+    if (!in_pipeline(*it)) stages.insert(stages.begin(), PipelineStage{{*it}, false});
   }
   for (const auto& d : options.disable) {
     if (!CreatePass(d)) {
       return Status::InvalidArgument("--disable: unknown pass '" + d + "'");
     }
-    names.erase(std::remove(names.begin(), names.end(), d), names.end());
+    for (auto& s : stages) s.passes.erase(std::remove(s.passes.begin(), s.passes.end(), d), s.passes.end());
   }
-  for (const auto& n : names) {
-    auto p = CreatePass(n, options.pass_options);
-    if (!p) {
-      std::string known;
-      for (const auto& e : Registry()) known += std::string(known.empty() ? "" : ", ") + e.name;
-      return Status::InvalidArgument("unknown pass '" + n + "' (known passes: " + known + ")");
+  std::vector<std::vector<std::unique_ptr<Pass>>> passes(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s) {
+    for (const auto& n : stages[s].passes) {
+      auto p = CreatePass(n, options.pass_options);
+      if (!p) {
+        std::string known;
+        for (const auto& e : Registry()) known += std::string(known.empty() ? "" : ", ") + e.name;
+        return Status::InvalidArgument("unknown pass '" + n + "' (known passes: " + known + ")");
+      }
+      passes[s].push_back(std::move(p));
     }
-    passes.push_back(std::move(p));
   }
   for (const auto& n : options.print_after) {
-    if (n != "all" && std::find(names.begin(), names.end(), n) == names.end()) {
+    if (n != "all" && !in_pipeline(n)) {
       return Status::InvalidArgument("--print-after: pass '" + n + "' is not in the pipeline");
     }
   }
   if (options.verify) IVY_RETURN_IF_ERROR(VerifyGraph(*graph));
-  for (auto& p : passes) {
-    PassReport r;
-    r.pass = std::string(p->name());
-    r.nodes_before = graph->LiveNodeCount();
-    const auto start = std::chrono::steady_clock::now();
-    PassResult result;
-    const size_t constants_before = graph->constants.size();
-    IVY_RETURN_IF_ERROR(p->Run(graph, &result));
-    // A pass counts every node it erases (PassResult), so one that erased and added nothing
-    // leaves nothing to compact; no walk over the nodes is needed to find out.
-    if (result.changed() || graph->constants.size() != constants_before) graph->Compact();
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    r.nodes_after = graph->nodes.size();
-    r.removed = result.nodes_removed;
-    r.added = result.nodes_added;
-    graph->passes_applied.push_back(r.pass);
-    if (options.verify) {
-      Status st = VerifyGraph(*graph);
-      if (!st.ok()) return Status::Corruption("after pass '" + r.pass + "': " + st.message());
-    }
-    if (report) report->push_back(r);
-    if (options.on_print_after &&
-        std::any_of(options.print_after.begin(), options.print_after.end(),
-                    [&](const std::string& n) { return n == "all" || n == r.pass; })) {
-      options.on_print_after(r.pass, *graph);
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const int rounds = stages[s].to_fixed_point ? kMaxRounds : 1;
+    bool changed = true;
+    for (int round = 1; round <= rounds && changed; ++round) {
+      changed = false;
+      for (auto& p : passes[s]) {
+        PassReport r;
+        IVY_RETURN_IF_ERROR(RunPass(p.get(), round, options, graph, &r));
+        changed = changed || r.removed || r.added;
+        if (report) report->push_back(r);
+      }
     }
   }
   return Status::Ok();

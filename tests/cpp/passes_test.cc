@@ -377,6 +377,35 @@ v1::Arg FloatArg(double f) {
   return a;
 }
 
+TEST(Pipeline, CleanupsRunToAFixedPoint) {
+  // y = x * 2; z = y.clone(); y.add_(1) (dead); return z * 3. Round 1: simplify must keep the
+  // clone (y is written later), dce drops the add_. Round 2: simplify forwards the clone. Round 3
+  // changes nothing, so the stage stops.
+  TraceBuilder t("fixed_point.ivt");
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(1, 0)), IntArg(2)}, Ref(10, 0));
+  t.Op("torch.Tensor.clone", {TensorArg(Ref(10, 0))}, Ref(11, 0));
+  t.Op("torch.Tensor.add_", {TensorArg(Ref(10, 0)), IntArg(1)}, Ref(10, 1), v1::INPLACE, {}, {Ref(10, 1)});
+  t.Op("torch.Tensor.mul", {TensorArg(Ref(11, 0)), IntArg(3)}, Ref(12, 0));
+  const std::string path = t.Finish(Ref(12, 0));
+
+  Graph g = Build(path);
+  std::vector<PassReport> report;
+  ASSERT_TRUE(RunPasses(&g, {}, &report).ok());
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"torch.Tensor.mul", "torch.Tensor.mul"}));
+  std::vector<std::string> runs;
+  for (const auto& r : report) runs.push_back(r.pass + "#" + std::to_string(r.round) + "-" + std::to_string(r.removed));
+  EXPECT_EQ(runs, (std::vector<std::string>{"constant-fold#1-0", "fold-conv-bn#1-0", "simplify#1-0", "cse#1-0",
+                                            "dce#1-1", "simplify#2-1", "cse#2-0", "dce#2-0", "simplify#3-0",
+                                            "cse#3-0", "dce#3-0"}));
+
+  // Passes named on the command line run once each, in the order given.
+  Graph once = Build(path);
+  PipelineOptions o;
+  o.passes = {"simplify", "cse", "dce"};
+  ASSERT_TRUE(RunPasses(&once, o).ok());
+  EXPECT_EQ(Ops(once), (std::vector<std::string>{"torch.Tensor.mul", "torch.Tensor.clone", "torch.Tensor.mul"}));
+}
+
 TEST(Simplify, ForwardsIdentityLikeCallsToTheirInput) {
   // d = x.detach(); m = d * 1; a = m + 0.0; r = a.reshape(3); y = r.relu(): y reads x directly.
   TraceBuilder t("simplify.ivt");
