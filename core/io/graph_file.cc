@@ -1,24 +1,32 @@
 #include "core/io/graph_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/wire_format_lite.h>
 
 #include "core/io/file_kind.h"
+#include "core/schema/schema_registry.h"
 #include "core/util/atomic_file.h"
 
 namespace ivytrace {
 namespace {
 
 namespace pb = ::google::protobuf;
+using pb::io::CodedInputStream;
 using pb::io::CodedOutputStream;
 using WFL = pb::internal::WireFormatLite;
 
 constexpr auto kLengthDelimited = WFL::WIRETYPE_LENGTH_DELIMITED;
-// Buffer of the file stream: big enough that writes are a few hundred syscalls for a
+// Buffer of the file streams: big enough that reads and writes are a few hundred syscalls for a
 // million-node graph, small enough to stay in cache.
 constexpr int kFileBlock = 1 << 20;
 
@@ -184,6 +192,243 @@ Status WriteGraph(const Graph& g, const std::string& path, CodedOutputStream* ou
   return Status::Ok();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Reading
+
+template <typename C>
+int64_t Count(const C& c) {
+  return static_cast<int64_t>(c.size());
+}
+
+// Walks the fields of the file's top-level Graph message with CodedInputStream and parses each
+// value, constant and node on its own (into a reused message where the in-memory form differs),
+// converting it at once as Graph::FromProto does. A CodedInputStream refuses to read past
+// INT_MAX bytes in total (protobuf 3.21's total-bytes limit, a hard cap: SetTotalBytesLimit takes
+// an int), so the reader starts a fresh one on the same file stream every `fresh_stream_after`
+// bytes, between elements, and also before an element that would cross the cap; the byte
+// offsets in messages are counted across streams.
+class GraphFileReader {
+ public:
+  GraphFileReader(const std::string& path, int fd, int64_t file_size, int64_t fresh_stream_after)
+      : path_(path), file_size_(file_size), fresh_after_(fresh_stream_after), file_(fd, kFileBlock) {
+    coded_.emplace(&file_);
+  }
+
+  Status Read(Graph* g);
+
+ private:
+  int64_t Offset() const { return base_ + coded_->CurrentPosition(); }
+  void FreshStream() {
+    base_ += coded_->CurrentPosition();
+    coded_.reset();  // backs the unread part of its buffer up into file_
+    coded_.emplace(&file_);
+  }
+  Status Damaged(int64_t at, const std::string& expected) const;
+  // Reads the length and body of the length-delimited field whose tag (at byte `at`) was just
+  // read, merging the body into `msg`. The element is named in messages as `what` followed by
+  // `index` when that is not negative ("node 12"), a string made only when there is an error.
+  Status ReadMessage(pb::MessageLite* msg, int64_t at, const char* what, int64_t index = -1);
+  Status ReadString(std::string* s, int64_t at, const char* what);
+  Status Truncated(int64_t at, const std::string& what, int length) const;
+  Status ReadNode(Graph* g, int64_t at);
+  Status ReadValue(Graph* g, int64_t at);
+
+  const std::string& path_;
+  const int64_t file_size_;
+  const int64_t fresh_after_;
+  pb::io::FileInputStream file_;
+  std::optional<CodedInputStream> coded_;
+  int64_t base_ = 0;  // file offset of coded_'s position 0
+  v1::Node node_;     // scratch, reused for every node
+  v1::ValueInfo value_;
+  const SchemaRegistry& registry_ = SchemaRegistry::Default();
+};
+
+Status GraphFileReader::Damaged(int64_t at, const std::string& expected) const {
+  if (file_.GetErrno() != 0) {
+    return Status::IOError("graph '" + path_ + "': read failed near byte " + std::to_string(at) + ": " +
+                           std::strerror(file_.GetErrno()));
+  }
+  return Status::Corruption("graph '" + path_ + "': truncated or damaged at byte " + std::to_string(at) +
+                            ": expected " + expected);
+}
+
+Status GraphFileReader::Truncated(int64_t at, const std::string& what, int length) const {
+  return Status::Corruption("graph '" + path_ + "': truncated: " + what + " at byte " + std::to_string(at) +
+                            " is " + std::to_string(length) + " bytes long but the file ends at byte " +
+                            std::to_string(file_size_));
+}
+
+Status GraphFileReader::ReadMessage(pb::MessageLite* msg, int64_t at, const char* what, int64_t index) {
+  auto name = [&] { return index < 0 ? std::string(what) : std::string(what) + " " + std::to_string(index); };
+  int length = 0;
+  if (!coded_->ReadVarintSizeAsInt(&length)) return Damaged(at, "the length of " + name());
+  const int64_t body = Offset();
+  if (body + length > file_size_) return Truncated(at, name(), length);
+  if (length > INT_MAX - coded_->CurrentPosition()) FreshStream();
+  const auto [limit, depth_left] = coded_->IncrementRecursionDepthAndPushLimit(length);
+  // MergePartialFromCodedStream also stops, successfully, at a 0 or end-group tag, and
+  // ConsumedEntireMessage() (which DecrementRecursionDepthAndPopLimit returns) stays true once an
+  // earlier element ended well: only "the parse stopped exactly at the element's end" is proof.
+  const bool parsed = depth_left >= 0 && msg->MergePartialFromCodedStream(&*coded_) &&
+                      coded_->BytesUntilLimit() == 0;
+  coded_->DecrementRecursionDepthAndPopLimit(limit);
+  if (!parsed) {
+    return Damaged(at, name() + " (" + std::to_string(length) + " bytes from byte " + std::to_string(body) +
+                           ") to be a valid " + msg->GetTypeName());
+  }
+  return Status::Ok();
+}
+
+Status GraphFileReader::ReadString(std::string* s, int64_t at, const char* what) {
+  const int64_t len_at = Offset();
+  int length = 0;
+  if (!coded_->ReadVarintSizeAsInt(&length)) return Damaged(at, std::string("the length of ") + what);
+  if (Offset() + length > file_size_) return Truncated(at, what, length);
+  if (length > INT_MAX - coded_->CurrentPosition()) FreshStream();
+  if (!coded_->ReadString(s, length) ||
+      !WFL::VerifyUtf8String(s->data(), length, WFL::PARSE, what)) {
+    return Damaged(len_at, std::string(what) + " to be a UTF-8 string");
+  }
+  return Status::Ok();
+}
+
+Status GraphFileReader::ReadValue(Graph* g, int64_t at) {
+  value_.Clear();
+  IVY_RETURN_IF_ERROR(ReadMessage(&value_, at, "value", static_cast<int64_t>(g->values.size())));
+  const v1::ValueInfo& vi = value_;
+  Value& v = g->values.emplace_back();
+  v.kind = vi.kind();
+  v.dtype = vi.dtype();
+  v.shape.assign(vi.shape().begin(), vi.shape().end());
+  v.name = std::move(*value_.mutable_name());
+  if (vi.kind() == v1::CONSTANT_VALUE) v.constant = static_cast<int32_t>(vi.constant());
+  v.tensor_id = vi.tensor_id();
+  v.tensor_version = vi.tensor_version();
+  v.storage = vi.storage();
+  v.recorded = static_cast<int32_t>(vi.recorded()) - 1;
+  return Status::Ok();
+}
+
+Status GraphFileReader::ReadNode(Graph* g, int64_t at) {
+  node_.Clear();
+  IVY_RETURN_IF_ERROR(ReadMessage(&node_, at, "node", static_cast<int64_t>(g->nodes.size())));
+  // The parsed parts move into the node (same arena, none: a swap), nothing is copied.
+  Node& n = g->nodes.emplace_back();
+  n.op = std::move(*node_.mutable_op());
+  n.schema = registry_.Find(n.op);
+  n.args.reserve(node_.args_size());
+  for (auto& a : *node_.mutable_args()) n.args.push_back(std::move(a));
+  n.kwargs.reserve(node_.kwargs_size());
+  for (auto& k : *node_.mutable_kwargs()) n.kwargs.push_back(std::move(k));
+  n.result = std::move(*node_.mutable_result());
+  n.mutated.reserve(node_.mutated_size());
+  for (auto& m : *node_.mutable_mutated()) n.mutated.push_back(std::move(m));
+  n.loc = std::move(*node_.mutable_loc());
+  n.scope = std::move(*node_.mutable_scope());
+  n.flags = node_.flags();
+  Graph::IndexNode(&n);
+  return Status::Ok();
+}
+
+Status GraphFileReader::Read(Graph* g) {
+  char magic[8];
+  if (file_size_ < 8 || !coded_->ReadRaw(magic, 8) || std::memcmp(magic, kGraphMagic, 8) != 0) {
+    if (file_.GetErrno() != 0) return Damaged(0, "");
+    return Status::Corruption("graph '" + path_ + "': expected \"" + std::string(kGraphMagic) + "\" at byte 0");
+  }
+  bool has_outputs = false;
+  for (;;) {
+    if (coded_->CurrentPosition() >= fresh_after_) FreshStream();
+    const int64_t at = Offset();
+    if (at == file_size_) break;
+    const uint32_t tag = coded_->ReadTag();
+    if (tag == 0) return Damaged(at, "a field of ivytrace.v1.Graph");
+    const int field = WFL::GetTagFieldNumber(tag);
+    const auto wire = WFL::GetTagWireType(tag);
+    if (field > G::kPassesAppliedFieldNumber) {  // a newer writer's field: skip it, as protobuf would
+      if (!WFL::SkipField(&*coded_, tag)) return Damaged(at, "unknown field " + std::to_string(field));
+      continue;
+    }
+    if (wire != kLengthDelimited) {
+      return Damaged(at, "field " + std::to_string(field) + " of ivytrace.v1.Graph to be length-delimited");
+    }
+    switch (field) {
+      case G::kNameFieldNumber: IVY_RETURN_IF_ERROR(ReadString(&g->name, at, "the graph's name")); break;
+      case G::kSourceFieldNumber: IVY_RETURN_IF_ERROR(ReadMessage(&g->source, at, "the trace header")); break;
+      case G::kValuesFieldNumber: IVY_RETURN_IF_ERROR(ReadValue(g, at)); break;
+      case G::kInputsFieldNumber:
+        IVY_RETURN_IF_ERROR(ReadMessage(&g->inputs.emplace_back(), at, "input", Count(g->inputs) - 1));
+        break;
+      case G::kConstantsFieldNumber:
+        IVY_RETURN_IF_ERROR(ReadMessage(&g->constants.emplace_back(), at, "constant", Count(g->constants) - 1));
+        break;
+      case G::kNodesFieldNumber: IVY_RETURN_IF_ERROR(ReadNode(g, at)); break;
+      case G::kOutputsFieldNumber:
+        IVY_RETURN_IF_ERROR(ReadMessage(&g->outputs, at, "the graph's outputs"));
+        has_outputs = true;
+        break;
+      case G::kGuardsFieldNumber:
+        IVY_RETURN_IF_ERROR(ReadMessage(&g->guards.emplace_back(), at, "guard", Count(g->guards) - 1));
+        break;
+      case G::kPassesAppliedFieldNumber:
+        IVY_RETURN_IF_ERROR(ReadString(&g->passes_applied.emplace_back(), at, "a pass name"));
+        break;
+      default: return Damaged(at, "a field of ivytrace.v1.Graph (field number " + std::to_string(field) + ")");
+    }
+  }
+  // Every graph file holds the outputs (ToProto always set them; this writer puts them last): a
+  // file that ends without them was cut short at an element boundary, which protobuf alone
+  // cannot tell from a smaller graph.
+  if (!has_outputs) {
+    return Status::Corruption("graph '" + path_ + "': truncated: the file ends at byte " +
+                              std::to_string(file_size_) + " before the graph's outputs (field 7), "
+                              "which end every graph file");
+  }
+  return Status::Ok();
+}
+
+// References between elements that Graph::Compact and the passes index with: checked once the
+// whole file is read (fields may come in any order), so damage that protobuf cannot see (a
+// changed index) is an error, not an out-of-range access.
+Status CheckReferences(const std::string& path, const Graph& g) {
+  auto damaged = [&](const std::string& what) {
+    return Status::Corruption("graph '" + path + "': damaged: " + what);
+  };
+  const auto n_values = g.values.size();
+  const auto n_constants = static_cast<int64_t>(g.constants.size());
+  for (size_t i = 0; i < n_values; ++i) {
+    const Value& v = g.values[i];
+    if ((v.kind == v1::CONSTANT_VALUE && (v.constant < 0 || v.constant >= n_constants)) || v.recorded < -1 ||
+        v.recorded >= n_constants) {
+      return damaged("value " + std::to_string(i) + " refers to a constant past the " +
+                     std::to_string(n_constants) + " the file holds");
+    }
+  }
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    for (const auto* list : {&g.nodes[i].inputs, &g.nodes[i].outputs}) {
+      for (ValueId v : *list) {
+        if (v >= n_values) {
+          return damaged("node " + std::to_string(i) + " (" + g.nodes[i].op + ") refers to value " +
+                         std::to_string(v) + " but the file holds " + std::to_string(n_values));
+        }
+      }
+    }
+  }
+  std::vector<ValueId> refs = g.OutputValues();
+  for (ValueId v : g.InputValues()) refs.push_back(v);
+  for (const auto& gd : g.guards) refs.push_back(gd.tensor().value());
+  for (ValueId v : refs) {
+    if (v >= n_values) {
+      return damaged("an input, output or guard refers to value " + std::to_string(v) + " but the file holds " +
+                     std::to_string(n_values));
+    }
+  }
+  return Status::Ok();
+}
+
+constexpr int64_t kFreshStreamAfter = int64_t{256} << 20;
+
 }  // namespace
 
 Status WriteGraphFile(const std::string& path, const Graph& graph) {
@@ -204,4 +449,36 @@ Status WriteGraphFile(const std::string& path, const Graph& graph) {
   });
 }
 
+Status ReadGraphFile(const std::string& path, Graph* graph) {
+  return graph_file_internal::ReadGraphFile(path, graph, kFreshStreamAfter);
+}
+
+namespace graph_file_internal {
+
+Status ReadGraphFile(const std::string& path, Graph* graph, int64_t fresh_stream_after) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("graph '" + path + "': cannot open: " + std::strerror(errno));
+  struct stat st_buf;
+  if (fstat(fd, &st_buf) != 0) {
+    const int e = errno;
+    close(fd);
+    return Status::IOError("graph '" + path + "': " + std::strerror(e));
+  }
+  *graph = Graph();
+  Status st;
+  {
+    GraphFileReader reader(path, fd, st_buf.st_size, fresh_stream_after);
+    st = reader.Read(graph);
+  }
+  close(fd);
+  if (st.ok()) st = CheckReferences(path, *graph);
+  if (!st.ok()) {
+    *graph = Graph();
+    return st;
+  }
+  graph->Compact();  // sets producers, as Graph::FromProto does
+  return Status::Ok();
+}
+
+}  // namespace graph_file_internal
 }  // namespace ivytrace
