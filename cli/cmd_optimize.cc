@@ -2,10 +2,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include <google/protobuf/arena.h>
-
 #include "cli/common.h"
-#include "core/io/graph_io.h"
+#include "core/io/graph_file.h"
 #include "core/ir/graph_printer.h"
 #include "core/util/atomic_file.h"
 
@@ -59,12 +57,7 @@ int RunOptimize(const OptimizeOptions& o) {
   st = RunPipeline(po, &lg.graph, &report);
   if (!st.ok()) return Fail("optimize", st, st.kind() == Status::Kind::kInvalidArgument ? kExitUsage : kExitInternal);
   t = Clock::now();
-  {
-    google::protobuf::Arena arena;
-    auto* proto = google::protobuf::Arena::CreateMessage<v1::Graph>(&arena);
-    lg.graph.ToProto(proto);
-    st = WriteGraphFile(o.output, *proto);
-  }
+  st = WriteGraphFile(o.output, lg.graph);  // streamed from the graph, no v1::Graph copy
   if (!st.ok()) return Fail("optimize", st, kExitOutput);
   const double write_ms = ms_since(t);
   if (o.report) {

@@ -38,12 +38,6 @@ Status WriteWithMagic(const std::string& path, const char* magic,
 
 }  // namespace
 
-Status ReadGraphFile(const std::string& path, v1::Graph* graph) {
-  return ReadWithMagic(path, kGraphMagic, "graph", graph);
-}
-Status WriteGraphFile(const std::string& path, const v1::Graph& graph) {
-  return WriteWithMagic(path, kGraphMagic, graph);
-}
 Status WritePlanFile(const std::string& path, const v1::Plan& plan) {
   return WriteWithMagic(path, kPlanMagic, plan);
 }

@@ -1,6 +1,6 @@
 #include "core/ir/loader.h"
 
-#include "core/io/graph_io.h"
+#include "core/io/graph_file.h"
 
 namespace ivytrace {
 
@@ -9,12 +9,8 @@ Status LoadGraph(const std::string& path, const BuildOptions& options, LoadedGra
   switch (out->kind) {
     case FileKind::kTrace:
       return BuildGraphFromTrace(path, options, &out->graph, &out->build);
-    case FileKind::kGraph: {
-      v1::Graph g;
-      IVY_RETURN_IF_ERROR(ReadGraphFile(path, &g));
-      out->graph = Graph::FromProto(g);
-      return Status::Ok();
-    }
+    case FileKind::kGraph:
+      return ReadGraphFile(path, &out->graph);
     default:
       return Status::InvalidArgument("'" + path +
                                      "' is an executable plan; give the trace or the optimized "

@@ -37,42 +37,53 @@ Status CheckWritable(const std::string& path) {
   return Status::Ok();
 }
 
-Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+Status WriteFileAtomically(const std::string& path, const std::function<Status(int fd)>& write) {
   IVY_RETURN_IF_ERROR(CheckWritable(path));
   std::string tmp = path + ".tmp-XXXXXX";
   int fd = mkstemp(tmp.data());
   if (fd < 0) {
     return Status::IOError("cannot write '" + path + "': " + std::strerror(errno));
   }
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = write(fd, p, left);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::IOError("cannot write '" + path + "': " + std::strerror(e));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
+  Status st = write(fd);
+  if (!st.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return st;
   }
   // mkstemp creates 0600; output files should get the usual permissions.
   mode_t mask = umask(0);
   umask(mask);
   fchmod(fd, 0666 & ~mask);
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    int e = errno;
+  // The descriptor is closed whether or not fsync succeeded.
+  int e = fsync(fd) == 0 ? 0 : errno;
+  if (close(fd) != 0 && e == 0) e = errno;
+  if (e != 0) {
     unlink(tmp.c_str());
     return Status::IOError("cannot write '" + path + "': " + std::strerror(e));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
+    e = errno;
     unlink(tmp.c_str());
     return Status::IOError("cannot write '" + path + "': " + std::strerror(e));
   }
   return Status::Ok();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view contents) {
+  return WriteFileAtomically(path, [&](int fd) {
+    const char* p = contents.data();
+    size_t left = contents.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::IOError("cannot write '" + path + "': " + std::strerror(errno));
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  });
 }
 
 }  // namespace ivytrace

@@ -1,0 +1,36 @@
+// Graph files: what `ivytrace optimize` writes and every command reads back.
+//
+// On disk: the 8 bytes "IVYGRF01", then the bytes of one serialized ivytrace.v1.Graph
+// (proto/ivytrace/v1/graph.proto), so any protobuf reader can read it (Python:
+// graph_pb2.Graph.FromString(data[8:])). It holds what Graph::ToProto() would make, but neither
+// side ever holds a v1::Graph: the writer encodes the in-memory Graph field by field into a
+// buffered file stream (the outputs last, as an end marker), and the reader walks the Graph
+// message's fields and turns each value, constant and node into its in-memory form as it comes.
+// A million-node graph is never copied whole, and no protobuf message bigger than one node or
+// constant is built or parsed, so the file is not bound by protobuf's 2 GB message limit either.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/ir/graph.h"
+#include "core/util/status.h"
+
+namespace ivytrace {
+
+// Writes `graph` (its live nodes) to `path` atomically: a temporary file beside it, renamed over
+// it on success; on failure nothing is left behind and an existing file keeps its contents.
+Status WriteGraphFile(const std::string& path, const Graph& graph);
+
+// Reads a graph file into `graph` (replacing what it held), as Graph::FromProto would build it.
+// A missing file is NotFound; a wrong magic, truncated or damaged file is Corruption with a
+// message naming the file, the byte offset and what was expected there.
+Status ReadGraphFile(const std::string& path, Graph* graph);
+
+namespace graph_file_internal {
+// ReadGraphFile, starting a fresh CodedInputStream once the current one has read
+// `fresh_stream_after` bytes (the default is 256 MB; tests make it small to exercise the switch).
+Status ReadGraphFile(const std::string& path, Graph* graph, int64_t fresh_stream_after);
+}  // namespace graph_file_internal
+
+}  // namespace ivytrace
