@@ -1,6 +1,7 @@
 #include "core/ir/graph_builder.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +56,7 @@ class Builder {
 
   Status Run(const std::string& path, BuildSummary* summary) {
     IVY_RETURN_IF_ERROR(reader_.Open(path));
+    ReserveForTrace(path);
     // A program killed after the region ended still left a complete region.
     reader_.set_allow_missing_footer(true);
     v1::Record rec;
@@ -110,6 +112,23 @@ class Builder {
   }
 
  private:
+  // Room for as many nodes and values as a trace of this size can hold, so that the arrays do not
+  // grow by doubling: that allocated (and the kernel zeroed) twice their final size and moved
+  // every node at each step. Reserved pages that are never touched cost nothing, so the estimate
+  // errs high: the smallest op record (a call with one tensor and a scalar) is about 48 bytes.
+  // Capped so a huge trace whose region is small does not ask for gigabytes of address space;
+  // past the cap the arrays grow as before.
+  void ReserveForTrace(const std::string& path) {
+    constexpr uintmax_t kSmallestOpBytes = 48;
+    constexpr uintmax_t kMaxReserved = uintmax_t{1} << 22;  // 4M nodes: 1.3 GB of address space
+    std::error_code ec;
+    const uintmax_t bytes = std::filesystem::file_size(path, ec);
+    if (ec) return;
+    const auto n = static_cast<size_t>(std::min(bytes / kSmallestOpBytes, kMaxReserved));
+    graph_->nodes.reserve(n);
+    graph_->values.reserve(n);
+  }
+
   Status Handle(v1::Record* rec) {
     switch (rec->kind_case()) {
       case v1::Record::kHeader: graph_->source = rec->header(); break;
