@@ -56,6 +56,11 @@ bool Graph::MayHoldCanonical(std::string_view canonical) const {
                      [&](const v1::OpSchema* s) { return s->canonical() == canonical; });
 }
 
+bool Graph::MayHoldSchema(const v1::OpSchema* schema) const {
+  CountNewNodes();
+  return census_schemas_.contains(schema);
+}
+
 void Graph::Recount() {
   census_flags_ = 0;
   census_schemas_.clear();

@@ -107,6 +107,7 @@ class Graph {
   // Recount(). VerifyGraph checks it.
   bool MayHoldFlags(uint32_t flags) const;  // each bit of `flags` may be set on some node
   bool MayHoldCanonical(std::string_view canonical) const;
+  bool MayHoldSchema(const v1::OpSchema* schema) const;  // for the verifier
   void Recount();
 
   // Asks the CPU for node `i`'s first cache line, if there is such a node. A pass walking a graph
