@@ -83,12 +83,12 @@ void SetupOptimize(CLI::App& app, int* exit_code) {
   sub->add_option("file", opts->file, "Trace (or graph) file");
   sub->add_option("-o,--output", opts->output, "Graph file to write");
   sub->add_option("--region", opts->region, "Region to optimize: NAME or NAME:K (default: the first)");
-  sub->add_option("--passes", opts->passes, "Passes to run instead of the default pipeline")->delimiter(',');
+  sub->add_option("--passes", opts->passes, "Passes to run, once each in this order, instead of the default pipeline")->delimiter(',');
   sub->add_option("--disable", opts->disable, "Passes to leave out")->delimiter(',');
   AddPipelineFlags(sub, &opts->flags);
   sub->add_flag("--report", opts->report, "Print nodes removed/added and time per pass");
   sub->add_flag("--verify", opts->verify, "Check the IR's invariants after every pass");
-  sub->add_option("--print-after", opts->print_after, "Print the graph after these passes ('all' = every pass)")
+  sub->add_option("--print-after", opts->print_after, "Print the graph after these passes, after each round ('all' = every pass)")
       ->delimiter(',');
   sub->add_flag("--list-passes", opts->list, "List the passes and the default pipeline");
   sub->footer(kExitStatusHelp);

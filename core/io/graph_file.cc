@@ -347,7 +347,10 @@ Status GraphFileReader::Read(Graph* g) {
     const int field = WFL::GetTagFieldNumber(tag);
     const auto wire = WFL::GetTagWireType(tag);
     if (field > G::kPassesAppliedFieldNumber) {  // a newer writer's field: skip it, as protobuf would
-      if (!WFL::SkipField(&*coded_, tag)) return Damaged(at, "unknown field " + std::to_string(field));
+      if (!WFL::SkipField(&*coded_, tag)) {
+        return Damaged(at, "a field of ivytrace.v1.Graph (found field number " + std::to_string(field) +
+                               " with wire type " + std::to_string(wire) + ", which cannot be read or skipped)");
+      }
       continue;
     }
     if (wire != kLengthDelimited) {
