@@ -1,8 +1,10 @@
 """Optimizer benchmarks. Prints figures measured in this run; nothing here asserts on time.
 
   (a) `ivytrace optimize --report` on the recorded sample programs (MLP, SmallResNet, the seeds'
-      example): node counts before/after and optimize time, beside onnx-simplifier (onnxsim, or
-      onnxslim) run on the ONNX that torch.onnx.export(dynamo=False) produces for the same models.
+      example): node counts before/after and optimize time, beside the calls in torch.fx's graph
+      (as traced, and after its dead-code and conv-bn fusion passes), torch.export's graph, and
+      onnx-simplifier (onnxsim, or onnxslim) run on the ONNX that torch.onnx.export(dynamo=False)
+      produces for the same models.
   (b) default-pipeline throughput in nodes/s on recorded traces of N/10, N/5, N and 2N ops (target:
       >= 1M nodes/s at N = 1,000,000) and the time ratios N/10 -> N and N/5 -> 2N (target: <= 11x
       for 10x nodes).
@@ -76,6 +78,30 @@ def onnx_simplified_counts(model, x, tmp, name):
     return len(m.graph.node), len(s.graph.node), time.perf_counter() - t0, tool
 
 
+def torch_graph_counts(model, args):
+    """Calls in the graphs torch's own tools give for `model`: torch.fx.symbolic_trace as is; the
+    same after the fx passes a user would add (eliminate_dead_code, and fuse, which folds eval-mode
+    batch norms into convs); torch.export.export (ATen call_function nodes). None where a tool fails."""
+    from torch.fx.experimental.optimization import fuse
+
+    def calls(graph, kinds=("call_function", "call_method", "call_module")):
+        return sum(1 for n in graph.nodes if n.op in kinds)
+
+    out = {}
+    try:
+        out["fx"] = calls(torch.fx.symbolic_trace(model).graph)
+        gm = fuse(torch.fx.symbolic_trace(model))
+        gm.graph.eliminate_dead_code()
+        out["fx+dce+fuse"] = calls(gm.graph)
+    except Exception:  # symbolic tracing refuses data-dependent control flow: report, don't fail
+        out["fx"] = out["fx+dce+fuse"] = None
+    try:
+        out["export"] = calls(torch.export.export(model, args).graph, ("call_function",))
+    except Exception:
+        out["export"] = None
+    return out
+
+
 def bench_samples(tmp):
     class Seeds(torch.nn.Module):
         def forward(self, x, y):
@@ -84,18 +110,21 @@ def bench_samples(tmp):
     programs = {
         "MLP": (make_model("mlp"), (make_input("mlp"),)),
         "SmallResNet": (make_model("cnn"), (make_input("cnn"),)),
+        "GPT block": (make_model("gpt"), (make_input("gpt"),)),
         "seeds example": (Seeds(), (torch.tensor([1.0, 2.0, 3.0]), torch.tensor([2.0, 3.0, 4.0]))),
     }
-    print("\n(a) sample programs: ivytrace optimize (default pipeline) beside onnx-simplifier on "
-          "torch.onnx.export(dynamo=False)")
-    print(f"  {'program':14s} {'ivy before':>10s} {'ivy after':>9s} {'ivy ms':>8s}"
-          f" {'onnx nodes':>10s} {'simplified':>10s} {'simp ms':>8s}  tool")
+    print("\n(a) sample programs: ivytrace optimize (default pipeline) beside torch.fx, torch.export and "
+          "onnx-simplifier on torch.onnx.export(dynamo=False)")
+    print(f"  {'program':14s} {'ivy before':>10s} {'ivy after':>9s} {'ivy ms':>8s} {'fx':>5s} {'fx+dce+fuse':>11s}"
+          f" {'export':>6s} {'onnx nodes':>10s} {'simplified':>10s} {'simp ms':>8s}  tool")
     for name, (model, args) in programs.items():
         trace = tmp / f"{name.replace(' ', '_')}.ivt"
         with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
             ivytrace.trace_graph(model, args=args).save(trace)
             before, after, wall, *_ = optimize(trace, tmp / "out.ivg")
+            model.eval()
+            counts = torch_graph_counts(model, args)
             err = None
             try:
                 onnx_n, simp_n, simp_s, tool = onnx_simplified_counts(model, args, tmp, name.replace(" ", "_"))
@@ -105,7 +134,8 @@ def bench_samples(tmp):
         if err:
             print(err)
         fmt = lambda v, f="{:d}": "-" if v is None else f.format(v)  # noqa: E731
-        print(f"  {name:14s} {before:10d} {after:9d} {wall * 1e3:8.1f} {fmt(onnx_n):>10s} {fmt(simp_n):>10s}"
+        print(f"  {name:14s} {before:10d} {after:9d} {wall * 1e3:8.1f} {fmt(counts['fx']):>5s}"
+              f" {fmt(counts['fx+dce+fuse']):>11s} {fmt(counts['export']):>6s} {fmt(onnx_n):>10s} {fmt(simp_n):>10s}"
               f" {fmt(None if simp_s is None else simp_s * 1e3, '{:.1f}'):>8s}  {tool or 'not installed'}")
 
 

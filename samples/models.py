@@ -63,10 +63,39 @@ class SmallResNet(nn.Module):
         return self.fc(x)
 
 
+class GPTBlock(nn.Module):
+    """A GPT-style decoder block as people write it in plain torch, with the redundancy everyday
+    code carries: the causal mask built inside forward, layer norm called once per projection,
+    view/transpose/contiguous chains, dropout (a no-op in eval) and a cast to the same dtype."""
+
+    def __init__(self, dim=32, heads=4, seq=8):
+        super().__init__()
+        self.heads, self.seq = heads, seq
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.q, self.k, self.v = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim)
+        self.fc1, self.fc2 = nn.Linear(dim, 4 * dim), nn.Linear(4 * dim, dim)
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        h, d = self.heads, c // self.heads
+        mask = torch.tril(torch.ones(self.seq, self.seq))[:t, :t].view(1, 1, t, t)
+        q = self.q(self.ln1(x)).view(b, t, h, d).transpose(1, 2)
+        k = self.k(self.ln1(x)).view(b, t, h, d).transpose(1, 2)
+        v = self.v(self.ln1(x)).view(b, t, h, d).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / d**0.5)
+        att = att.masked_fill(mask == 0, float("-inf"))
+        att = self.drop(F.softmax(att.float(), dim=-1).type_as(x))
+        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
+        x = x + self.drop(self.proj(y))
+        return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
+
+
 def make_model(name, seed=0):
     """A model in eval mode with deterministic weights and non-trivial batch-norm statistics."""
     torch.manual_seed(seed)
-    model = {"mlp": MLP, "cnn": SmallResNet}[name]()
+    model = {"mlp": MLP, "cnn": SmallResNet, "gpt": GPTBlock}[name]()
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
             m.running_mean.uniform_(-0.5, 0.5)
@@ -80,4 +109,6 @@ def make_input(name, batch=4, seed=1):
     g = torch.Generator().manual_seed(seed)
     if name == "mlp":
         return torch.randn(batch, 16, generator=g)
+    if name == "gpt":
+        return torch.randn(batch, 8, 32, generator=g)
     return torch.randn(batch, 3, 32, 32, generator=g)

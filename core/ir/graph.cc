@@ -34,12 +34,14 @@ void Graph::AddNode(Node n) {
 void Graph::Count(const Node& n) const {
   census_flags_ |= n.flags;
   if (n.schema) census_schemas_.insert(n.schema);
+  else census_unknown_ = true;
 }
 
 void Graph::CountNewNodes() const {
   if (census_counted_ > nodes.size()) {  // nodes were taken away: count anew
     census_flags_ = 0;
     census_schemas_.clear();
+    census_unknown_ = false;
     census_counted_ = 0;
   }
   for (; census_counted_ < nodes.size(); ++census_counted_) Count(nodes[census_counted_]);
@@ -56,6 +58,11 @@ bool Graph::MayHoldCanonical(std::string_view canonical) const {
                      [&](const v1::OpSchema* s) { return s->canonical() == canonical; });
 }
 
+bool Graph::MayHoldUnknownOps() const {
+  CountNewNodes();
+  return census_unknown_;
+}
+
 bool Graph::MayHoldSchema(const v1::OpSchema* schema) const {
   CountNewNodes();
   return census_schemas_.contains(schema);
@@ -64,6 +71,7 @@ bool Graph::MayHoldSchema(const v1::OpSchema* schema) const {
 void Graph::Recount() {
   census_flags_ = 0;
   census_schemas_.clear();
+  census_unknown_ = false;
   census_counted_ = 0;
   CountNewNodes();
 }
@@ -108,6 +116,7 @@ void Graph::Compact() {
   }
   census_flags_ = 0;
   census_schemas_.clear();
+  census_unknown_ = false;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (ValueId out : nodes[i].outputs) values[out].producer = static_cast<int32_t>(i);
     Count(nodes[i]);

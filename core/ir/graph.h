@@ -108,6 +108,7 @@ class Graph {
   bool MayHoldFlags(uint32_t flags) const;  // each bit of `flags` may be set on some node
   bool MayHoldCanonical(std::string_view canonical) const;
   bool MayHoldSchema(const v1::OpSchema* schema) const;  // for the verifier
+  bool MayHoldUnknownOps() const;                        // a node whose op schemas/ does not know
   void Recount();
 
   // Asks the CPU for node `i`'s first cache line, if there is such a node. A pass walking a graph
@@ -132,6 +133,7 @@ class Graph {
   // Mutable: questions are const, and bring the census up to date over nodes pushed directly.
   mutable uint32_t census_flags_ = 0;
   mutable absl::flat_hash_set<const v1::OpSchema*> census_schemas_;
+  mutable bool census_unknown_ = false;
   mutable size_t census_counted_ = 0;  // nodes [0, census_counted_) are counted
 };
 

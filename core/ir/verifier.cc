@@ -26,7 +26,7 @@ Status VerifyGraph(const Graph& g) {
     const Node& node = g.nodes[n];
     if (node.erased) continue;
     if (!g.MayHoldFlags(node.flags) ||
-        (node.schema && !g.MayHoldSchema(node.schema))) {
+        (node.schema ? !g.MayHoldSchema(node.schema) : !g.MayHoldUnknownOps())) {
       return bad("node #" + std::to_string(n) + " (" + node.op + ") is missing from the op census " +
                  "(its schema or flags changed without Graph::Recount)");
     }

@@ -107,6 +107,8 @@ struct Rule {
 // Rewrite rules as data: (canonical op, what its result forwards to).
 const Rule kRules[] = {
     {"identity", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
+    // Same values, maybe another memory layout: see `relaid` in Simplify::Run.
+    {"contiguous", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
     // .to(dtype)/.float()/...: the recorded dtypes are compared below, for every rule.
     {"cast", [](const Graph&, const BoundCall& c) { return c.Tensor("input"); }},
     {"transpose", DoubleTranspose},
@@ -205,11 +207,23 @@ Status Simplify::Run(Graph* g, PassResult* result) {
   LazyCallerVisibleStorage visible(*g);
 
   ValueRenames renames;
+  // Forwarding x.contiguous() keeps the values but not the memory layout: what reads its result
+  // (and whatever is computed from that) may now see a non-contiguous tensor. `relaid` marks those
+  // values; a view of one must become a reshape (x.transpose(1, 2).contiguous().view(b, t, c) is
+  // everyday attention code, and view refuses a non-contiguous input). Made on the first forward.
+  std::vector<char> relaid;
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     g->Prefetch(i + Graph::kPrefetchDistance);
     Node& n = g->nodes[i];
     if (n.erased) continue;
+    const bool reads_relaid =
+        !relaid.empty() && std::any_of(n.inputs.begin(), n.inputs.end(), [&](ValueId v) { return relaid[v]; });
     renames.ApplyTo(&n);
+    if (reads_relaid) {
+      for (ValueId out : n.outputs) relaid[out] = 1;
+      const std::string op = ReshapeOp(n.op);
+      if (op != n.op) n.op = op;  // same values, any layout (and still a view of a contiguous input)
+    }
     // reshape chains first: reshape(reshape(x, s1), x.shape) then forwards to x below.
     const auto src = ReshapeChainSource(*g, n, written);
     if (src && !region_outputs.count(n.outputs[0])) {
@@ -232,6 +246,17 @@ Status Simplify::Run(Graph* g, PassResult* result) {
          (from.storage && (visible.Contains(from.storage) || output_storage.count(from.storage))))) {
       continue;
     }
+    const bool relayout = n.canonical() == "contiguous";
+    if (relayout) {
+      // Kept where the layout can matter: the caller sees a returned tensor's layout, and an op
+      // schemas/ does not know (a custom kernel) may need contiguous memory. A view turned into a
+      // reshape below may copy, which is safe: the graph builder makes every write through a torch
+      // view explicit (a write-back node computes the parent's new version from the view's), and
+      // a write to the result itself blocks the forward like any other (`written` above).
+      if (region_outputs.count(out) || g->MayHoldUnknownOps()) continue;
+      if (relaid.empty()) relaid.assign(g->values.size(), 0);
+    }
+    if (relayout || reads_relaid) relaid[out] = 1;
     renames.Set(out, *in);
     n.erased = true;
     ++result->nodes_removed;

@@ -1,4 +1,5 @@
-// The simplify rules for casts, transpose/permute pairs and reshape chains, on hand-built graphs.
+// The simplify rules for casts, transpose/permute pairs, reshape chains and contiguous, on hand-built
+// graphs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -77,6 +78,65 @@ TEST(SimplifyRules, ReshapeChainReadsTheChainSourceAndViewBecomesReshape) {
   EXPECT_EQ(ops.count("torch.Tensor.flatten"), 0u);
   ASSERT_EQ(ops.at("torch.Tensor.reshape"), 1);  // x may not be viewable: view -> reshape
   EXPECT_EQ(g.nodes[0].inputs, ValueList{x});
+}
+
+// t = x.transpose(0, 1); c = t.contiguous(); s = c * 2; y = s.view(6): attention code's pattern.
+// Returns y's producer's op after simplify, and whether the contiguous call is gone; `extra` adds
+// a node before the return (an in-place write, an op schemas/ does not know) to the graph.
+struct ContiguousCase {
+  bool contiguous_gone = false;
+  std::string view_op;
+};
+ContiguousCase OptimizeContiguous(bool return_contiguous, const std::string& extra = "") {
+  Graph g;
+  const ValueId x = AddInput(&g, {2, 3});
+  const ValueId t = AddNode(&g, "torch.Tensor.transpose", {Ref(g, x), Int(0), Int(1)}, {3, 2});
+  const ValueId c = AddNode(&g, "torch.Tensor.contiguous", {Ref(g, t)}, {3, 2});
+  const ValueId s = AddNode(&g, "torch.Tensor.mul", {Ref(g, c), Int(2)}, {3, 2});
+  const ValueId y = AddNode(&g, "torch.Tensor.view", {Ref(g, s), Int(6)}, {6});
+  std::vector<ValueId> outs = {y};
+  if (return_contiguous) outs.push_back(c);
+  if (extra == "inplace") {
+    const ValueId w = AddNode(&g, "torch.Tensor.mul", {Ref(g, x), Int(3)}, {2, 3});
+    const ValueId w2 = AddNode(&g, "torch.Tensor.add_", {Ref(g, w), Int(1)}, {2, 3});
+    g.nodes.back().mutated.push_back(Ref(g, w2).tensor());
+    g.values[w2].storage = g.values[w].storage;
+    Graph::IndexNode(&g.nodes.back());
+    outs.push_back(w2);
+  } else if (extra == "unknown") {
+    outs.push_back(AddNode(&g, "mylib.custom_kernel", {Ref(g, x)}, {2, 3}));
+  }
+  Return(&g, outs);
+  const auto ops = Optimize(&g);
+  ContiguousCase out;
+  out.contiguous_gone = ops.count("torch.Tensor.contiguous") == 0;
+  for (const auto& n : g.nodes) {
+    if (n.outputs[0] == y) out.view_op = n.op;
+  }
+  return out;
+}
+
+TEST(SimplifyRules, ContiguousGoesAndAViewOfWhatItMadeBecomesAReshape) {
+  // Without the contiguous call s may be non-contiguous, which view refuses at replay.
+  const auto c = OptimizeContiguous(false);
+  EXPECT_TRUE(c.contiguous_gone);
+  EXPECT_EQ(c.view_op, "torch.Tensor.reshape");
+}
+
+TEST(SimplifyRules, ContiguousStaysWhereTheLayoutCanMatter) {
+  for (const auto& [returned, extra] : std::vector<std::pair<bool, std::string>>{
+           {true, ""},           // the caller gets its result: the caller sees the layout
+           {false, "unknown"}})  // an op schemas/ does not know may need contiguous memory
+  {
+    const auto c = OptimizeContiguous(returned, extra);
+    EXPECT_FALSE(c.contiguous_gone) << extra;
+    EXPECT_EQ(c.view_op, "torch.Tensor.view") << extra;
+  }
+  // An in-place write elsewhere in the graph does not keep it (torch view writes are explicit
+  // write-back nodes in the graph, so a view turned into a reshape loses nothing).
+  const auto c = OptimizeContiguous(false, "inplace");
+  EXPECT_TRUE(c.contiguous_gone);
+  EXPECT_EQ(c.view_op, "torch.Tensor.reshape");
 }
 
 }  // namespace

@@ -241,6 +241,31 @@ def test_cleanups_run_to_a_fixed_point(cli, tmp_path):
     assert torch.equal(ivytrace.load_plan(plan)(fresh), dead_write_fn(fresh.clone()))
 
 
+def test_attention_block_drops_contiguous_and_replays_exactly(cli, tmp_path):
+    """A GPT-style block (samples/models.py): the default pipeline folds the causal mask, merges
+    the three layer norms of one input, drops dropout, the same-dtype casts and .contiguous(), and
+    makes the .view() after it a reshape: the transposed tensor it now reads is not contiguous."""
+    model, x = make_model("gpt"), make_input("gpt")
+    with torch.no_grad():
+        graph = ivytrace.trace_graph(model, args=(x,))
+        trace = graph.save(tmp_path / "gpt.ivt")
+        fresh = torch.randn(4, 8, 32)  # the view sizes come from x.shape: specialized to it
+        assert torch.equal(graph(x), model(x))
+        assert torch.equal(graph(fresh), model(fresh))
+    out = tmp_path / "gpt.ivg"
+    run = cli("optimize", trace, "-o", out, "--verify", "--report", check=True)
+    rows = report_rows(run.stdout)
+    assert rows["constant-fold"][0] - rows["constant-fold"][1] == 5, run.stdout  # ones, tril, [:t], view, == 0
+    assert rows["cse"][0] - rows["cse"][1] == 2, run.stdout  # ln1(x) three times -> once
+    ops = ops_of(cli, out)
+    assert ops["torch.nn.functional.layer_norm"] == 2, ops
+    for gone in ("torch.Tensor.contiguous", "torch.nn.functional.dropout", "torch.Tensor.float",
+                 "torch.Tensor.type_as", "torch.tril", "torch.ones"):
+        assert gone not in ops, ops
+    assert ops["torch.Tensor.reshape"] == 1 and ops["torch.Tensor.view"] == 3, ops
+    assert sum(ops.values()) == 25, ops
+
+
 def layout_fn(x):
     a = x.float().to(torch.float32)  # casts to the recorded dtype: forwarded
     b = a.transpose(0, 1).transpose(1, 0)  # composes to identity
