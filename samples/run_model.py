@@ -20,7 +20,7 @@ import ivytrace  # noqa: E402
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", choices=["mlp", "cnn"])
+    parser.add_argument("model", choices=["mlp", "cnn", "gpt"])
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--save-io", metavar="PATH", help="save {'input', 'output'} with torch.save")
     args = parser.parse_args()

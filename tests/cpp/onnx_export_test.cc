@@ -502,6 +502,54 @@ TEST(OnnxExport, BatchNormWithoutAffineGetsFilledScaleAndBias) {
   EXPECT_EQ(Initializer(m, bn->input(1))->dims(0), 4);
 }
 
+TEST(OnnxExport, LayerNormBecomesLayerNormalizationOverTheLastAxes) {
+  Builder b;
+  ValueId x = b.Input("x", {2, 5, 4});
+  ValueId w = b.Param("ln.weight", {4}), bias = b.Param("ln.bias", {4});
+  ValueId y = b.Call("torch.nn.functional.layer_norm", {b.T(x), Tuple({I(4)})}, {2, 5, 4},
+                     {{"weight", b.T(w)}, {"bias", b.T(bias)}, {"eps", F(1e-6)}});
+  // Without weight and bias ONNX still needs a Scale: ones of the normalized size.
+  b.Output(b.Call("torch.nn.functional.layer_norm", {b.T(y), List({I(4)})}, {2, 5, 4}));
+  onnx::ModelProto m = ExportOk(b.g);
+  std::vector<const onnx::NodeProto*> lns;
+  for (const auto& n : m.graph().node()) {
+    if (n.op_type() == "LayerNormalization") lns.push_back(&n);
+  }
+  ASSERT_EQ(lns.size(), 2u);
+  EXPECT_EQ(Attr(*lns[0], "axis")->i(), -1);
+  EXPECT_FLOAT_EQ(Attr(*lns[0], "epsilon")->f(), 1e-6f);
+  EXPECT_EQ(lns[0]->input_size(), 3);
+  ASSERT_EQ(lns[1]->input_size(), 2);
+  EXPECT_EQ(Initializer(m, lns[1]->input(1))->dims(0), 4);
+}
+
+TEST(OnnxExport, MaskedFillBecomesWhereAndAnInPlaceOneIsRefused) {
+  Builder b;
+  ValueId x = b.Input("x", {2, 3});
+  ValueId mask = b.Input("mask", {2, 3}, v1::BOOL);
+  b.Output(b.Call("torch.Tensor.masked_fill", {b.T(x), b.T(mask), F(-1e9)}, {2, 3}));
+  onnx::ModelProto m = ExportOk(b.g);
+  const onnx::NodeProto* where = FindNode(m, "Where");
+  ASSERT_NE(where, nullptr);
+  EXPECT_EQ(where->input(0), "mask");
+  EXPECT_EQ(where->input(2), "x");
+  const onnx::TensorProto* fill = Initializer(m, where->input(1));
+  ASSERT_NE(fill, nullptr);
+  EXPECT_EQ(fill->dims_size(), 0);  // a scalar, broadcast by Where
+
+  Builder c;
+  ValueId cx = c.Input("x", {2, 3}), cm = c.Input("mask", {2, 3}, v1::BOOL);
+  ValueId filled = c.Call("torch.Tensor.masked_fill_", {c.T(cx), c.T(cm), F(0)}, {2, 3}, {}, 9);
+  c.g.nodes.back().mutated.push_back(c.T(filled).tensor());
+  Graph::IndexNode(&c.g.nodes.back());
+  c.Output(filled);
+  onnx::ModelProto unused;
+  Status st = ExportOnnx(c.g, {}, &unused);
+  ASSERT_EQ(st.kind(), Status::Kind::kUnsupported);
+  EXPECT_NE(st.message().find("torch.Tensor.masked_fill_  x1  (no ONNX lowering in schemas/)  at model.py:9"),
+            std::string::npos) << st.message();
+}
+
 TEST(OnnxExport, RejectsOpsetsTheCheckerDoesNotKnow) {
   Builder b;
   ValueId x = b.Input("x", {3});

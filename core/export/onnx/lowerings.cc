@@ -24,6 +24,8 @@ LoweringFn FindLowering(std::string_view name) {
       {"avg_pool2d", LowerAvgPool2d},
       {"adaptive_avg_pool2d", LowerAdaptiveAvgPool2d},
       {"batch_norm", LowerBatchNorm},
+      {"layer_norm", LowerLayerNorm},
+      {"masked_fill", LowerMaskedFill},
       {"flatten", LowerFlatten},
       {"reshape", LowerReshape},
       {"transpose", LowerTranspose},

@@ -26,6 +26,7 @@ Status LowerMaxPool2d(const Node& node, const BoundCall& call, LoweringContext& 
 Status LowerAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx);
 Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx);
 Status LowerBatchNorm(const Node& node, const BoundCall& call, LoweringContext& ctx);
+Status LowerLayerNorm(const Node& node, const BoundCall& call, LoweringContext& ctx);
 
 // lowerings_tensor.cc: shape and indexing ops, reductions.
 Status LowerFlatten(const Node& node, const BoundCall& call, LoweringContext& ctx);
@@ -35,6 +36,7 @@ Status LowerPermute(const Node& node, const BoundCall& call, LoweringContext& ct
 Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx);
 Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ctx);
 Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx);
+Status LowerMaskedFill(const Node& node, const BoundCall& call, LoweringContext& ctx);
 
 // --- shared helpers ------------------------------------------------------------------------------
 // The node's single tensor result, or Unsupported.

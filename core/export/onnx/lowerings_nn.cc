@@ -270,5 +270,29 @@ Status LowerBatchNorm(const Node& node, const BoundCall& call, LoweringContext& 
   return Status::Ok();
 }
 
+// layer_norm(x, normalized_shape, weight, bias, eps) -> LayerNormalization (opset 17) over the last
+// len(normalized_shape) axes.
+Status LowerLayerNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const auto normalized = call.IntList("normalized_shape");
+  if (!normalized || normalized->empty() || static_cast<int>(normalized->size()) > ctx.Rank(x)) {
+    return Status::Unsupported("normalized_shape must be a non-empty list of at most rank(input) ints");
+  }
+  std::optional<ValueId> w, b;
+  if (!call.IsNone("weight") && !(w = call.Tensor("weight"))) return Status::Unsupported("weight is not a tensor");
+  if (!call.IsNone("bias") && !(b = call.Tensor("bias"))) return Status::Unsupported("bias is not a tensor");
+  // ONNX requires Scale; without a weight it is ones of the normalized shape (one axis here).
+  if (!w && normalized->size() != 1) return Status::Unsupported("layer_norm without weight over several axes");
+  std::vector<std::string> inputs = {ctx.In(x), w ? ctx.In(*w) : Filled(ctx, (*normalized)[0], 1.0, ctx.DType(x),
+                                                                      "layer_norm.ones")};
+  if (b) inputs.push_back(ctx.In(*b));
+  auto* n = ctx.Emit("LayerNormalization", inputs, {ctx.Out(result)});
+  SetAttr(n, "axis", -static_cast<int64_t>(normalized->size()));
+  SetAttr(n, "epsilon", static_cast<float>(call.Double("eps").value_or(1e-5)));
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -295,5 +295,28 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+// masked_fill(x, mask, value) -> Where(mask, value, x); value a number or a rank-0 tensor.
+Status LowerMaskedFill(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, mask, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "mask", &mask));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (node.writes) return Status::Unsupported("masked_fill_ writes in place");
+  if (ctx.DType(mask) != v1::BOOL) return Status::Unsupported("the mask is not a bool tensor");
+  const v1::DType dtype = ctx.DType(x);
+  std::string value;
+  if (const auto t = call.Tensor("value")) {
+    if (ctx.Rank(*t) != 0) return Status::Unsupported("value is a tensor of rank > 0");
+    value = ctx.CastTo(ctx.In(*t), ctx.DType(*t), dtype);
+  } else {
+    const v1::Arg* v = call.Get("value");
+    const auto number = v ? AsDouble(*v) : std::nullopt;
+    if (!number) return Status::Unsupported("value is neither a number nor a tensor");
+    value = ctx.Scalar(IsFloating(dtype) ? Number::Float(*number) : Number::Int(static_cast<int64_t>(*number)), dtype);
+  }
+  ctx.Emit("Where", {ctx.In(mask), value, ctx.In(x)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
