@@ -241,7 +241,6 @@ class GraphFileReader {
   int64_t base_ = 0;  // file offset of coded_'s position 0
   v1::Node node_;     // scratch, reused for every node
   v1::ValueInfo value_;
-  const SchemaRegistry& registry_ = SchemaRegistry::Default();
 };
 
 Status GraphFileReader::Damaged(int64_t at, const std::string& expected) const {
@@ -296,38 +295,14 @@ Status GraphFileReader::ReadString(std::string* s, int64_t at, const char* what)
 Status GraphFileReader::ReadValue(Graph* g, int64_t at) {
   value_.Clear();
   IVY_RETURN_IF_ERROR(ReadMessage(&value_, at, "value", static_cast<int64_t>(g->values.size())));
-  const v1::ValueInfo& vi = value_;
-  Value& v = g->values.emplace_back();
-  v.kind = vi.kind();
-  v.dtype = vi.dtype();
-  v.shape.assign(vi.shape().begin(), vi.shape().end());
-  v.name = std::move(*value_.mutable_name());
-  if (vi.kind() == v1::CONSTANT_VALUE) v.constant = static_cast<int32_t>(vi.constant());
-  v.tensor_id = vi.tensor_id();
-  v.tensor_version = vi.tensor_version();
-  v.storage = vi.storage();
-  v.recorded = static_cast<int32_t>(vi.recorded()) - 1;
+  g->values.push_back(Graph::ValueFromProto(&value_));
   return Status::Ok();
 }
 
 Status GraphFileReader::ReadNode(Graph* g, int64_t at) {
   node_.Clear();
   IVY_RETURN_IF_ERROR(ReadMessage(&node_, at, "node", static_cast<int64_t>(g->nodes.size())));
-  // The parsed parts move into the node (same arena, none: a swap), nothing is copied.
-  Node& n = g->nodes.emplace_back();
-  n.op = std::move(*node_.mutable_op());
-  n.schema = registry_.Find(n.op);
-  n.args.reserve(node_.args_size());
-  for (auto& a : *node_.mutable_args()) n.args.push_back(std::move(a));
-  n.kwargs.reserve(node_.kwargs_size());
-  for (auto& k : *node_.mutable_kwargs()) n.kwargs.push_back(std::move(k));
-  n.result = std::move(*node_.mutable_result());
-  n.mutated.reserve(node_.mutated_size());
-  for (auto& m : *node_.mutable_mutated()) n.mutated.push_back(std::move(m));
-  n.loc = std::move(*node_.mutable_loc());
-  n.scope = std::move(*node_.mutable_scope());
-  n.flags = node_.flags();
-  Graph::IndexNode(&n);
+  g->nodes.push_back(Graph::NodeFromProto(&node_));  // the parsed parts move into the node
   return Status::Ok();
 }
 

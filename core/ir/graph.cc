@@ -222,40 +222,47 @@ void Graph::ToProto(v1::Graph* out) const {
   for (const auto& p : passes_applied) g.add_passes_applied(p);
 }
 
+Value Graph::ValueFromProto(v1::ValueInfo* vi) {
+  Value v;
+  v.kind = vi->kind();
+  v.dtype = vi->dtype();
+  v.shape.assign(vi->shape().begin(), vi->shape().end());
+  v.name = std::move(*vi->mutable_name());
+  if (vi->kind() == v1::CONSTANT_VALUE) v.constant = static_cast<int32_t>(vi->constant());
+  v.tensor_id = vi->tensor_id();
+  v.tensor_version = vi->tensor_version();
+  v.storage = vi->storage();
+  v.recorded = static_cast<int32_t>(vi->recorded()) - 1;
+  return v;
+}
+
+Node Graph::NodeFromProto(v1::Node* pn) {
+  // Moving a message that lives on no arena is a swap: nothing is copied.
+  Node n;
+  n.op = std::move(*pn->mutable_op());
+  n.schema = SchemaRegistry::Default().Find(n.op);
+  n.args.reserve(pn->args_size());
+  for (auto& a : *pn->mutable_args()) n.args.push_back(std::move(a));
+  n.kwargs.reserve(pn->kwargs_size());
+  for (auto& k : *pn->mutable_kwargs()) n.kwargs.push_back(std::move(k));
+  n.result = std::move(*pn->mutable_result());
+  n.mutated.reserve(pn->mutated_size());
+  for (auto& m : *pn->mutable_mutated()) n.mutated.push_back(std::move(m));
+  n.loc = std::move(*pn->mutable_loc());
+  n.scope = std::move(*pn->mutable_scope());
+  n.flags = pn->flags();
+  IndexNode(&n);
+  return n;
+}
+
 Graph Graph::FromProto(const v1::Graph& g) {
   Graph out;
   out.name = g.name();
   out.source = g.source();
-  const auto& registry = SchemaRegistry::Default();
-  for (const auto& vi : g.values()) {
-    Value v;
-    v.kind = vi.kind();
-    v.dtype = vi.dtype();
-    v.shape.assign(vi.shape().begin(), vi.shape().end());
-    v.name = vi.name();
-    if (vi.kind() == v1::CONSTANT_VALUE) v.constant = static_cast<int32_t>(vi.constant());
-    v.tensor_id = vi.tensor_id();
-    v.tensor_version = vi.tensor_version();
-    v.storage = vi.storage();
-    v.recorded = static_cast<int32_t>(vi.recorded()) - 1;
-    out.values.push_back(std::move(v));
-  }
+  for (v1::ValueInfo vi : g.values()) out.values.push_back(ValueFromProto(&vi));
   out.inputs.assign(g.inputs().begin(), g.inputs().end());
   out.constants.assign(g.constants().begin(), g.constants().end());
-  for (const auto& pn : g.nodes()) {
-    Node n;
-    n.op = pn.op();
-    n.schema = registry.Find(n.op);
-    n.args.assign(pn.args().begin(), pn.args().end());
-    n.kwargs.assign(pn.kwargs().begin(), pn.kwargs().end());
-    n.result = pn.result();
-    n.mutated.assign(pn.mutated().begin(), pn.mutated().end());
-    n.loc = pn.loc();
-    n.scope = pn.scope();
-    n.flags = pn.flags();
-    IndexNode(&n);
-    out.nodes.push_back(std::move(n));
-  }
+  for (v1::Node pn : g.nodes()) out.nodes.push_back(NodeFromProto(&pn));
   out.outputs = g.outputs();
   out.guards.assign(g.guards().begin(), g.guards().end());
   out.passes_applied.assign(g.passes_applied().begin(), g.passes_applied().end());

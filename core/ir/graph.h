@@ -125,6 +125,10 @@ class Graph {
   // and an arena makes building and freeing them cheap).
   void ToProto(v1::Graph* out) const;
   static Graph FromProto(const v1::Graph& g);
+  // One element of the proto form, taken apart (its strings and messages are moved out). Graph
+  // files are read element by element through these (core/io/graph_file.cc).
+  static Value ValueFromProto(v1::ValueInfo* vi);
+  static Node NodeFromProto(v1::Node* pn);  // schema resolved by op name, indexed
 
  private:
   void Count(const Node& n) const;
