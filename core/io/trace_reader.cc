@@ -13,75 +13,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/io/crc_input_stream.h"
+
 namespace ivytrace {
 
 namespace pbio = google::protobuf::io;
-
-namespace internal {
-
-// A ZeroCopyInputStream over another that keeps a CRC-32 of the bytes its readers consumed.
-// Bytes handed out by Next() are only counted once the reader is past them: BackUp() returns the
-// tail to the underlying stream, which hands it out again. Between records (when no
-// CodedInputStream holds a buffer) `crc()` is the checksum of everything read so far. zlib's
-// crc32 is used because it is fast (several GB/s) and Python's zlib.crc32 computes the same value
-// on the recorder side.
-class CrcInputStream final : public pbio::ZeroCopyInputStream {
- public:
-  explicit CrcInputStream(pbio::ZeroCopyInputStream* in) : in_(in) {}
-
-  bool Next(const void** data, int* size) override {
-    Absorb();
-    if (!in_->Next(data, size)) {
-      last_ = nullptr;
-      last_size_ = counted_ = 0;
-      return false;
-    }
-    last_ = static_cast<const unsigned char*>(*data);
-    last_size_ = *size;
-    counted_ = 0;
-    return true;
-  }
-  void BackUp(int count) override {
-    last_size_ -= count;
-    in_->BackUp(count);
-  }
-  bool Skip(int count) override {
-    // Skipped bytes must be checksummed too: read them instead.
-    const void* data;
-    int size;
-    while (count > 0) {
-      if (!Next(&data, &size)) return false;
-      if (size > count) {
-        BackUp(size - count);
-        size = count;
-      }
-      count -= size;
-    }
-    return true;
-  }
-  int64_t ByteCount() const override { return in_->ByteCount(); }
-
-  uint32_t crc() {
-    Absorb();
-    return crc_;
-  }
-
- private:
-  void Absorb() {
-    if (last_ && last_size_ > counted_) {
-      crc_ = static_cast<uint32_t>(
-          crc32(crc_, last_ + counted_, static_cast<uInt>(last_size_ - counted_)));
-      counted_ = last_size_;
-    }
-  }
-  pbio::ZeroCopyInputStream* in_;
-  const unsigned char* last_ = nullptr;
-  int last_size_ = 0;
-  int counted_ = 0;
-  uint32_t crc_ = 0;
-};
-
-}  // namespace internal
 
 TraceReader::TraceReader() : strings_(1) {}
 
@@ -174,7 +110,7 @@ Status TraceReader::ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_nam
   record->Clear();
   // A CodedInputStream per record keeps the 2 GB stream limit of protobuf out of the way for
   // arbitrarily long traces; constructing one is cheap.
-  const uint32_t crc_before = crc_->crc();  // of every byte before this record
+  crc_->Mark();  // the footer holds the CRC of every byte before it
   pbio::CodedInputStream coded(crc_.get());
   const uint64_t at = offset_;
   uint32_t len = 0;
@@ -265,10 +201,10 @@ Status TraceReader::ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_nam
     ++records_;
     return Status::Ok();
   }
-  return Account(*record, at, crc_before);
+  return Account(*record, at);
 }
 
-Status TraceReader::Account(const v1::Record& rec, uint64_t at, uint32_t crc_before) {
+Status TraceReader::Account(const v1::Record& rec, uint64_t at) {
   switch (rec.kind_case()) {
     case v1::Record::kHeader:
       if (records_ != 0) return Fail("header at byte " + std::to_string(at) + " is not the first record");
@@ -298,7 +234,7 @@ Status TraceReader::Account(const v1::Record& rec, uint64_t at, uint32_t crc_bef
                     std::to_string(records_) + " records and " + std::to_string(op_events_) +
                     " ops were read: records are missing");
       }
-      if (f.has_crc32() && f.crc32() != crc_before) {
+      if (f.has_crc32() && f.crc32() != crc_->CrcAtMark()) {
         return Fail("corrupt trace: the checksum of bytes " + std::to_string(kMagicSize) + " to " +
                     std::to_string(at) + " (everything before the footer at byte " +
                     std::to_string(at) + ") does not match the one the footer records: bytes were "

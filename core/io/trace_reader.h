@@ -65,7 +65,7 @@ class TraceReader {
   Status Fail(const std::string& what) const;
   Status ReadRecord(v1::Record* record, bool* is_op, uint32_t* op_name, uint64_t* thread, bool* eof,
                     bool scan_ops);
-  Status Account(const v1::Record& record, uint64_t at, uint32_t crc_before);
+  Status Account(const v1::Record& record, uint64_t at);
   std::string path_;
   int fd_ = -1;
   std::unique_ptr<google::protobuf::io::FileInputStream> file_;
