@@ -110,6 +110,8 @@ class Graph {
   bool MayHoldSchema(const v1::OpSchema* schema) const;  // for the verifier
   bool MayHoldUnknownOps() const;                        // a node whose op schemas/ does not know
   void Recount();
+  // Counts one node the caller gave another schema or more flags (cheaper than Recount()).
+  void CountNode(const Node& n) { Count(n); }
 
   // Asks the CPU for node `i`'s first cache line, if there is such a node. A pass walking a graph
   // larger than the cache waits on each node's line; asking kPrefetchDistance nodes ahead of the

@@ -11,6 +11,7 @@
 #include "core/passes/recorded_values.h"
 #include "core/passes/value_renames.h"
 #include "core/schema/binding.h"
+#include "core/schema/schema_registry.h"
 
 namespace ivytrace {
 namespace {
@@ -96,6 +97,55 @@ std::optional<ValueId> DoublePermute(const Graph& g, const BoundCall& c) {
     if ((*p1)[(*p2)[j]] != static_cast<int64_t>(j)) return std::nullopt;
   }
   return x;
+}
+
+// The permutation a transpose or permute call applies (result dim i is input dim p[i]), and the
+// value it reads; nothing for any other call.
+std::optional<std::vector<int64_t>> LayoutPermutation(const Graph& g, const Node& n, BoundCall* call) {
+  const std::string& canonical = n.canonical();
+  if ((canonical != "transpose" && canonical != "permute_dims") || n.writes || n.outputs.size() != 1 ||
+      !BoundCall::Bind(n, call).ok()) {
+    return std::nullopt;
+  }
+  const auto in = call->Tensor("input");
+  if (!in) return std::nullopt;
+  const size_t rank = Rank(g, in);
+  if (canonical == "permute_dims") return PermuteDims(*call, rank);
+  const auto dims = TransposeDims(*call, rank);
+  if (!dims) return std::nullopt;
+  std::vector<int64_t> p(rank);
+  for (size_t i = 0; i < rank; ++i) p[i] = static_cast<int64_t>(i);
+  std::swap(p[dims->first], p[dims->second]);
+  return p;
+}
+
+// transpose/permute of a transpose/permute: rewrites `n` into one torch.permute of the inner
+// call's input (the inner call then often has no reader left, and dce drops it). Still a view of
+// the same memory, so aliasing is as recorded. A chain composing to the identity is then
+// forwarded by the permute rule below. Torch calls only: the rewrite names torch.permute.
+bool ComposeLayoutChain(Graph* g, Node* n) {
+  if (n->op.rfind("torch.", 0) != 0) return false;
+  BoundCall outer_call, inner_call;
+  const auto outer = LayoutPermutation(*g, *n, &outer_call);
+  if (!outer) return false;
+  const Value& mid = g->values[*outer_call.Tensor("input")];
+  if (mid.kind != v1::NODE_OUTPUT || mid.producer < 0) return false;
+  const Node& inner = g->nodes[mid.producer];
+  if (inner.erased || inner.op.rfind("torch.", 0) != 0) return false;
+  const auto first = LayoutPermutation(*g, inner, &inner_call);
+  if (!first || first->size() != outer->size()) return false;
+  static const v1::OpSchema* const kPermute = SchemaRegistry::Default().Find("torch.permute");
+  if (!kPermute) return false;
+  v1::Arg source = *inner_call.Get("input");
+  v1::Arg dims;
+  for (int64_t d : *outer) dims.mutable_list()->add_items()->set_i((*first)[d]);
+  n->op = "torch.permute";
+  n->schema = kPermute;
+  n->args = {std::move(source), std::move(dims)};
+  n->kwargs.clear();
+  Graph::IndexNode(n);
+  g->CountNode(*n);
+  return true;
 }
 
 struct Rule {
@@ -234,6 +284,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
         Graph::IndexNode(&n);
       }
     }
+    ComposeLayoutChain(g, &n);
     const auto in = Match(*g, n);
     if (!in) continue;
     const ValueId out = n.outputs[0];

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "core/ir/arg.h"
 #include "core/passes/pass_registry.h"
 #include "graph_fixture.h"
 
@@ -35,7 +36,16 @@ TEST(SimplifyRules, TransposePairThatComposesToIdentityReadsTheInput) {
   const ValueId r = AddNode(&g, "torch.relu", {Ref(g, b)}, {2, 3, 4});
   Return(&g, {r, d});
   const auto ops = Optimize(&g);
-  EXPECT_EQ(ops.at("torch.Tensor.transpose"), 2);  // c and d
+  // a, b forwarded; d = one permute of x (dims [1, 2, 0]: (0,1) then (1,2)); c had no other reader.
+  EXPECT_EQ(ops.count("torch.Tensor.transpose"), 0u);
+  ASSERT_EQ(ops.at("torch.permute"), 1);
+  for (const auto& n : g.nodes) {
+    if (n.op != "torch.permute") continue;
+    EXPECT_EQ(n.inputs, ValueList{x});
+    EXPECT_EQ(n.outputs, ValueList{d});
+    ASSERT_EQ(n.args.size(), 2u);
+    EXPECT_EQ(AsIntList(n.args[1]), (std::vector<int64_t>{1, 2, 0}));
+  }
   EXPECT_EQ(g.nodes.back().op, "torch.relu");
   EXPECT_EQ(g.nodes.back().inputs, ValueList{x});
 }
@@ -49,8 +59,15 @@ TEST(SimplifyRules, PermutePairThatComposesToIdentityReadsTheInput) {
   const ValueId r = AddNode(&g, "torch.relu", {Ref(g, b)}, {2, 3, 4});
   Return(&g, {r, c});
   const auto ops = Optimize(&g);
-  EXPECT_EQ(ops.at("torch.Tensor.permute"), 1);
-  EXPECT_EQ(ops.at("torch.permute"), 1);
+  // b forwarded to x; c = permute(a, [1,2,0]) of a = permute(x, [1,2,0]) is one permute(x, [2,0,1]),
+  // and a, read by nothing else, goes.
+  EXPECT_EQ(ops.count("torch.Tensor.permute"), 0u);
+  ASSERT_EQ(ops.at("torch.permute"), 1);
+  for (const auto& n : g.nodes) {
+    if (n.op != "torch.permute") continue;
+    EXPECT_EQ(n.inputs, ValueList{x});
+    EXPECT_EQ(AsIntList(n.args[1]), (std::vector<int64_t>{2, 0, 1}));
+  }
   EXPECT_EQ(g.nodes.back().inputs, ValueList{x});
 }
 
