@@ -124,7 +124,8 @@ std::optional<std::vector<int64_t>> LayoutPermutation(const Graph& g, const Node
 // the same memory, so aliasing is as recorded. A chain composing to the identity is then
 // forwarded by the permute rule below. Torch calls only: the rewrite names torch.permute.
 bool ComposeLayoutChain(Graph* g, Node* n) {
-  if (n->op.rfind("torch.", 0) != 0) return false;
+  const std::string& canonical = n->canonical();  // most nodes stop here
+  if ((canonical != "transpose" && canonical != "permute_dims") || n->op.rfind("torch.", 0) != 0) return false;
   BoundCall outer_call, inner_call;
   const auto outer = LayoutPermutation(*g, *n, &outer_call);
   if (!outer) return false;
