@@ -4,7 +4,6 @@
 #include "cli/common.h"
 #include "core/export/onnx/onnx_exporter.h"
 #include "core/export/plan_exporter.h"
-#include "core/io/graph_io.h"
 #include "core/util/atomic_file.h"
 
 namespace ivytrace::cli {
@@ -30,11 +29,9 @@ int RunExport(const ExportOptions& o) {
   st = LoadForCommand(o.file, o.region, o.no_optimize ? nullptr : &po, &lg);
   if (!st.ok()) return Fail("export", st, InputErrorCode(st));
   if (o.to == "plan") {
-    v1::Plan plan;
-    st = ExportPlan(lg.graph, &plan);
-    if (!st.ok()) return Fail("export", st, kExitUnsupported);
-    st = WritePlanFile(o.output, plan);
-    if (!st.ok()) return Fail("export", st, kExitOutput);
+    // Lowered and written step by step (no whole v1::Plan); Unsupported comes before any write.
+    st = ExportPlanFile(lg.graph, o.output);
+    if (!st.ok()) return Fail("export", st, st.kind() == Status::Kind::kUnsupported ? kExitUnsupported : kExitOutput);
     return kExitOk;
   }
   if (!lg.graph.guards.empty()) {

@@ -3,12 +3,23 @@
 // are not there are all listed in one Unsupported error, with counts and source lines.
 #pragma once
 
+#include <string>
+
 #include "core/ir/graph.h"
 #include "core/util/status.h"
 #include "ivytrace/v1/plan.pb.h"
 
 namespace ivytrace {
 
+// Builds the whole plan in memory (tests, small graphs).
 Status ExportPlan(const Graph& graph, v1::Plan* plan);
+
+// Writes the plan of `graph` to the plan file `path` (8 bytes "IVYPLN01", then one serialized
+// v1::Plan, byte for byte what ExportPlan + WritePlanFile would write) without building the
+// v1::Plan: the steps are lowered and written one at a time, so the file is not bound by
+// protobuf's 2 GB message limit and memory holds one step, not the plan. Graph that cannot be
+// exported: Unsupported, before anything is written. The write is atomic (core/util/atomic_file.h):
+// on failure nothing is left at `path` and an existing file keeps its contents.
+Status ExportPlanFile(const Graph& graph, const std::string& path);
 
 }  // namespace ivytrace

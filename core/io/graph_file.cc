@@ -24,6 +24,7 @@ namespace pb = ::google::protobuf;
 using pb::io::CodedInputStream;
 using pb::io::CodedOutputStream;
 using WFL = pb::internal::WireFormatLite;
+using streamed_file::WriteMessageField;
 
 constexpr auto kLengthDelimited = WFL::WIRETYPE_LENGTH_DELIMITED;
 // Buffer of the file streams: big enough that reads and writes are a few hundred syscalls for a
@@ -49,14 +50,6 @@ size_t TagSize(int field) { return WFL::TagSize(field, WFL::TYPE_BYTES); }
 // and a last field that is always written is an end marker. A file cut short anywhere lacks it
 // (or holds part of it), so the reader reports every truncation; in field-number order a cut just
 // before the guards or pass names would read as a smaller, valid graph.
-
-// A message field: tag, length, bytes. False if the message is over protobuf's 2 GB limit.
-template <typename M>
-bool WriteMessageField(int field, const M& m, CodedOutputStream* out) {
-  if (m.ByteSizeLong() > static_cast<size_t>(INT_MAX)) return false;
-  WFL::WriteMessage(field, m, out);  // uses the size ByteSizeLong() just cached
-  return true;
-}
 
 template <typename M>
 size_t MessageFieldSize(int field, const M& m) {
@@ -409,14 +402,16 @@ constexpr int64_t kFreshStreamAfter = int64_t{256} << 20;
 
 }  // namespace
 
-Status WriteGraphFile(const std::string& path, const Graph& graph) {
+namespace streamed_file {
+
+Status Write(const std::string& path, const std::function<Status(CodedOutputStream*)>& write) {
   return WriteFileAtomically(path, [&](int fd) {
     pb::io::FileOutputStream file(fd, kFileBlock);
     Status st;
     bool coded_error = false;
     {
       CodedOutputStream out(&file);
-      st = WriteGraph(graph, path, &out);
+      st = write(&out);
       coded_error = out.HadError();
     }  // flushes what it buffered into `file`
     if (!st.ok()) return st;
@@ -425,6 +420,12 @@ Status WriteGraphFile(const std::string& path, const Graph& graph) {
     }
     return Status::Ok();
   });
+}
+
+}  // namespace streamed_file
+
+Status WriteGraphFile(const std::string& path, const Graph& graph) {
+  return streamed_file::Write(path, [&](CodedOutputStream* out) { return WriteGraph(graph, path, out); });
 }
 
 Status ReadGraphFile(const std::string& path, Graph* graph) {

@@ -10,8 +10,13 @@
 // constant is built or parsed, so the file is not bound by protobuf's 2 GB message limit either.
 #pragma once
 
+#include <climits>
 #include <cstdint>
+#include <functional>
 #include <string>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 
 #include "core/ir/graph.h"
 #include "core/util/status.h"
@@ -26,6 +31,28 @@ Status WriteGraphFile(const std::string& path, const Graph& graph);
 // A missing file is NotFound; a wrong magic, truncated or damaged file is Corruption with a
 // message naming the file, the byte offset and what was expected there.
 Status ReadGraphFile(const std::string& path, Graph* graph);
+
+// Writing other files the way graph files are written, one top-level field at a time (plan files
+// use these too: core/export/plan_exporter.cc).
+namespace streamed_file {
+
+// Writes `path` atomically (WriteFileAtomically) through a CodedOutputStream over a file stream
+// with a 1 MB buffer: `write` writes all of the contents, magic included. An error `write`
+// returns is returned as it is; a failed write to the file is an IOError naming `path`.
+Status Write(const std::string& path,
+             const std::function<Status(google::protobuf::io::CodedOutputStream*)>& write);
+
+// Writes `m` as field `field` of the message being written: tag, length, bytes. False, with nothing
+// written, if `m` is over protobuf's 2 GB message limit.
+template <typename M>
+bool WriteMessageField(int field, const M& m, google::protobuf::io::CodedOutputStream* out) {
+  using WFL = google::protobuf::internal::WireFormatLite;
+  if (m.ByteSizeLong() > static_cast<size_t>(INT_MAX)) return false;
+  WFL::WriteMessage(field, m, out);  // uses the size ByteSizeLong() just cached
+  return true;
+}
+
+}  // namespace streamed_file
 
 namespace graph_file_internal {
 // ReadGraphFile, starting a fresh CodedInputStream once the current one has read

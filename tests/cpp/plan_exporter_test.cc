@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
+#include <google/protobuf/util/message_differencer.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/io/file_kind.h"
 #include "core/ir/graph_builder.h"
 #include "trace_fixture.h"
 
@@ -72,6 +77,145 @@ TEST(PlanExporter, APlanOfOneFrameworkNamesOnlyIt) {
   v1::Plan plan;
   ASSERT_TRUE(ExportPlan(g, &plan).ok());
   EXPECT_EQ(plan.framework(), "torch");
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Plan files written streaming (ExportPlanFile): the bytes are the magic and then exactly what
+// the in-memory ExportPlan's v1::Plan serializes to.
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// x -> c = x.clone(); c[0] = 5 (writes c, returns None); c.add_(w) (writes c, returns it);
+// return (c * x, c), with w a parameter: steps with `written` entries, frees and a constant.
+std::string WriteInPlaceTrace(const std::string& path) {
+  using testing::IntArg;
+  TraceWriter w;
+  v1::Header h;
+  h.set_producer("plan_exporter_test");
+  w.Open(path, h);
+  v1::Record rb;
+  rb.mutable_region_begin()->set_region(1);
+  rb.mutable_region_begin()->set_name("inplace");
+  auto* in = rb.mutable_region_begin()->add_inputs();
+  in->set_name("x");
+  *in->mutable_value() = TensorArg(Ref(1, 0));
+  w.Write(rb);
+  testing::WriteOp(w, "torch.Tensor.clone", {TensorArg(Ref(1, 0))}, TensorArg(Ref(2, 0)), {}, 2);
+  testing::WriteConstant(w, Ref(3, 0), "layer.weight", {1, 2, 3});
+  v1::Arg none;
+  none.set_none(true);
+  testing::WriteOp(w, "torch.Tensor.__setitem__", {TensorArg(Ref(2, 0)), IntArg(0), IntArg(5)}, none, {Ref(2, 1)}, 3);
+  testing::WriteOp(w, "torch.Tensor.add_", {TensorArg(Ref(2, 1)), TensorArg(Ref(3, 0))}, TensorArg(Ref(2, 2)),
+                   {Ref(2, 2)}, 4);
+  testing::WriteOp(w, "torch.Tensor.mul", {TensorArg(Ref(2, 2)), TensorArg(Ref(1, 0))}, TensorArg(Ref(4, 0)), {}, 5);
+  v1::Record re;
+  re.mutable_region_end()->set_region(1);
+  auto* out = re.mutable_region_end()->mutable_result()->mutable_tuple();
+  *out->add_items() = TensorArg(Ref(4, 0));
+  *out->add_items() = TensorArg(Ref(2, 2));
+  w.Write(re);
+  w.Close();
+  return path;
+}
+
+void ExpectStreamedPlanIsTheInMemoryOne(const Graph& g, const std::string& name) {
+  SCOPED_TRACE(name);
+  v1::Plan want;
+  Status st = ExportPlan(g, &want);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::string path = TempPath(name + ".plan");
+  std::filesystem::remove(path);
+  st = ExportPlanFile(g, path);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::string bytes = ReadBytes(path);
+  ASSERT_GE(bytes.size(), 8u);
+  EXPECT_EQ(bytes.substr(0, 8), std::string(kPlanMagic, 8));
+  v1::Plan got;
+  ASSERT_TRUE(got.ParseFromString(bytes.substr(8)));
+  std::string diff;
+  google::protobuf::util::MessageDifferencer d;
+  d.ReportDifferencesToString(&diff);
+  EXPECT_TRUE(d.Compare(got, want)) << diff;
+  // Fields in field-number order, presence as the generated serializer decides: the same bytes.
+  EXPECT_TRUE(bytes.substr(8) == want.SerializeAsString());
+}
+
+TEST(PlanFile, StreamedBytesAreWhatTheInMemoryPlanSerializesTo) {
+  Graph seeds;
+  ASSERT_TRUE(BuildGraphFromTrace(testing::WriteSeedsTrace(TempPath("seeds_file.ivt")), {}, &seeds).ok());
+  ExpectStreamedPlanIsTheInMemoryOne(seeds, "seeds");
+
+  Graph mixed;
+  ASSERT_TRUE(BuildGraphFromTrace(WriteMixedTrace(TempPath("mixed_file.ivt")), {}, &mixed).ok());
+  ExpectStreamedPlanIsTheInMemoryOne(mixed, "mixed");
+
+  Graph g;
+  Status st = BuildGraphFromTrace(WriteInPlaceTrace(TempPath("inplace.ivt")), {}, &g);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  v1::Plan plan;
+  ASSERT_TRUE(ExportPlan(g, &plan).ok());
+  int written = 0, freed = 0;
+  for (const auto& step : plan.steps()) {
+    written += step.written_size();
+    freed += step.free_after_size();
+  }
+  EXPECT_EQ(written, 1);  // __setitem__ returns None
+  EXPECT_GT(freed, 0);
+  ASSERT_EQ(plan.constants_size(), 1);
+  EXPECT_NE(plan.constants(0).slot(), 0u);
+  ExpectStreamedPlanIsTheInMemoryOne(g, "inplace");
+
+  // With what a trace cannot give the builder: a guard, a name, an erased node, a constant in slot 0.
+  v1::Guard guard;
+  guard.mutable_tensor()->set_value(g.InputValues().at(0));
+  guard.set_op("torch.Tensor.item");
+  guard.mutable_observed()->set_f(0.5);
+  g.guards.push_back(guard);
+  g.name = "inplace";
+  g.nodes.back().erased = true;
+  ExpectStreamedPlanIsTheInMemoryOne(g, "inplace_guarded");
+
+  Graph empty;
+  ExpectStreamedPlanIsTheInMemoryOne(empty, "empty");
+}
+
+TEST(PlanFile, AGraphThatCannotBeExportedWritesNothing) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(testing::WriteSeedsTrace(TempPath("seeds_bad.ivt")), {}, &g).ok());
+  g.nodes[0].schema = nullptr;  // as an op schemas/ does not know
+  const std::string path = TempPath("unsupported.plan");
+  std::filesystem::remove(path);
+  const Status st = ExportPlanFile(g, path);
+  EXPECT_EQ(st.kind(), Status::Kind::kUnsupported) << st.ToString();
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(PlanFile, AnUnwritablePathLeavesNothingAndNamesTheFile) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(testing::WriteSeedsTrace(TempPath("seeds_unwritable.ivt")), {}, &g).ok());
+  const std::string dir = TempPath("plan_dir");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+
+  const std::string missing = dir + "/no/such/dir/p.plan";
+  Status st = ExportPlanFile(g, missing);
+  EXPECT_EQ(st.kind(), Status::Kind::kIOError) << st.ToString();
+  EXPECT_NE(st.message().find(missing), std::string::npos) << st.message();
+
+  // A directory where the file should go: the rename fails, the temporary file goes away.
+  const std::string taken = dir + "/taken.plan";
+  std::filesystem::create_directories(taken + "/inside");
+  st = ExportPlanFile(g, taken);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(taken), std::string::npos) << st.message();
+  EXPECT_TRUE(std::filesystem::is_directory(taken + "/inside"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
 }
 
 }  // namespace
