@@ -1,3 +1,4 @@
+#include "temp_path.h"
 #include "core/ir/graph_builder.h"
 
 #include <gtest/gtest.h>
@@ -17,9 +18,7 @@ using testing::IntArg;
 using testing::Ref;
 using testing::TensorArg;
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ivytrace_test_" + name)).string();
-}
+using testing::TempPath;
 
 TEST(GraphBuilder, SeedsExampleBuildsSsaAndDceKeepsOnlyThePower) {
   auto path = testing::WriteSeedsTrace(TempPath("seeds.ivt"));

@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 
+#include "temp_path.h"
 #include "core/io/graph_file.h"
 #include "core/ir/graph_builder.h"
 #include "core/util/atomic_file.h"
@@ -29,9 +30,7 @@ namespace {
 
 using google::protobuf::util::MessageDifferencer;
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ivytrace_graph_file_" + name)).string();
-}
+using testing::TempPath;
 
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "temp_path.h"
 #include "core/ir/arg.h"
 #include "core/ir/graph_builder.h"
 #include "core/ir/verifier.h"
@@ -18,9 +19,7 @@ using testing::IntArg;
 using testing::Ref;
 using testing::TensorArg;
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ivytrace_passes_" + name)).string();
-}
+using testing::TempPath;
 
 // A trace of one region `f` with input x = t1, written op by op.
 class TraceBuilder {

@@ -1,3 +1,4 @@
+#include "temp_path.h"
 #include "core/export/plan_exporter.h"
 
 #include <gtest/gtest.h>
@@ -18,9 +19,7 @@ namespace {
 using testing::Ref;
 using testing::TensorArg;
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ivytrace_test_" + name)).string();
-}
+using testing::TempPath;
 
 // y = torch.from_numpy(x.numpy() @ W), W a NumPy constant: a mixed program's region.
 std::string WriteMixedTrace(const std::string& path) {

@@ -1,3 +1,4 @@
+#include "temp_path.h"
 #include "core/io/trace_reader.h"
 
 #include <google/protobuf/stubs/common.h>
@@ -11,9 +12,7 @@
 namespace ivytrace {
 namespace {
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ivytrace_test_" + name)).string();
-}
+using testing::TempPath;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
