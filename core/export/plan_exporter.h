@@ -14,8 +14,8 @@ namespace ivytrace {
 // Builds the whole plan in memory (tests, small graphs).
 Status ExportPlan(const Graph& graph, v1::Plan* plan);
 
-// Writes the plan of `graph` to the plan file `path` (8 bytes "IVYPLN01", then one serialized
-// v1::Plan, byte for byte what ExportPlan + WritePlanFile would write) without building the
+// Writes the plan of `graph` to the plan file `path` (8 bytes "IVYPLN01", then exactly the bytes
+// of ExportPlan's v1::Plan serialized; the Python runtime reads them) without building the
 // v1::Plan: the steps are lowered and written one at a time, so the file is not bound by
 // protobuf's 2 GB message limit and memory holds one step, not the plan. Graph that cannot be
 // exported: Unsupported, before anything is written. The write is atomic (core/util/atomic_file.h):
