@@ -3,6 +3,9 @@
 
 #include "cli/common.h"
 #include "core/export/onnx/onnx_exporter.h"
+#include "core/passes/constant_fold.h"
+#include "core/passes/dead_code_elimination.h"
+#include "core/passes/specialize_symbols.h"
 #include "core/export/plan_exporter.h"
 #include "core/util/atomic_file.h"
 
@@ -44,6 +47,20 @@ int RunExport(const ExportOptions& o) {
     spdlog::warn("the ONNX model is specialized on {} value(s) the program's control flow read ({}{}); "
                  "inputs that would change them take the recorded path anyway",
                  lg.graph.guards.size(), sites, lg.graph.guards.size() > 5 ? ", ..." : "");
+  }
+  {
+    // The ONNX exporter does not lower shape arithmetic yet: the model takes the recorded shapes
+    // (the warning above names the guards on them) and the ivytrace.sym.* ops go.
+    size_t replaced = 0;
+    st = SpecializeSymbols(&lg.graph, &replaced);
+    if (!st.ok()) return Fail("export", st, kExitUnsupported);
+    if (replaced) {
+      PassResult pr;
+      st = ConstantFold(PassOptions{}).Run(&lg.graph, &pr);
+      if (st.ok()) st = DeadCodeElimination().Run(&lg.graph, &pr);
+      if (!st.ok()) return Fail("export", st, kExitInternal);
+      lg.graph.Compact();
+    }
   }
   OnnxExportOptions oo;
   oo.opset = o.opset;
