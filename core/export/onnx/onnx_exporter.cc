@@ -3,6 +3,8 @@
 #include <set>
 
 #include "core/export/onnx/lowering_context.h"
+#include "core/export/onnx/lowering_table.h"
+#include "core/export/onnx/lowerings.h"
 #include "core/export/unsupported_ops.h"
 #include "core/ir/arg.h"
 #include "core/schema/binding.h"
@@ -136,18 +138,28 @@ onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
   return copy;
 }
 
-// Lowers one node through its schema's onnx entry.
+// Lowers one node: its schema's canonical op, after argument normalization, through the table.
 Status LowerNode(const Node& node, LoweringContext& ctx) {
-  if (!node.schema) return Status::Unsupported("not in schemas/: no ONNX lowering");
-  const v1::OnnxLowering& onnx = node.schema->onnx();
-  if (onnx.op_type().empty() && onnx.lowering().empty()) return Status::Unsupported("no ONNX lowering in schemas/");
+  if (!node.schema) return Status::Unsupported("not in schemas/: no canonical op, so no ONNX lowering");
+  if (node.schema->random()) {
+    return Status::Unsupported("a random op: ONNX export needs its draws baked (export --bake-generators)");
+  }
+  if (node.canonical().empty()) {
+    return Status::Unsupported("no canonical op in schemas/ (an opaque framework call), so no ONNX lowering");
+  }
   BoundCall call;
   Status st = BoundCall::Bind(node, &call);
   if (!st.ok()) return Status::Unsupported(st.message());
-  if (!onnx.op_type().empty()) return onnx_export::LowerOpType(node, call, ctx, onnx.op_type());
-  onnx_export::LoweringFn fn = onnx_export::FindLowering(onnx.lowering());
-  if (!fn) return Status::Unsupported("lowering '" + onnx.lowering() + "' is not implemented");
-  return fn(node, call, ctx);
+  std::string canonical;
+  IVY_RETURN_IF_ERROR(onnx_export::NormalizeCall(node, &call, &canonical));
+  const onnx_export::CanonicalLowering* row = onnx_export::FindCanonicalLowering(canonical);
+  if (!row) {
+    std::string_view why = onnx_export::RefusalReason(canonical);
+    return Status::Unsupported("canonical op '" + canonical + "' has no ONNX lowering" +
+                               (why.empty() ? std::string() : ": " + std::string(why)));
+  }
+  ctx.SetCanonical(canonical);
+  return row->fn(node, call, ctx);
 }
 
 }  // namespace
