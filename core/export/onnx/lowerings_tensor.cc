@@ -255,7 +255,6 @@ Status LowerMaskedFill(const Node& node, const BoundCall& call, LoweringContext&
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(TensorParam(call, "mask", &mask));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  if (node.writes) return Status::Unsupported("masked_fill_ writes in place");
   if (ctx.DType(mask) != v1::BOOL) return Status::Unsupported("the mask is not a bool tensor");
   const v1::DType dtype = ctx.DType(x);
   std::string value;

@@ -141,9 +141,6 @@ onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
 // Lowers one node: its schema's canonical op, after argument normalization, through the table.
 Status LowerNode(const Node& node, LoweringContext& ctx) {
   if (!node.schema) return Status::Unsupported("not in schemas/: no canonical op, so no ONNX lowering");
-  if (node.schema->random()) {
-    return Status::Unsupported("a random op: ONNX export needs its draws baked (export --bake-generators)");
-  }
   if (node.canonical().empty()) {
     return Status::Unsupported("no canonical op in schemas/ (an opaque framework call), so no ONNX lowering");
   }
@@ -153,6 +150,9 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
   std::string canonical;
   IVY_RETURN_IF_ERROR(onnx_export::NormalizeCall(node, &call, &canonical));
   const onnx_export::CanonicalLowering* row = onnx_export::FindCanonicalLowering(canonical);
+  if (!row && node.schema->random()) {
+    return Status::Unsupported("a random op: ONNX export needs its draws baked (export --bake-generators)");
+  }
   if (!row) {
     std::string_view why = onnx_export::RefusalReason(canonical);
     return Status::Unsupported("canonical op '" + canonical + "' has no ONNX lowering" +
