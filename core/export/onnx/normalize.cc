@@ -64,6 +64,15 @@ const std::vector<Rename>& Renames() {
       {"numpy", "full_like", "full_like", {{"fill_value", "value"}}},
       {"numpy", "pow", "pow", {{"other", "exponent"}}},
       {"numpy", "dot", "dot", {}},
+      {"numpy", "floor_divide", "div", {}},
+      // ufunc methods: np.add.reduce is sum, np.add.accumulate is cumsum, ...
+      {"numpy", "add_reduce", "sum", {}},
+      {"numpy", "mul_reduce", "prod", {}},
+      {"numpy", "maximum_reduce", "max", {}},
+      {"numpy", "minimum_reduce", "min", {}},
+      {"numpy", "logical_and_reduce", "all", {}},
+      {"numpy", "logical_or_reduce", "any", {}},
+      {"numpy", "add_accumulate", "cumsum", {}},
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
@@ -81,6 +90,14 @@ const std::vector<Rename>& Renames() {
       {"jax", "argmax", "argmax", {{"axes", "dim"}}},
       {"jax", "argmin", "argmin", {{"axes", "dim"}}},
       {"jax", "reshape", "reshape", {{"new_sizes", "shape"}}},
+      {"jax", "flip", "flip", {{"dimensions", "dims"}}},
+      {"jax", "stack", "stack", {{"operands", "tensors"}, {"axis", "dim"}}},
+      {"jax", "split", "split", {{"axis", "dim"}}},
+      {"jax", "unbind", "unbind", {{"axis", "dim"}}},
+      {"jax", "tile", "tile", {{"reps", "repeats"}}},
+      {"jax", "top_k", "top_k", {{"axis", "dim"}}},
+      {"jax", "all", "all", {{"axes", "dim"}}},
+      {"jax", "any", "any", {{"axes", "dim"}}},
       // torch spellings.
       {"torch", "matmul", "matmul", {{"mat2", "other"}}},
       {"torch", "outer", "outer", {{"vec2", "other"}}},
@@ -138,12 +155,18 @@ std::string NormalizedCanonical(const std::string& framework_op, const std::stri
 Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) {
   const std::string_view fw = FrameworkOf(node.op);
   *canonical = node.canonical();
+  // The first rule naming this op applies; then the framework's catch-all ("") renames.
+  const std::string original = *canonical;
   for (const Rename& r : Renames()) {
     if (!r.framework.empty() && r.framework != fw) continue;
-    if (!r.from.empty() && r.from != *canonical) continue;
-    if (!r.to.empty()) *canonical = std::string(r.to);
+    if (r.from.empty() || r.from != original) continue;
+    *canonical = std::string(r.to);
     for (const auto& [from, to] : r.params) RenameParam(call, from, to);
-    if (!r.from.empty()) break;  // a specific rule wins; the catch-all ("") runs only when none matched
+    break;
+  }
+  for (const Rename& r : Renames()) {
+    if (r.framework != fw || !r.from.empty()) continue;
+    for (const auto& [from, to] : r.params) RenameParam(call, from, to);
   }
 
   if (fw == "numpy") {
@@ -155,7 +178,7 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
   if (fw == "jax") {
     // Reductions and arg-reductions never keep dims; argmax's axes is a 1-tuple.
     if (*canonical == "sum" || *canonical == "max" || *canonical == "min" || *canonical == "prod" ||
-        *canonical == "argmax" || *canonical == "argmin") {
+        *canonical == "all" || *canonical == "any" || *canonical == "argmax" || *canonical == "argmin") {
       call->Set("keepdim", BoolArg(false));
     }
     if ((*canonical == "argmax" || *canonical == "argmin") && call->Get("dim")) {

@@ -164,6 +164,15 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
 
 }  // namespace
 
+std::vector<std::string> DescribeGuards(const Graph& graph) {
+  std::vector<std::string> out;
+  for (const auto& g : graph.guards) {
+    std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
+    out.push_back(g.op() + " at " + where + ": recorded " + ArgToString(g.observed(), true));
+  }
+  return out;
+}
+
 Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::ModelProto* model) {
   const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto range = versions.find(onnx::ONNX_DOMAIN);
@@ -172,8 +181,28 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     return Status::InvalidArgument("ONNX opset " + std::to_string(options.opset) + " is not supported (use " +
                                    std::to_string(kMinOpset) + ".." + std::to_string(max_opset) + ")");
   }
+  const std::vector<std::string> guards = DescribeGuards(graph);
+  if (!guards.empty() && !options.allow_specialized) {
+    std::string msg = "cannot export to ONNX: the graph is specialized on " + std::to_string(guards.size()) +
+                      " value(s) the program's control flow read, and an ONNX model cannot check them "
+                      "(inputs that change them would silently take the recorded path):";
+    for (const auto& g : guards) msg += "\n  " + g;
+    msg += "\npass --allow-specialized to export anyway: the guards are then written into the model's "
+           "metadata_props (ivytrace.guard.<i>)";
+    return Status::Unsupported(msg);
+  }
   model->Clear();
   model->set_ir_version(8);
+  for (size_t i = 0; i < guards.size(); ++i) {
+    auto* prop = model->add_metadata_props();
+    prop->set_key("ivytrace.guard." + std::to_string(i));
+    prop->set_value(guards[i]);
+  }
+  if (!guards.empty()) {
+    auto* prop = model->add_metadata_props();
+    prop->set_key("ivytrace.specialized");
+    prop->set_value(std::to_string(guards.size()) + " guard(s): the model is valid only for inputs that pass them");
+  }
   model->set_producer_name("ivytrace");
   model->set_producer_version(IVYTRACE_VERSION);
   auto* opset = model->add_opset_import();
