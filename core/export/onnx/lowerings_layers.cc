@@ -322,7 +322,9 @@ Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContex
     pads_begin.push_back(lo[d]);
     pads_end.push_back(hi[d]);
   }
-  cur = ctx.EmitTemp("Reshape", {cur, ctx.Int64s(pooled_shape)});
+  // Two non-pooled dims (NHWC, NCHW...) are ONNX's (N, C) as they are; others fold into C.
+  const bool fold = other.size() != 2;
+  if (fold) cur = ctx.EmitTemp("Reshape", {cur, ctx.Int64s(pooled_shape)});
   const bool is_max = ctx.canonical() == "reduce_window_max";
   const v1::DType d = ctx.DType(x);
   onnx::NodeProto* p = nullptr;
@@ -352,7 +354,7 @@ Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContex
   for (int64_t o : other) back.push_back(shape[o]);
   const auto& rshape = ctx.Shape(result);
   for (int64_t dd : spatial) back.push_back(rshape[dd]);
-  cur = ctx.EmitTemp("Reshape", {cur, ctx.Int64s(back)});
+  if (fold) cur = ctx.EmitTemp("Reshape", {cur, ctx.Int64s(back)});
   std::vector<int64_t> inverse(rank);
   for (int i = 0; i < rank; ++i) inverse[perm[i]] = i;
   auto* tb = ctx.Emit("Transpose", {cur}, {ctx.Out(result)});
@@ -372,11 +374,23 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
   std::iota(lhs_spec.begin(), lhs_spec.end(), 0);
   rhs_spec = out_spec = lhs_spec;
   if (!call.IsNone("dimension_numbers")) {
-    const v1::ArgList* dn = Items(call.Get("dimension_numbers"));
-    if (!dn || dn->items_size() != 3) {
-      return Status::Unsupported("dimension_numbers " + ArgToString(*call.Get("dimension_numbers"), true));
+    // A ConvDimensionNumbers: recorded as a dict (lhs_spec, rhs_spec, out_spec) or a 3-tuple.
+    const v1::Arg* dna = call.Get("dimension_numbers");
+    const v1::Arg* parts[3] = {nullptr, nullptr, nullptr};
+    if (dna->kind_case() == v1::Arg::kDict) {
+      const auto& dict = dna->dict();
+      for (int i = 0; i < dict.keys_size() && i < dict.values_size(); ++i) {
+        if (dict.keys(i) == "lhs_spec") parts[0] = &dict.values(i);
+        if (dict.keys(i) == "rhs_spec") parts[1] = &dict.values(i);
+        if (dict.keys(i) == "out_spec") parts[2] = &dict.values(i);
+      }
+    } else if (const v1::ArgList* dn = Items(dna); dn && dn->items_size() == 3) {
+      for (int i = 0; i < 3; ++i) parts[i] = &dn->items(i);
     }
-    auto l = AsIntList(dn->items(0)), r = AsIntList(dn->items(1)), o = AsIntList(dn->items(2));
+    if (!parts[0] || !parts[1] || !parts[2]) {
+      return Status::Unsupported("dimension_numbers " + ArgToString(*dna, true));
+    }
+    auto l = AsIntList(*parts[0]), r = AsIntList(*parts[1]), o = AsIntList(*parts[2]);
     if (!l || !r || !o) return Status::Unsupported("dimension_numbers are not permutations");
     lhs_spec = *l;
     rhs_spec = *r;

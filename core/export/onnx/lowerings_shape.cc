@@ -225,10 +225,10 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   SetAttr(n, "largest", int64_t{largest ? 1 : 0});
   SetAttr(n, "sorted", int64_t{1});
   if (c == "argsort") {
-    ctx.Emit("Identity", {indices}, {ctx.Out(results[0])});
+    ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[0]))}, {ctx.Out(results[0])});
   } else {
     ctx.Emit("Identity", {ctx.CastTo(values, d == v1::BOOL ? v1::INT32 : d, d)}, {ctx.Out(results[0])});
-    ctx.Emit("Identity", {indices}, {ctx.Out(results[1])});
+    ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
   }
   return Status::Ok();
 }

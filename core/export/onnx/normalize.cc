@@ -134,7 +134,7 @@ v1::Arg StrArg(std::string v) {
   return a;
 }
 
-const v1::ArgList* Items(const v1::Arg& a) {
+const v1::ArgList* Items(const v1::Arg& a) {  // NOLINT
   if (a.kind_case() == v1::Arg::kList) return &a.list();
   if (a.kind_case() == v1::Arg::kTuple) return &a.tuple();
   return nullptr;
@@ -227,6 +227,26 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
       call->Set("mode", StrArg(mode));
     }
     if (!call->Has("value")) call->Set("value", IntArg(0));
+  }
+  // lax.pad: padding_config ((lo, hi, interior) per axis) and a padding_value operand.
+  if (*canonical == "pad" && fw == "jax") {
+    const v1::ArgList* config = Items(*call->Get("padding_config"));
+    if (!config) return Status::Unsupported("padding_config is not a list");
+    v1::Arg flat;
+    for (const auto& it : config->items()) {
+      auto p = AsIntList(it);
+      if (!p || p->size() != 3) return Status::Unsupported("padding_config is not (lo, hi, interior) triples");
+      if ((*p)[2] != 0) return Status::Unsupported("lax.pad with interior padding");
+      flat.mutable_list()->add_items()->set_i((*p)[0]);
+      flat.mutable_list()->add_items()->set_i((*p)[1]);
+    }
+    call->Set("pad", flat);
+    call->Set("pad_per_axis", BoolArg(true));
+    call->Set("mode", StrArg("constant"));
+    if (const v1::Arg* v = call->Get("padding_value")) {
+      v1::Arg copy = *v;
+      call->Set("value", copy);
+    }
   }
   return Status::Ok();
 }
