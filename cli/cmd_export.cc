@@ -20,6 +20,7 @@ struct ExportOptions {
   int opset = 17;
   bool no_optimize = false;
   bool static_batch = false;
+  bool allow_specialized = false;
   PipelineFlags flags;
 };
 
@@ -37,22 +38,15 @@ int RunExport(const ExportOptions& o) {
     if (!st.ok()) return Fail("export", st, st.kind() == Status::Kind::kUnsupported ? kExitUnsupported : kExitOutput);
     return kExitOk;
   }
-  if (!lg.graph.guards.empty()) {
-    // ONNX has no way to check these; say so rather than export a silently specialized model.
-    std::string sites;
-    for (size_t i = 0; i < lg.graph.guards.size() && i < 5; ++i) {
-      const auto& g = lg.graph.guards[i];
-      sites += (i ? ", " : "") + g.op() + " at " + g.loc().file() + ":" + std::to_string(g.loc().line());
-    }
-    spdlog::warn("the ONNX model is specialized on {} value(s) the program's control flow read ({}{}); "
-                 "inputs that would change them take the recorded path anyway",
-                 lg.graph.guards.size(), sites, lg.graph.guards.size() > 5 ? ", ..." : "");
-  }
   {
+    // An ONNX model's inputs have fixed ranks: the guards on the inputs' ranks hold in it.
+    DropInputRankGuards(&lg.graph);
     // The ONNX exporter does not lower shape arithmetic yet: the model takes the recorded shapes
-    // (the warning above names the guards on them) and the ivytrace.sym.* ops go.
+    // and the ivytrace.sym.* ops go. The guards on such values stay in the list (refused below
+    // without --allow-specialized, else written into metadata_props).
     size_t replaced = 0;
-    st = SpecializeSymbols(&lg.graph, &replaced);
+    std::vector<v1::Guard> shape_guards;
+    st = SpecializeSymbols(&lg.graph, &replaced, &shape_guards);
     if (!st.ok()) return Fail("export", st, kExitUnsupported);
     if (replaced) {
       PassResult pr;
@@ -61,10 +55,19 @@ int RunExport(const ExportOptions& o) {
       if (!st.ok()) return Fail("export", st, kExitInternal);
       lg.graph.Compact();
     }
+    for (auto& g : shape_guards) {
+      g.clear_tensor();   // its value is gone from the graph; the guard is reported, not checked
+      lg.graph.guards.push_back(std::move(g));
+    }
   }
   OnnxExportOptions oo;
   oo.opset = o.opset;
   oo.dynamic_batch = !o.static_batch;
+  oo.allow_specialized = o.allow_specialized;
+  if (o.allow_specialized && !lg.graph.guards.empty()) {
+    spdlog::warn("the ONNX model is specialized on {} guard(s) (written into its metadata_props); inputs that "
+                 "would fail them take the recorded path anyway", lg.graph.guards.size());
+  }
   onnx::ModelProto model;
   st = ExportOnnx(lg.graph, oo, &model);
   if (!st.ok()) return Fail("export", st, kExitUnsupported);
@@ -91,6 +94,9 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_flag("--no-optimize", opts->no_optimize, "Export a trace's graph without running the default passes");
   AddPipelineFlags(sub, &opts->flags);
   sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
+  sub->add_flag("--allow-specialized", opts->allow_specialized,
+                "ONNX: export a graph that has guards (refused by default, exit 5); the guards go into the "
+                "model's metadata_props");
   sub->footer(kExitStatusHelp);
   sub->callback([opts, exit_code] { *exit_code = RunExport(*opts); });
 }

@@ -60,6 +60,7 @@ void SetupInspect(CLI::App& app, int* exit_code);
 void SetupOptimize(CLI::App& app, int* exit_code);
 void SetupViz(CLI::App& app, int* exit_code);
 void SetupExport(CLI::App& app, int* exit_code);
+void SetupOps(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
 
 }  // namespace ivytrace::cli

@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   SetupOptimize(app, &exit_code);
   SetupViz(app, &exit_code);
   SetupExport(app, &exit_code);
+  SetupOps(app, &exit_code);
   app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn); });
 
   try {

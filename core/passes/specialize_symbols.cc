@@ -49,7 +49,7 @@ Status Specialize(const Graph& g, v1::Arg* arg, size_t* replaced) {
 
 }  // namespace
 
-Status SpecializeSymbols(Graph* graph, size_t* replaced) {
+Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>* moved_guards) {
   *replaced = 0;
   for (Node& n : graph->nodes) {
     if (n.erased || n.op.rfind("ivytrace.sym.", 0) == 0) continue;
@@ -67,9 +67,23 @@ Status SpecializeSymbols(Graph* graph, size_t* replaced) {
   std::vector<v1::Guard> kept;
   for (auto& guard : graph->guards) {
     if (!IsSymbolic(*graph, guard.tensor().value())) kept.push_back(std::move(guard));
+    else moved_guards->push_back(std::move(guard));
   }
   graph->guards = std::move(kept);
   return Status::Ok();
+}
+
+void DropInputRankGuards(Graph* graph) {
+  std::vector<v1::Guard> kept;
+  for (auto& guard : graph->guards) {
+    const std::string& op = guard.op();
+    const ValueId v = guard.tensor().value();
+    const bool rank = (op.size() > 4 && op.compare(op.size() - 4, 4, ".dim") == 0) ||
+                      (op.size() > 5 && op.compare(op.size() - 5, 5, ".ndim") == 0);
+    if (rank && v < graph->values.size() && graph->values[v].kind == v1::INPUT) continue;
+    kept.push_back(std::move(guard));
+  }
+  graph->guards = std::move(kept);
 }
 
 }  // namespace ivytrace

@@ -1,5 +1,5 @@
 // Replaces every symbolic shape value (dtype SYM_INT/SYM_BOOL, made by ivytrace.sym.* ops) that a
-// node reads by the value it had while recording, and drops the guards on such values.
+// node reads by the value it had while recording, and moves the guards on such values out.
 //
 // For an exporter that cannot compute shapes from its inputs: what it writes is then specialized
 // on the recorded shapes, exactly as a graph without symbolic shapes was. The caller says so to the
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include "core/ir/graph.h"
 #include "core/util/status.h"
@@ -17,6 +18,11 @@ namespace ivytrace {
 
 // REQUIRES: every symbolic value a node reads has its OBSERVED record (the recorder writes one for
 // each). `*replaced` counts the arguments replaced.
-Status SpecializeSymbols(Graph* graph, size_t* replaced);
+// The guards on symbolic values are moved to `*moved_guards`.
+Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>* moved_guards);
+
+// Drops the guards on region inputs' ranks (op "<framework>.dim"/".ndim", recorded once a region
+// reads a shape): they hold by construction in an exported model whose inputs have fixed ranks.
+void DropInputRankGuards(Graph* graph);
 
 }  // namespace ivytrace

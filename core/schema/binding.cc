@@ -109,4 +109,17 @@ bool BoundCall::IsNone(std::string_view param) const {
   return !a || ::ivytrace::IsNone(*a);
 }
 
+void BoundCall::Set(std::string_view param, v1::Arg value) {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    if (names_[i] == param) {
+      values_[i] = std::move(value);
+      present_[i] = true;
+      return;
+    }
+  }
+  names_.emplace_back(param);
+  values_.push_back(std::move(value));
+  present_.push_back(true);
+}
+
 }  // namespace ivytrace

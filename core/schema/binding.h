@@ -30,6 +30,9 @@ class BoundCall {
   // The value id of a tensor parameter; nullopt when it is not a single tensor.
   std::optional<ValueId> Tensor(std::string_view param) const;
   bool IsNone(std::string_view param) const;
+  // Sets `param` to `value`, adding the parameter when the schema has none of that name. The ONNX
+  // exporter uses it to normalize a framework's arguments into the canonical op's parameters.
+  void Set(std::string_view param, v1::Arg value);
 
   const v1::OpSchema& schema() const { return *schema_; }
 

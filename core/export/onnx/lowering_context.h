@@ -2,8 +2,7 @@
 // the graph's values (dtype and recorded shape), the names they have in the ONNX graph, and
 // helpers to emit nodes, scalar and shape constants, and casts.
 //
-// Lowering functions are registered by name (the `onnx { lowering: "..." }` entries in schemas/);
-// `onnx { op_type: "..." }` entries go through the generic one-to-one lowering.
+// Lowering functions are keyed by canonical op in lowering_table.cc.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +53,9 @@ class LoweringContext {
   const Graph& graph() const { return graph_; }
   const OnnxExportOptions& options() const { return options_; }
   int opset() const { return options_.opset; }
+  // The canonical op of the node being lowered, after argument normalization (normalize.cc).
+  const std::string& canonical() const { return canonical_; }
+  void SetCanonical(std::string c) { canonical_ = std::move(c); }
   onnx::GraphProto* onnx_graph() { return out_; }
 
   // --- ivytrace values ---------------------------------------------------------------------
@@ -118,16 +120,10 @@ class LoweringContext {
   std::string scope_;
   std::string doc_;  // "<op> at <file>:<line>", on every ONNX node of the current ivytrace node
   Status error_;
+  std::string canonical_;
 };
 
 using LoweringFn = Status (*)(const Node&, const BoundCall&, LoweringContext&);
-
-// The lowering registered under `name` (a `lowering:` value in schemas/), or null.
-LoweringFn FindLowering(std::string_view name);
-// The generic lowering for `onnx { op_type: ... }`: the node's tensor parameters, in schema
-// order, become the ONNX node's inputs; its result tensors, its outputs.
-Status LowerOpType(const Node& node, const BoundCall& call, LoweringContext& ctx,
-                   const std::string& op_type);
 
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -10,36 +10,6 @@
 namespace ivytrace {
 namespace onnx_export {
 
-LoweringFn FindLowering(std::string_view name) {
-  static const std::pair<std::string_view, LoweringFn> kTable[] = {
-      {"binary", LowerBinary},
-      {"gelu", LowerGelu},
-      {"softmax", LowerSoftmax},
-      {"identity", LowerIdentity},
-      {"dropout", LowerDropout},
-      {"factory", LowerFactory},
-      {"linear", LowerLinear},
-      {"conv2d", LowerConv2d},
-      {"max_pool2d", LowerMaxPool2d},
-      {"avg_pool2d", LowerAvgPool2d},
-      {"adaptive_avg_pool2d", LowerAdaptiveAvgPool2d},
-      {"batch_norm", LowerBatchNorm},
-      {"layer_norm", LowerLayerNorm},
-      {"masked_fill", LowerMaskedFill},
-      {"flatten", LowerFlatten},
-      {"reshape", LowerReshape},
-      {"transpose", LowerTranspose},
-      {"permute", LowerPermute},
-      {"concat", LowerConcat},
-      {"getitem", LowerGetitem},
-      {"reduce", LowerReduce},
-  };
-  for (const auto& [n, fn] : kTable) {
-    if (n == name) return fn;
-  }
-  return nullptr;
-}
-
 // --- helpers -------------------------------------------------------------------------------------
 
 Status SingleResult(const Node& node, ValueId* out) {
@@ -86,33 +56,6 @@ std::optional<v1::DType> ArgDType(const v1::Arg& arg) {
     }
   }
   return std::nullopt;
-}
-
-// --- generic op_type -----------------------------------------------------------------------------
-
-Status LowerOpType(const Node& node, const BoundCall& call, LoweringContext& ctx,
-                   const std::string& op_type) {
-  std::vector<ValueId> results;
-  ForEachTensor(node.result, [&](const v1::TensorRef& r) { results.push_back(r.value()); });
-  if (results.empty()) return Status::Unsupported("the call returns no tensor");
-  // torch computes integer inputs of float ops (exp, sqrt, ...) in the default float dtype;
-  // ONNX wants the float type on the input.
-  const v1::DType out_dtype = results.size() == 1 ? ctx.DType(results[0]) : v1::DTYPE_UNSPECIFIED;
-  std::vector<std::string> inputs;
-  for (const auto& p : call.schema().param()) {
-    auto t = call.Tensor(p.name());
-    if (!t) continue;
-    std::string name = ctx.In(*t);
-    if (IsFloating(out_dtype) && !IsFloating(ctx.DType(*t))) {
-      name = ctx.CastTo(name, ctx.DType(*t), out_dtype);
-    }
-    inputs.push_back(name);
-  }
-  if (inputs.empty()) return Status::Unsupported("the call has no tensor inputs");
-  std::vector<std::string> outputs;
-  for (ValueId r : results) outputs.push_back(ctx.Out(r));
-  ctx.Emit(op_type, inputs, outputs);
-  return Status::Ok();
 }
 
 // --- binary arithmetic ---------------------------------------------------------------------------
@@ -163,7 +106,7 @@ Status Operand(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, double
 }  // namespace
 
 Status LowerBinary(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  const std::string& canonical = node.canonical();
+  const std::string& canonical = ctx.canonical();
   std::string op_type;
   if (canonical == "add") op_type = "Add";
   else if (canonical == "sub") op_type = "Sub";
@@ -276,7 +219,7 @@ Status LowerSoftmax(const Node& node, const BoundCall& call, LoweringContext& ct
     d = *want;
   }
   if (!IsFloating(d)) in = ctx.CastTo(in, d, ctx.DType(result));
-  auto* n = ctx.Emit(node.canonical() == "log_softmax" ? "LogSoftmax" : "Softmax", {in}, {ctx.Out(result)});
+  auto* n = ctx.Emit(ctx.canonical() == "log_softmax" ? "LogSoftmax" : "Softmax", {in}, {ctx.Out(result)});
   SetAttr(n, "axis", axis);
   return Status::Ok();
 }
@@ -348,7 +291,7 @@ Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ct
   } else if (ctx.DType(result) != v1::DTYPE_UNSPECIFIED) {
     dtype = ctx.DType(result);
   }
-  const std::string& canonical = node.canonical();
+  const std::string& canonical = ctx.canonical();
   if (canonical == "zeros" || canonical == "ones") {
     std::vector<int64_t> size;
     if (const v1::Arg* s = call.Get("size")) {
@@ -368,11 +311,19 @@ Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ct
     return Status::Ok();
   }
   if (canonical != "asarray") return Status::Unsupported("'factory' lowering does not know '" + canonical + "'");
+  // torch.tensor/np.asarray take `data`; t.numpy() its `input`; torch.from_numpy/as_tensor bind
+  // positionally (*args).
   const v1::Arg* data = call.Get("data");
-  if (!data) return Status::Unsupported("torch.tensor without data");
+  if (!data) data = call.Get("input");
+  if (!data) {
+    if (const v1::Arg* args = call.Get("args"); args && args->kind_case() == v1::Arg::kList && args->list().items_size() > 0) {
+      data = &args->list().items(0);
+    }
+  }
+  if (!data) return Status::Unsupported("asarray without data");
   if (data->kind_case() == v1::Arg::kTensor) {  // a copy
     ValueId src = data->tensor().value();
-    ctx.Emit("Identity", {ctx.CastTo(ctx.In(src), ctx.DType(src), dtype.value_or(ctx.DType(src)))},
+    ctx.Emit("Identity", {ctx.CastTo(ctx.In(src), ctx.DType(src), ctx.DType(result) != v1::DTYPE_UNSPECIFIED ? ctx.DType(result) : dtype.value_or(ctx.DType(src)))},
              {ctx.Out(result)});
     return Status::Ok();
   }

@@ -11,32 +11,79 @@
 namespace ivytrace {
 namespace onnx_export {
 
-// lowerings.cc: elementwise and simple ops.
-Status LowerBinary(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerGelu(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerSoftmax(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerIdentity(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerDropout(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ctx);
+#define IVY_LOWERING(name) Status name(const Node& node, const BoundCall& call, LoweringContext& ctx)
+// lowerings.cc: arithmetic, gelu, softmax, identity, dropout, constant data.
+IVY_LOWERING(LowerBinary);
+IVY_LOWERING(LowerGelu);
+IVY_LOWERING(LowerSoftmax);
+IVY_LOWERING(LowerIdentity);
+IVY_LOWERING(LowerDropout);
+IVY_LOWERING(LowerFactory);
+// lowerings_elementwise.cc
+IVY_LOWERING(LowerUnary);
+IVY_LOWERING(LowerActivation);
+IVY_LOWERING(LowerElementwiseBinary);
+IVY_LOWERING(LowerClip);
+IVY_LOWERING(LowerWhere);
+IVY_LOWERING(LowerSelectN);
+IVY_LOWERING(LowerCast);
+// lowerings_nn.cc
+IVY_LOWERING(LowerLinear);
+IVY_LOWERING(LowerAdaptiveAvgPool2d);
+IVY_LOWERING(LowerBatchNorm);
+IVY_LOWERING(LowerLayerNorm);
+// lowerings_layers.cc
+IVY_LOWERING(LowerMatmul);
+IVY_LOWERING(LowerAddmm);
+IVY_LOWERING(LowerEinsum);
+IVY_LOWERING(LowerDotGeneral);
+IVY_LOWERING(LowerConv);
+IVY_LOWERING(LowerPool);
+IVY_LOWERING(LowerReduceWindow);
+IVY_LOWERING(LowerConvGeneralDilated);
+IVY_LOWERING(LowerGroupNorm);
+IVY_LOWERING(LowerInstanceNorm);
+IVY_LOWERING(LowerRmsNorm);
+IVY_LOWERING(LowerNormalize);
+IVY_LOWERING(LowerPad);
+IVY_LOWERING(LowerInterpolate);
+IVY_LOWERING(LowerScaledDotProductAttention);
+// lowerings_tensor.cc
+IVY_LOWERING(LowerFlatten);
+IVY_LOWERING(LowerReshape);
+IVY_LOWERING(LowerTranspose);
+IVY_LOWERING(LowerPermute);
+IVY_LOWERING(LowerConcat);
+IVY_LOWERING(LowerGetitem);
+IVY_LOWERING(LowerMaskedFill);
+// lowerings_shape.cc
+IVY_LOWERING(LowerReduce);
+IVY_LOWERING(LowerVariance);
+IVY_LOWERING(LowerArgReduce);
+IVY_LOWERING(LowerCumsum);
+IVY_LOWERING(LowerTopK);
+IVY_LOWERING(LowerStack);
+IVY_LOWERING(LowerSplit);
+IVY_LOWERING(LowerSqueeze);
+IVY_LOWERING(LowerExpandDims);
+IVY_LOWERING(LowerBroadcastTo);
+IVY_LOWERING(LowerBroadcastInDim);
+IVY_LOWERING(LowerTile);
+IVY_LOWERING(LowerFlip);
+IVY_LOWERING(LowerSlice);
+IVY_LOWERING(LowerTake);
+IVY_LOWERING(LowerGather);
+IVY_LOWERING(LowerEmbedding);
+IVY_LOWERING(LowerTriangle);
+IVY_LOWERING(LowerFull);
+IVY_LOWERING(LowerArange);
+IVY_LOWERING(LowerIota);
+IVY_LOWERING(LowerOneHot);
+#undef IVY_LOWERING
 
-// lowerings_nn.cc: layers.
-Status LowerLinear(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerConv2d(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerMaxPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerBatchNorm(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerLayerNorm(const Node& node, const BoundCall& call, LoweringContext& ctx);
-
-// lowerings_tensor.cc: shape and indexing ops, reductions.
-Status LowerFlatten(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerTranspose(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerPermute(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx);
-Status LowerMaskedFill(const Node& node, const BoundCall& call, LoweringContext& ctx);
+// normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the
+// canonical op the lowering table is keyed by.
+Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical);
 
 // --- shared helpers ------------------------------------------------------------------------------
 // The node's single tensor result, or Unsupported.
@@ -47,6 +94,12 @@ Status TensorParam(const BoundCall& call, const char* param, ValueId* out);
 Status NormalizeAxis(int64_t axis, int rank, int64_t* out);
 // A dtype argument (torch.float32 as a dtype or a symbol); nullopt for None or anything else.
 std::optional<v1::DType> ArgDType(const v1::Arg& arg);
+// The dtype torch/NumPy promote tensor and number operands to.
+v1::DType PromotedDType(const LoweringContext& ctx, const std::vector<const v1::Arg*>& operands);
+// A tensor or Python-number operand as an ONNX value of `dtype`.
+Status OperandAs(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, std::string* out);
+// A 1-D initializer of `n` copies of `value`.
+std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtype, const char* hint);
 
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -27,35 +27,9 @@ Status EmitNchw(LoweringContext& ctx, const char* what, ValueId x, ValueId resul
   return Status::Unsupported(std::string(what) + " expects a 3-D or 4-D input, got rank " + std::to_string(rank));
 }
 
-Status IntPair(const BoundCall& call, const char* param, std::vector<int64_t>* out) {
-  auto l = call.IntList(param, 2);
-  if (!l || l->size() != 2) {
-    const v1::Arg* a = call.Get(param);
-    return Status::Unsupported(std::string(param) + "=" + (a ? ArgToString(*a, true) : "?") +
-                               " is not an int or a pair of ints");
-  }
-  *out = *l;
-  return Status::Ok();
-}
-
-// stride=None (or []) means stride = kernel_size for pooling.
-Status PoolStride(const BoundCall& call, const std::vector<int64_t>& kernel, std::vector<int64_t>* out) {
-  const v1::Arg* s = call.Get("stride");
-  if (!s || IsNone(*s)) {
-    *out = kernel;
-    return Status::Ok();
-  }
-  if (auto l = AsIntList(*s); l && l->empty()) {
-    *out = kernel;
-    return Status::Ok();
-  }
-  return IntPair(call, "stride", out);
-}
-
-// ONNX pads are [top, left, bottom, right].
-std::vector<int64_t> Pads(const std::vector<int64_t>& p) { return {p[0], p[1], p[0], p[1]}; }
-
 // Ones or zeros of shape [n], as a `dtype` initializer (batch_norm without weight or bias).
+}  // namespace
+
 std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtype, const char* hint) {
   onnx::TensorProto t;
   t.set_data_type(OnnxElemType(dtype));
@@ -65,8 +39,6 @@ std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtyp
   t.set_raw_data(raw);
   return ctx.AddInitializer(std::move(t), hint);
 }
-
-}  // namespace
 
 Status LowerLinear(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, w, result;
@@ -97,102 +69,6 @@ Status LowerLinear(const Node& node, const BoundCall& call, LoweringContext& ctx
     ctx.Emit("Add", {y, ctx.In(*b)}, {ctx.Out(result)});
   }
   return Status::Ok();
-}
-
-Status LowerConv2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  ValueId x, w, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &w));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  std::vector<int64_t> stride, dilation;
-  IVY_RETURN_IF_ERROR(IntPair(call, "stride", &stride));
-  IVY_RETURN_IF_ERROR(IntPair(call, "dilation", &dilation));
-  auto groups = call.Int("groups");
-  if (!groups) return Status::Unsupported("groups is not an int");
-  const auto& wshape = ctx.Shape(w);
-  if (wshape.size() != 4) return Status::Unsupported("conv2d weight of rank " + std::to_string(wshape.size()));
-  const std::vector<int64_t> kernel = {wshape[2], wshape[3]};
-
-  std::vector<int64_t> pads;
-  const v1::Arg* padding = call.Get("padding");
-  if (padding && padding->kind_case() == v1::Arg::kS) {
-    if (padding->s() == "valid") {
-      pads = {0, 0, 0, 0};
-    } else if (padding->s() == "same") {  // torch puts the odd pixel at the end
-      std::vector<int64_t> begin(2), end(2);
-      for (int i = 0; i < 2; ++i) {
-        int64_t total = dilation[i] * (kernel[i] - 1);
-        begin[i] = total / 2;
-        end[i] = total - begin[i];
-      }
-      pads = {begin[0], begin[1], end[0], end[1]};
-    } else {
-      return Status::Unsupported("conv2d padding='" + padding->s() + "'");
-    }
-  } else {
-    std::vector<int64_t> p;
-    IVY_RETURN_IF_ERROR(IntPair(call, "padding", &p));
-    pads = Pads(p);
-  }
-  std::vector<std::string> ins = {"", ctx.In(w)};
-  if (!call.IsNone("bias")) {
-    auto b = call.Tensor("bias");
-    if (!b) return Status::Unsupported("conv2d bias is not a tensor");
-    ins.push_back(ctx.In(*b));
-  }
-  return EmitNchw(ctx, "conv2d", x, result, [&](const std::string& in, const std::string& out) {
-    ins[0] = in;
-    auto* n = ctx.Emit("Conv", ins, {out});
-    SetAttr(n, "kernel_shape", kernel);
-    SetAttr(n, "strides", stride);
-    SetAttr(n, "pads", pads);
-    SetAttr(n, "dilations", dilation);
-    SetAttr(n, "group", *groups);
-  });
-}
-
-Status LowerMaxPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (call.Bool("return_indices").value_or(false)) {
-    return Status::Unsupported("max_pool2d with return_indices=True");
-  }
-  ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  std::vector<int64_t> kernel, stride, padding, dilation;
-  IVY_RETURN_IF_ERROR(IntPair(call, "kernel_size", &kernel));
-  IVY_RETURN_IF_ERROR(PoolStride(call, kernel, &stride));
-  IVY_RETURN_IF_ERROR(IntPair(call, "padding", &padding));
-  IVY_RETURN_IF_ERROR(IntPair(call, "dilation", &dilation));
-  const bool ceil_mode = call.Bool("ceil_mode").value_or(false);
-  return EmitNchw(ctx, "max_pool2d", x, result, [&](const std::string& in, const std::string& out) {
-    auto* n = ctx.Emit("MaxPool", {in}, {out});
-    SetAttr(n, "kernel_shape", kernel);
-    SetAttr(n, "strides", stride);
-    SetAttr(n, "pads", Pads(padding));
-    SetAttr(n, "dilations", dilation);
-    SetAttr(n, "ceil_mode", int64_t{ceil_mode ? 1 : 0});
-  });
-}
-
-Status LowerAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (!call.IsNone("divisor_override")) return Status::Unsupported("avg_pool2d with divisor_override");
-  ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  std::vector<int64_t> kernel, stride, padding;
-  IVY_RETURN_IF_ERROR(IntPair(call, "kernel_size", &kernel));
-  IVY_RETURN_IF_ERROR(PoolStride(call, kernel, &stride));
-  IVY_RETURN_IF_ERROR(IntPair(call, "padding", &padding));
-  const bool ceil_mode = call.Bool("ceil_mode").value_or(false);
-  const bool include_pad = call.Bool("count_include_pad").value_or(true);
-  return EmitNchw(ctx, "avg_pool2d", x, result, [&](const std::string& in, const std::string& out) {
-    auto* n = ctx.Emit("AveragePool", {in}, {out});
-    SetAttr(n, "kernel_shape", kernel);
-    SetAttr(n, "strides", stride);
-    SetAttr(n, "pads", Pads(padding));
-    SetAttr(n, "ceil_mode", int64_t{ceil_mode ? 1 : 0});
-    SetAttr(n, "count_include_pad", int64_t{include_pad ? 1 : 0});
-  });
 }
 
 Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {

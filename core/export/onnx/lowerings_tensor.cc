@@ -249,59 +249,12 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   return Status::Ok();
 }
 
-Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  const std::string& canonical = node.canonical();
-  if (canonical != "sum" && canonical != "mean") {
-    return Status::Unsupported("'reduce' lowering does not know canonical op '" + canonical + "'");
-  }
-  const int rank = ctx.Rank(x);
-  std::vector<int64_t> axes;  // empty = all
-  if (!call.IsNone("dim")) {
-    auto dims = call.IntList("dim");
-    if (!dims) return Status::Unsupported("dim " + ArgToString(*call.Get("dim"), true));
-    if (rank > 0) {
-      for (int64_t dim : *dims) {
-        int64_t a;
-        IVY_RETURN_IF_ERROR(NormalizeAxis(dim, rank, &a));
-        axes.push_back(a);
-      }
-    }
-    std::sort(axes.begin(), axes.end());
-    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  }
-  const bool keepdim = call.Bool("keepdim").value_or(false);
-  std::string in = ctx.In(x);
-  v1::DType d = ctx.DType(x);
-  if (!call.IsNone("dtype")) {
-    auto want = ArgDType(*call.Get("dtype"));
-    if (!want) return Status::Unsupported("dtype " + ArgToString(*call.Get("dtype"), true));
-    in = ctx.CastTo(in, d, *want);
-    d = *want;
-  }
-  in = ctx.CastTo(in, d, ctx.DType(result));  // e.g. sum of int32/bool gives int64
-  if (rank == 0) {
-    ctx.Emit("Identity", {in}, {ctx.Out(result)});
-    return Status::Ok();
-  }
-  const bool axes_as_input = canonical == "sum" ? ctx.opset() >= 13 : ctx.opset() >= 18;
-  std::vector<std::string> ins = {in};
-  if (axes_as_input && !axes.empty()) ins.push_back(ctx.Int64s(axes));
-  auto* n = ctx.Emit(canonical == "sum" ? "ReduceSum" : "ReduceMean", ins, {ctx.Out(result)});
-  if (!axes_as_input && !axes.empty()) SetAttr(n, "axes", axes);
-  SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
-  return Status::Ok();
-}
-
 // masked_fill(x, mask, value) -> Where(mask, value, x); value a number or a rank-0 tensor.
 Status LowerMaskedFill(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, mask, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(TensorParam(call, "mask", &mask));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  if (node.writes) return Status::Unsupported("masked_fill_ writes in place");
   if (ctx.DType(mask) != v1::BOOL) return Status::Unsupported("the mask is not a bool tensor");
   const v1::DType dtype = ctx.DType(x);
   std::string value;

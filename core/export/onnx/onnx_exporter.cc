@@ -3,6 +3,8 @@
 #include <set>
 
 #include "core/export/onnx/lowering_context.h"
+#include "core/export/onnx/lowering_table.h"
+#include "core/export/onnx/lowerings.h"
 #include "core/export/unsupported_ops.h"
 #include "core/ir/arg.h"
 #include "core/schema/binding.h"
@@ -136,21 +138,40 @@ onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
   return copy;
 }
 
-// Lowers one node through its schema's onnx entry.
+// Lowers one node: its schema's canonical op, after argument normalization, through the table.
 Status LowerNode(const Node& node, LoweringContext& ctx) {
-  if (!node.schema) return Status::Unsupported("not in schemas/: no ONNX lowering");
-  const v1::OnnxLowering& onnx = node.schema->onnx();
-  if (onnx.op_type().empty() && onnx.lowering().empty()) return Status::Unsupported("no ONNX lowering in schemas/");
+  if (!node.schema) return Status::Unsupported("not in schemas/: no canonical op, so no ONNX lowering");
+  if (node.canonical().empty()) {
+    return Status::Unsupported("no canonical op in schemas/ (an opaque framework call), so no ONNX lowering");
+  }
   BoundCall call;
   Status st = BoundCall::Bind(node, &call);
   if (!st.ok()) return Status::Unsupported(st.message());
-  if (!onnx.op_type().empty()) return onnx_export::LowerOpType(node, call, ctx, onnx.op_type());
-  onnx_export::LoweringFn fn = onnx_export::FindLowering(onnx.lowering());
-  if (!fn) return Status::Unsupported("lowering '" + onnx.lowering() + "' is not implemented");
-  return fn(node, call, ctx);
+  std::string canonical;
+  IVY_RETURN_IF_ERROR(onnx_export::NormalizeCall(node, &call, &canonical));
+  const onnx_export::CanonicalLowering* row = onnx_export::FindCanonicalLowering(canonical);
+  if (!row && node.schema->random()) {
+    return Status::Unsupported("a random op: ONNX export needs its draws baked (export --bake-generators)");
+  }
+  if (!row) {
+    std::string_view why = onnx_export::RefusalReason(canonical);
+    return Status::Unsupported("canonical op '" + canonical + "' has no ONNX lowering" +
+                               (why.empty() ? std::string() : ": " + std::string(why)));
+  }
+  ctx.SetCanonical(canonical);
+  return row->fn(node, call, ctx);
 }
 
 }  // namespace
+
+std::vector<std::string> DescribeGuards(const Graph& graph) {
+  std::vector<std::string> out;
+  for (const auto& g : graph.guards) {
+    std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
+    out.push_back(g.op() + " at " + where + ": recorded " + ArgToString(g.observed(), true));
+  }
+  return out;
+}
 
 Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::ModelProto* model) {
   const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
@@ -160,8 +181,28 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     return Status::InvalidArgument("ONNX opset " + std::to_string(options.opset) + " is not supported (use " +
                                    std::to_string(kMinOpset) + ".." + std::to_string(max_opset) + ")");
   }
+  const std::vector<std::string> guards = DescribeGuards(graph);
+  if (!guards.empty() && !options.allow_specialized) {
+    std::string msg = "cannot export to ONNX: the graph is specialized on " + std::to_string(guards.size()) +
+                      " value(s) the program's control flow read, and an ONNX model cannot check them "
+                      "(inputs that change them would silently take the recorded path):";
+    for (const auto& g : guards) msg += "\n  " + g;
+    msg += "\npass --allow-specialized to export anyway: the guards are then written into the model's "
+           "metadata_props (ivytrace.guard.<i>)";
+    return Status::Unsupported(msg);
+  }
   model->Clear();
   model->set_ir_version(8);
+  for (size_t i = 0; i < guards.size(); ++i) {
+    auto* prop = model->add_metadata_props();
+    prop->set_key("ivytrace.guard." + std::to_string(i));
+    prop->set_value(guards[i]);
+  }
+  if (!guards.empty()) {
+    auto* prop = model->add_metadata_props();
+    prop->set_key("ivytrace.specialized");
+    prop->set_value(std::to_string(guards.size()) + " guard(s): the model is valid only for inputs that pass them");
+  }
   model->set_producer_name("ivytrace");
   model->set_producer_version(IVYTRACE_VERSION);
   auto* opset = model->add_opset_import();

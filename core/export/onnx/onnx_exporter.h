@@ -8,6 +8,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/ir/graph.h"
 #include "core/util/status.h"
@@ -18,7 +19,14 @@ namespace ivytrace {
 struct OnnxExportOptions {
   int opset = 17;            // libonnx 1.12's checker knows opsets up to 17
   bool dynamic_batch = true; // first dimension of inputs/outputs is symbolic ("batch")
+  // A graph with guards (values the program's control flow read) is specialized on them, and
+  // an ONNX model cannot check them: refused unless this is set; then each guard is written into
+  // the model's metadata_props as "ivytrace.guard.<i>" = "<op> at <file>:<line>: recorded <value>".
+  bool allow_specialized = false;
 };
+
+// One line per guard: "<op> at <file>:<line>: recorded <value>".
+std::vector<std::string> DescribeGuards(const Graph& graph);
 
 // Lowers `graph` into `model` and runs onnx::checker::check_model on the result.
 // When some ops cannot be lowered, returns Unsupported whose message lists every such op with

@@ -1,0 +1,230 @@
+// THE table of ONNX lowerings, keyed by canonical op. One row per canonical op, alphabetical.
+//
+// A framework op exports when its schema (schemas/<framework>.textproto) names a canonical op
+// that has a row here: torch, NumPy and JAX share every row, so a new framework op that maps onto
+// an existing canonical op needs no C++. Before the row's function runs, normalize.cc renames the
+// framework's arguments into the canonical op's parameters (NumPy's axis/keepdims, JAX's axes,
+// ...). To find how `foo` lowers: search this file for `{"foo"`, or run `ivytrace ops --json`.
+//
+// `onnx` says which ONNX ops the lowering emits, for people and for `ivytrace ops`; the function
+// is the truth. Canonical ops that are deliberately absent (random ops, in-place index writes,
+// ops ONNX opset 17 cannot express) are refused by the exporter with the reason in `kRefused`.
+#include "core/export/onnx/lowering_table.h"
+
+#include <algorithm>
+
+#include "core/export/onnx/lowerings.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+// clang-format off
+const CanonicalLowering kTable[] = {
+    {"abs",                          "Abs",                          LowerUnary},
+    {"acos",                         "Acos",                         LowerUnary},
+    {"acosh",                        "Acosh",                        LowerUnary},
+    {"adaptive_avg_pool2d",          "GlobalAveragePool|AveragePool", LowerAdaptiveAvgPool2d},
+    {"add",                          "Add",                          LowerBinary},
+    {"addmm",                        "MatMul+Mul+Add",               LowerAddmm},
+    {"all",                          "ReduceMin",                    LowerReduce},
+    {"any",                          "ReduceMax",                    LowerReduce},
+    {"arange",                       "Range",                        LowerArange},
+    {"argmax",                       "ArgMax",                       LowerArgReduce},
+    {"argmin",                       "ArgMin",                       LowerArgReduce},
+    {"argsort",                      "TopK",                         LowerTopK},
+    {"asarray",                      "Constant|Identity",            LowerFactory},
+    {"asin",                         "Asin",                         LowerUnary},
+    {"asinh",                        "Asinh",                        LowerUnary},
+    {"atan",                         "Atan",                         LowerUnary},
+    {"atanh",                        "Atanh",                        LowerUnary},
+    {"avg_pool1d",                   "AveragePool",                  LowerPool},
+    {"avg_pool2d",                   "AveragePool",                  LowerPool},
+    {"avg_pool3d",                   "AveragePool",                  LowerPool},
+    {"batch_norm",                   "BatchNormalization",           LowerBatchNorm},
+    {"bitwise_and",                  "And (bool)",                   LowerElementwiseBinary},
+    {"bitwise_not",                  "Not (bool)",                   LowerUnary},
+    {"bitwise_or",                   "Or (bool)",                    LowerElementwiseBinary},
+    {"bitwise_xor",                  "Xor (bool)",                   LowerElementwiseBinary},
+    {"broadcast_in_dim",             "Unsqueeze+Expand",             LowerBroadcastInDim},
+    {"broadcast_to",                 "Expand",                       LowerBroadcastTo},
+    {"cast",                         "Cast",                         LowerCast},
+    {"ceil",                         "Ceil",                         LowerUnary},
+    {"chunk",                        "Split",                        LowerSplit},
+    {"clip",                         "Max+Min",                      LowerClip},
+    {"concat",                       "Concat",                       LowerConcat},
+    {"contiguous",                   "Identity",                     LowerUnary},
+    {"conv1d",                       "Conv",                         LowerConv},
+    {"conv2d",                       "Conv",                         LowerConv},
+    {"conv3d",                       "Conv",                         LowerConv},
+    {"conv_general_dilated",         "Transpose+Conv",               LowerConvGeneralDilated},
+    {"conv_transpose1d",             "ConvTranspose",                LowerConv},
+    {"conv_transpose2d",             "ConvTranspose",                LowerConv},
+    {"conv_transpose3d",             "ConvTranspose",                LowerConv},
+    {"cos",                          "Cos",                          LowerUnary},
+    {"cosh",                         "Cosh",                         LowerUnary},
+    {"cumsum",                       "CumSum",                       LowerCumsum},
+    {"div",                          "Div",                          LowerBinary},
+    {"dot",                          "MatMul",                       LowerMatmul},
+    {"dot_general",                  "Einsum",                       LowerDotGeneral},
+    {"dropout",                      "Identity (inference)",         LowerDropout},
+    {"einsum",                       "Einsum",                       LowerEinsum},
+    {"elu",                          "Elu",                          LowerActivation},
+    {"embedding",                    "Gather",                       LowerEmbedding},
+    {"equal",                        "Equal",                        LowerElementwiseBinary},
+    {"erf",                          "Erf",                          LowerUnary},
+    {"exp",                          "Exp",                          LowerUnary},
+    {"exp2",                         "Pow",                          LowerUnary},
+    {"expand_dims",                  "Unsqueeze",                    LowerExpandDims},
+    {"expm1",                        "Exp+Sub",                      LowerUnary},
+    {"flatten",                      "Flatten|Reshape",              LowerFlatten},
+    {"flip",                         "Slice",                        LowerFlip},
+    {"floor",                        "Floor",                        LowerUnary},
+    {"fmax",                         "Max",                          LowerElementwiseBinary},
+    {"fmin",                         "Min",                          LowerElementwiseBinary},
+    {"fmod",                         "Mod(fmod=1)",                  LowerElementwiseBinary},
+    {"frac",                         "Sub(x, trunc x)",              LowerUnary},
+    {"full",                         "ConstantOfShape",              LowerFull},
+    {"full_like",                    "Shape+ConstantOfShape",        LowerFull},
+    {"gather",                       "GatherElements",               LowerGather},
+    {"gelu",                         "Erf|Tanh decomposition",       LowerGelu},
+    {"getitem",                      "Slice+Squeeze+Unsqueeze|Gather", LowerGetitem},
+    {"greater",                      "Greater",                      LowerElementwiseBinary},
+    {"greater_equal",                "GreaterOrEqual",               LowerElementwiseBinary},
+    {"group_norm",                   "Reshape+ReduceMean decomposition", LowerGroupNorm},
+    {"hardsigmoid",                  "HardSigmoid",                  LowerUnary},
+    {"hardswish",                    "HardSwish",                    LowerUnary},
+    {"hardtanh",                     "Max+Min",                      LowerActivation},
+    {"hypot",                        "Sqrt(a*a+b*b)",                LowerElementwiseBinary},
+    {"identity",                     "Identity",                     LowerUnary},
+    {"instance_norm",                "InstanceNormalization",        LowerInstanceNorm},
+    {"interpolate",                  "Resize",                       LowerInterpolate},
+    {"iota",                         "Range+Expand",                 LowerIota},
+    {"isfinite",                     "Not(IsNaN or IsInf)",          LowerUnary},
+    {"isinf",                        "IsInf",                        LowerUnary},
+    {"isnan",                        "IsNaN",                        LowerUnary},
+    {"layer_norm",                   "LayerNormalization",           LowerLayerNorm},
+    {"leaky_relu",                   "LeakyRelu",                    LowerActivation},
+    {"less",                         "Less",                         LowerElementwiseBinary},
+    {"less_equal",                   "LessOrEqual",                  LowerElementwiseBinary},
+    {"linear",                       "Gemm|MatMul+Add",              LowerLinear},
+    {"log",                          "Log",                          LowerUnary},
+    {"log10",                        "Log+Div",                      LowerUnary},
+    {"log1p",                        "Add+Log",                      LowerUnary},
+    {"log2",                         "Log+Div",                      LowerUnary},
+    {"log_sigmoid",                  "Neg+Softplus+Neg",             LowerUnary},
+    {"log_softmax",                  "LogSoftmax",                   LowerSoftmax},
+    {"logical_and",                  "And",                          LowerElementwiseBinary},
+    {"logical_not",                  "Not",                          LowerUnary},
+    {"logical_or",                   "Or",                           LowerElementwiseBinary},
+    {"logical_xor",                  "Xor",                          LowerElementwiseBinary},
+    {"masked_fill",                  "Where",                        LowerMaskedFill},
+    {"matmul",                       "MatMul",                       LowerMatmul},
+    {"max",                          "ReduceMax",                    LowerReduce},
+    {"max_pool1d",                   "MaxPool",                      LowerPool},
+    {"max_pool2d",                   "MaxPool",                      LowerPool},
+    {"max_pool3d",                   "MaxPool",                      LowerPool},
+    {"maximum",                      "Max",                          LowerElementwiseBinary},
+    {"mean",                         "ReduceMean",                   LowerReduce},
+    {"min",                          "ReduceMin",                    LowerReduce},
+    {"minimum",                      "Min",                          LowerElementwiseBinary},
+    {"mish",                         "Softplus+Tanh+Mul",            LowerUnary},
+    {"mul",                          "Mul",                          LowerBinary},
+    {"negative",                     "Neg",                          LowerUnary},
+    {"normalize",                    "ReduceL1|ReduceL2+Max+Div",    LowerNormalize},
+    {"not_equal",                    "Not(Equal)",                   LowerElementwiseBinary},
+    {"one_hot",                      "OneHot",                       LowerOneHot},
+    {"ones",                         "ConstantOfShape",              LowerFactory},
+    {"ones_like",                    "Shape+ConstantOfShape",        LowerFull},
+    {"outer",                        "Reshape+Mul",                  LowerMatmul},
+    {"pad",                          "Pad|Slice+Concat (circular)",  LowerPad},
+    {"permute_dims",                 "Transpose",                    LowerPermute},
+    {"positive",                     "Identity",                     LowerUnary},
+    {"pow",                          "Pow",                          LowerBinary},
+    {"prod",                         "ReduceProd",                   LowerReduce},
+    {"reciprocal",                   "Reciprocal",                   LowerUnary},
+    {"reduce_window_max",            "Transpose+MaxPool",            LowerReduceWindow},
+    {"reduce_window_sum",            "Transpose+AveragePool*n",      LowerReduceWindow},
+    {"relu",                         "Relu",                         LowerUnary},
+    {"relu6",                        "Max+Min",                      LowerUnary},
+    {"remainder",                    "Mod|Floor decomposition",      LowerElementwiseBinary},
+    {"reshape",                      "Reshape",                      LowerReshape},
+    {"rms_norm",                     "ReduceMean+Sqrt decomposition", LowerRmsNorm},
+    {"round",                        "Round",                        LowerUnary},
+    {"rsqrt",                        "Sqrt+Reciprocal",              LowerUnary},
+    {"scaled_dot_product_attention", "MatMul+Softmax+MatMul (+Trilu mask)", LowerScaledDotProductAttention},
+    {"select_n",                     "Where",                        LowerSelectN},
+    {"sigmoid",                      "Sigmoid",                      LowerUnary},
+    {"sign",                         "Sign",                         LowerUnary},
+    {"silu",                         "Sigmoid+Mul",                  LowerUnary},
+    {"sin",                          "Sin",                          LowerUnary},
+    {"sinh",                         "Sinh",                         LowerUnary},
+    {"slice",                        "Slice",                        LowerSlice},
+    {"softmax",                      "Softmax",                      LowerSoftmax},
+    {"softplus",                     "Softplus+Where",               LowerActivation},
+    {"sort",                         "TopK",                         LowerTopK},
+    {"split",                        "Split",                        LowerSplit},
+    {"sqrt",                         "Sqrt",                         LowerUnary},
+    {"square",                       "Mul",                          LowerUnary},
+    {"squeeze",                      "Squeeze",                      LowerSqueeze},
+    {"stack",                        "Unsqueeze+Concat",             LowerStack},
+    {"std",                          "ReduceMean+ReduceSum+Sqrt",    LowerVariance},
+    {"sub",                          "Sub",                          LowerBinary},
+    {"sum",                          "ReduceSum",                    LowerReduce},
+    {"take",                         "Gather",                       LowerTake},
+    {"tan",                          "Tan",                          LowerUnary},
+    {"tanh",                         "Tanh",                         LowerUnary},
+    {"tile",                         "Tile",                         LowerTile},
+    {"top_k",                        "TopK",                         LowerTopK},
+    {"transpose",                    "Transpose",                    LowerTranspose},
+    {"tril",                         "Trilu",                        LowerTriangle},
+    {"triu",                         "Trilu",                        LowerTriangle},
+    {"trunc",                        "Sign*Floor(Abs)",              LowerUnary},
+    {"unbind",                       "Split+Squeeze",                LowerSplit},
+    {"var",                          "ReduceMean+ReduceSum",         LowerVariance},
+    {"where",                        "Where",                        LowerWhere},
+    {"zeros",                        "ConstantOfShape",              LowerFactory},
+    {"zeros_like",                   "Shape+ConstantOfShape",        LowerFull},
+};
+// clang-format on
+
+// Canonical ops with no row above, and why: shown by the exporter and `ivytrace ops`.
+const std::pair<std::string_view, std::string_view> kRefused[] = {
+    {"setitem", "an in-place index write (x[i] = v) is not lowered yet; rewrite as torch.where or index_put"},
+    {"copy", "an in-place copy_ into an existing tensor is not lowered yet"},
+    {"random_uniform", "a random op: bake its draws (optimize/export --bake-generators) to export"},
+    {"random_normal", "a random op: bake its draws (optimize/export --bake-generators) to export"},
+    {"random_integers", "a random op: bake its draws (optimize/export --bake-generators) to export"},
+    {"scatter", "lax.scatter (general scatter dimension numbers) has no lowering yet"},
+    {"scatter_add", "lax.scatter_add (general scatter dimension numbers) has no lowering yet"},
+};
+
+}  // namespace
+
+const CanonicalLowering* FindCanonicalLowering(std::string_view canonical) {
+  auto it = std::lower_bound(std::begin(kTable), std::end(kTable), canonical,
+                             [](const CanonicalLowering& row, std::string_view c) { return row.canonical < c; });
+  if (it == std::end(kTable) || it->canonical != canonical) return nullptr;
+  return &*it;
+}
+
+std::span<const CanonicalLowering> AllCanonicalLowerings() { return kTable; }
+
+std::string_view RefusalReason(std::string_view canonical) {
+  for (const auto& [c, why] : kRefused) {
+    if (c == canonical) return why;
+  }
+  return {};
+}
+
+bool TableIsSorted() {
+  return std::is_sorted(std::begin(kTable), std::end(kTable),
+                        [](const CanonicalLowering& a, const CanonicalLowering& b) { return a.canonical < b.canonical; }) &&
+         std::adjacent_find(std::begin(kTable), std::end(kTable), [](const CanonicalLowering& a, const CanonicalLowering& b) {
+           return a.canonical == b.canonical;
+         }) == std::end(kTable);
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

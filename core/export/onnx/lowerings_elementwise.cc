@@ -1,0 +1,338 @@
+// Elementwise lowerings: unary math and activations (one ONNX op or a short decomposition),
+// binary ops with broadcasting and Python-number operands (comparisons, logical, min/max,
+// remainder), clip, where, casts.
+#include <cmath>
+
+#include "core/export/onnx/lowerings.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+std::string F(LoweringContext& ctx, double v, v1::DType d) { return ctx.Scalar(Number::Float(v), d); }
+
+}  // namespace
+
+// --- helpers shared with other files ---------------------------------------------------------------
+
+v1::DType PromotedDType(const LoweringContext& ctx, const std::vector<const v1::Arg*>& operands) {
+  v1::DType tensor_dtype = v1::DTYPE_UNSPECIFIED;
+  bool float_scalar = false, tensor_rank0_only = true;
+  v1::DType rank0_dtype = v1::DTYPE_UNSPECIFIED;
+  for (const v1::Arg* arg : operands) {
+    if (!arg) continue;
+    if (arg->kind_case() == v1::Arg::kTensor) {
+      const ValueId v = arg->tensor().value();
+      const v1::DType d = ctx.DType(v);
+      // torch: a 0-d tensor does not promote a higher-rank tensor of the same kind.
+      if (ctx.Rank(v) == 0) {
+        if (rank0_dtype == v1::DTYPE_UNSPECIFIED || (IsFloating(d) && !IsFloating(rank0_dtype))) rank0_dtype = d;
+        continue;
+      }
+      tensor_rank0_only = false;
+      if (tensor_dtype == v1::DTYPE_UNSPECIFIED || (IsFloating(d) && !IsFloating(tensor_dtype)) ||
+          (tensor_dtype == v1::BOOL && d != v1::BOOL) ||
+          (IsFloating(d) == IsFloating(tensor_dtype) && DTypeSize(d) > DTypeSize(tensor_dtype))) {
+        tensor_dtype = d;
+      }
+    } else if (arg->kind_case() == v1::Arg::kF) {
+      float_scalar = true;
+    }
+  }
+  if (tensor_rank0_only) tensor_dtype = rank0_dtype;
+  else if (rank0_dtype != v1::DTYPE_UNSPECIFIED && IsFloating(rank0_dtype) && !IsFloating(tensor_dtype)) {
+    tensor_dtype = rank0_dtype;
+  }
+  if (!IsFloating(tensor_dtype) && float_scalar) return v1::FLOAT32;
+  return tensor_dtype;
+}
+
+Status OperandAs(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, std::string* out) {
+  if (arg.kind_case() == v1::Arg::kTensor) {
+    const ValueId v = arg.tensor().value();
+    *out = ctx.CastTo(ctx.In(v), ctx.DType(v), dtype);
+    return Status::Ok();
+  }
+  if (arg.kind_case() == v1::Arg::kF) {
+    *out = ctx.Scalar(Number::Float(arg.f()), dtype);
+    return Status::Ok();
+  }
+  if (auto i = AsInt(arg)) {
+    *out = ctx.Scalar(IsFloating(dtype) ? Number::Float(static_cast<double>(*i)) : Number::Int(*i), dtype);
+    return Status::Ok();
+  }
+  return Status::Unsupported("operand " + ArgToString(arg, true) + " is neither a tensor nor a number");
+}
+
+// --- unary ------------------------------------------------------------------------------------------
+
+Status LowerUnary(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  const v1::DType rd = ctx.DType(result);
+  std::string in = ctx.In(x);
+  v1::DType d = ctx.DType(x);
+  // Predicates read the input as it is; everything else computes in the result's dtype
+  // (torch.exp of an int tensor is float).
+  const bool predicate = c == "isnan" || c == "isinf" || c == "isfinite" || c == "logical_not";
+  if (!predicate && rd != v1::DTYPE_UNSPECIFIED && rd != d) {
+    in = ctx.CastTo(in, d, rd);
+    d = rd;
+  }
+  const std::string out = ctx.Out(result);
+  static const std::pair<std::string_view, std::string_view> kOneToOne[] = {
+      {"abs", "Abs"},     {"acos", "Acos"},       {"acosh", "Acosh"},     {"asin", "Asin"},
+      {"asinh", "Asinh"}, {"atan", "Atan"},       {"atanh", "Atanh"},     {"ceil", "Ceil"},
+      {"cos", "Cos"},     {"cosh", "Cosh"},       {"erf", "Erf"},         {"exp", "Exp"},
+      {"floor", "Floor"}, {"log", "Log"},         {"negative", "Neg"},    {"reciprocal", "Reciprocal"},
+      {"relu", "Relu"},   {"sigmoid", "Sigmoid"}, {"sign", "Sign"},       {"sin", "Sin"},
+      {"sinh", "Sinh"},   {"sqrt", "Sqrt"},       {"tan", "Tan"},         {"tanh", "Tanh"},
+      {"isnan", "IsNaN"}, {"isinf", "IsInf"},     {"hardswish", "HardSwish"}, {"positive", "Identity"},
+      {"identity", "Identity"}, {"contiguous", "Identity"},
+  };
+  for (const auto& [name, op] : kOneToOne) {
+    if (c == name) {
+      if ((c == "floor" || c == "ceil") && !IsFloating(d)) {
+        ctx.Emit("Identity", {in}, {out});  // floor/ceil of an integer tensor
+        return Status::Ok();
+      }
+      ctx.Emit(op, {in}, {out});
+      return Status::Ok();
+    }
+  }
+  if (c == "logical_not" || c == "bitwise_not") {
+    if (c == "bitwise_not" && d != v1::BOOL) return Status::Unsupported("bitwise_not of integers needs opset 18");
+    ctx.Emit("Not", {ctx.CastTo(in, d, v1::BOOL)}, {out});
+    return Status::Ok();
+  }
+  if (c == "isfinite") {
+    if (!IsFloating(d)) {  // integers are always finite
+      ctx.Emit("Equal", {in, in}, {out});
+      return Status::Ok();
+    }
+    std::string bad = ctx.EmitTemp("Or", {ctx.EmitTemp("IsNaN", {in}), ctx.EmitTemp("IsInf", {in})});
+    ctx.Emit("Not", {bad}, {out});
+    return Status::Ok();
+  }
+  if (c == "round") {
+    if (auto dec = call.Int("decimals"); dec && *dec != 0) {
+      const double s = std::pow(10.0, static_cast<double>(*dec));
+      std::string scaled = ctx.EmitTemp("Round", {ctx.EmitTemp("Mul", {in, F(ctx, s, d)})});
+      ctx.Emit("Div", {scaled, F(ctx, s, d)}, {out});
+      return Status::Ok();
+    }
+    ctx.Emit(IsFloating(d) ? "Round" : "Identity", {in}, {out});
+    return Status::Ok();
+  }
+  if (!IsFloating(d) && c != "square") return Status::Unsupported(c + " of a " + DTypeName(d) + " tensor");
+  if (c == "rsqrt") {
+    ctx.Emit("Reciprocal", {ctx.EmitTemp("Sqrt", {in})}, {out});
+  } else if (c == "square") {
+    ctx.Emit("Mul", {in, in}, {out});
+  } else if (c == "log1p") {
+    ctx.Emit("Log", {ctx.EmitTemp("Add", {in, F(ctx, 1, d)})}, {out});
+  } else if (c == "expm1") {
+    ctx.Emit("Sub", {ctx.EmitTemp("Exp", {in}), F(ctx, 1, d)}, {out});
+  } else if (c == "log2") {
+    ctx.Emit("Div", {ctx.EmitTemp("Log", {in}), F(ctx, std::log(2.0), d)}, {out});
+  } else if (c == "log10") {
+    ctx.Emit("Div", {ctx.EmitTemp("Log", {in}), F(ctx, std::log(10.0), d)}, {out});
+  } else if (c == "exp2") {
+    ctx.Emit("Pow", {F(ctx, 2, d), in}, {out});
+  } else if (c == "trunc" || c == "frac") {
+    std::string t = ctx.EmitTemp("Mul", {ctx.EmitTemp("Sign", {in}), ctx.EmitTemp("Floor", {ctx.EmitTemp("Abs", {in})})});
+    if (c == "trunc") ctx.Emit("Identity", {t}, {out});
+    else ctx.Emit("Sub", {in, t}, {out});
+  } else if (c == "silu") {
+    ctx.Emit("Mul", {in, ctx.EmitTemp("Sigmoid", {in})}, {out});
+  } else if (c == "relu6") {
+    ctx.Emit("Min", {ctx.EmitTemp("Max", {in, F(ctx, 0, d)}), F(ctx, 6, d)}, {out});
+  } else if (c == "hardsigmoid") {
+    onnx::NodeProto* n = ctx.Emit("HardSigmoid", {in}, {out});
+    SetAttr(n, "alpha", static_cast<float>(1.0 / 6.0));
+    SetAttr(n, "beta", 0.5f);
+  } else if (c == "mish") {
+    ctx.Emit("Mul", {in, ctx.EmitTemp("Tanh", {ctx.EmitTemp("Softplus", {in})})}, {out});
+  } else if (c == "log_sigmoid") {
+    ctx.Emit("Neg", {ctx.EmitTemp("Softplus", {ctx.EmitTemp("Neg", {in})})}, {out});
+  } else {
+    return Status::Unsupported("'unary' lowering does not know canonical op '" + c + "'");
+  }
+  return Status::Ok();
+}
+
+// leaky_relu / elu / hardtanh / softplus: one input and number parameters.
+Status LowerActivation(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  const v1::DType d = ctx.DType(x);
+  if (!IsFloating(d)) return Status::Unsupported(c + " of a " + DTypeName(d) + " tensor");
+  const std::string in = ctx.In(x), out = ctx.Out(result);
+  if (c == "leaky_relu") {
+    auto* n = ctx.Emit("LeakyRelu", {in}, {out});
+    SetAttr(n, "alpha", static_cast<float>(call.Double("negative_slope").value_or(0.01)));
+  } else if (c == "elu") {
+    auto* n = ctx.Emit("Elu", {in}, {out});
+    SetAttr(n, "alpha", static_cast<float>(call.Double("alpha").value_or(1.0)));
+  } else if (c == "hardtanh") {
+    const double lo = call.Double("min_val").value_or(-1.0), hi = call.Double("max_val").value_or(1.0);
+    ctx.Emit("Min", {ctx.EmitTemp("Max", {in, F(ctx, lo, d)}), F(ctx, hi, d)}, {out});
+  } else if (c == "softplus") {
+    // softplus(x) = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold.
+    const double beta = call.Double("beta").value_or(1.0), threshold = call.Double("threshold").value_or(20.0);
+    std::string bx = beta == 1.0 ? in : ctx.EmitTemp("Mul", {in, F(ctx, beta, d)});
+    std::string sp = ctx.EmitTemp("Softplus", {bx});
+    if (beta != 1.0) sp = ctx.EmitTemp("Div", {sp, F(ctx, beta, d)});
+    ctx.Emit("Where", {ctx.EmitTemp("Greater", {bx, F(ctx, threshold, d)}), in, sp}, {out});
+  } else {
+    return Status::Unsupported("'activation' lowering does not know canonical op '" + c + "'");
+  }
+  return Status::Ok();
+}
+
+// --- binary -----------------------------------------------------------------------------------------
+
+Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b) return Status::Unsupported("missing operand");
+  if (!HasTensor(*a) && !HasTensor(*b)) return Status::Unsupported("neither operand is a tensor");
+  const bool compare = c == "equal" || c == "not_equal" || c == "less" || c == "less_equal" ||
+                       c == "greater" || c == "greater_equal";
+  const bool logical = c == "logical_and" || c == "logical_or" || c == "logical_xor" ||
+                       ((c == "bitwise_and" || c == "bitwise_or" || c == "bitwise_xor") &&
+                        ctx.DType(result) == v1::BOOL);
+  v1::DType d = logical ? v1::BOOL : compare ? PromotedDType(ctx, {a, b}) : ctx.DType(result);
+  if (d == v1::DTYPE_UNSPECIFIED) d = PromotedDType(ctx, {a, b});
+  if (d == v1::BOOL && (compare && c != "equal" && c != "not_equal")) d = v1::UINT8;
+  std::string lhs, rhs;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &lhs));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &rhs));
+  const std::string out = ctx.Out(result);
+  static const std::pair<std::string_view, std::string_view> kOps[] = {
+      {"equal", "Equal"},     {"less", "Less"},         {"less_equal", "LessOrEqual"},
+      {"greater", "Greater"}, {"greater_equal", "GreaterOrEqual"},
+      {"logical_and", "And"}, {"logical_or", "Or"},     {"logical_xor", "Xor"},
+      {"bitwise_and", "And"}, {"bitwise_or", "Or"},     {"bitwise_xor", "Xor"},
+      {"maximum", "Max"},     {"minimum", "Min"},       {"fmax", "Max"},  {"fmin", "Min"},
+  };
+  if (c == "not_equal") {
+    ctx.Emit("Not", {ctx.EmitTemp("Equal", {lhs, rhs})}, {out});
+    return Status::Ok();
+  }
+  if ((c == "bitwise_and" || c == "bitwise_or" || c == "bitwise_xor") && d != v1::BOOL) {
+    return Status::Unsupported(c + " of integers needs opset 18 (Bitwise ops)");
+  }
+  for (const auto& [name, op] : kOps) {
+    if (c == name) {
+      ctx.Emit(op, {lhs, rhs}, {out});
+      return Status::Ok();
+    }
+  }
+  if (c == "remainder" || c == "fmod") {
+    if (c == "fmod" || !IsFloating(d)) {
+      auto* n = ctx.Emit("Mod", {lhs, rhs}, {out});
+      SetAttr(n, "fmod", int64_t{c == "fmod" || IsFloating(d) ? 1 : 0});
+      return Status::Ok();
+    }
+    // Python's float remainder has the divisor's sign: a - floor(a / b) * b.
+    std::string q = ctx.EmitTemp("Floor", {ctx.EmitTemp("Div", {lhs, rhs})});
+    ctx.Emit("Sub", {lhs, ctx.EmitTemp("Mul", {q, rhs})}, {out});
+    return Status::Ok();
+  }
+  if (c == "hypot") {
+    std::string s = ctx.EmitTemp("Add", {ctx.EmitTemp("Mul", {lhs, lhs}), ctx.EmitTemp("Mul", {rhs, rhs})});
+    ctx.Emit("Sqrt", {s}, {out});
+    return Status::Ok();
+  }
+  return Status::Unsupported("'elementwise_binary' lowering does not know canonical op '" + c + "'");
+}
+
+// clip(input, min, max): numbers, tensors or None -> Max/Min (ONNX Clip takes only 0-d bounds).
+Status LowerClip(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  v1::DType d = ctx.DType(result);
+  if (d == v1::DTYPE_UNSPECIFIED) d = ctx.DType(x);
+  std::string cur = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const std::string out = ctx.Out(result);
+  int stages = !call.IsNone("min") + !call.IsNone("max");
+  if (stages == 0) {
+    ctx.Emit("Identity", {cur}, {out});
+    return Status::Ok();
+  }
+  for (const char* bound : {"min", "max"}) {
+    if (call.IsNone(bound)) continue;
+    std::string v;
+    IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get(bound), d, &v));
+    const char* op = std::string_view(bound) == "min" ? "Max" : "Min";
+    if (--stages == 0) ctx.Emit(op, {cur, v}, {out});
+    else cur = ctx.EmitTemp(op, {cur, v});
+  }
+  return Status::Ok();
+}
+
+// where(condition, input, other); numbers allowed for input/other.
+Status LowerWhere(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId cond, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "condition", &cond));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b) return Status::Unsupported("where with one argument (nonzero) has no static shape");
+  v1::DType d = ctx.DType(result);
+  if (d == v1::DTYPE_UNSPECIFIED) d = PromotedDType(ctx, {a, b});
+  std::string lhs, rhs;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &lhs));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &rhs));
+  ctx.Emit("Where", {ctx.CastTo(ctx.In(cond), ctx.DType(cond), v1::BOOL), lhs, rhs}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// lax.select_n(which, *cases): which picks cases[which]; a bool `which` picks case 1 where True.
+Status LowerSelectN(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId which, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "which", &which));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* cases = call.Get("cases");
+  const v1::ArgList* items = cases && cases->kind_case() == v1::Arg::kList ? &cases->list()
+                             : cases && cases->kind_case() == v1::Arg::kTuple ? &cases->tuple() : nullptr;
+  if (!items || items->items_size() != 2) return Status::Unsupported("select_n with other than two cases");
+  const v1::DType d = ctx.DType(result);
+  std::string c0, c1;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, items->items(0), d, &c0));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, items->items(1), d, &c1));
+  ctx.Emit("Where", {ctx.CastTo(ctx.In(which), ctx.DType(which), v1::BOOL), c1, c0}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// Every cast spelling (.to(dtype), .to(dtype=...), .float(), .type_as(t), astype, convert_element_type,
+// .to(other_tensor), .cpu()): the recorded result dtype says what the cast made.
+Status LowerCast(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType to = ctx.DType(result);
+  if (OnnxElemType(to) == 0) return Status::Unsupported(std::string("a cast to ") + DTypeName(to));
+  std::string in = ctx.In(x);
+  if (ctx.DType(x) == to) {
+    ctx.Emit("Identity", {in}, {ctx.Out(result)});
+  } else {
+    auto* n = ctx.Emit("Cast", {in}, {ctx.Out(result)});
+    SetAttr(n, "to", static_cast<int64_t>(OnnxElemType(to)));
+  }
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

@@ -1,0 +1,595 @@
+// Shape, indexing, reduction, sorting and factory lowerings: stack/split/chunk/unbind,
+// squeeze/unsqueeze/expand, gather/take/embedding, reductions with dims/keepdim, arg-reductions,
+// cumsum, topk/sort, tril/triu, full/zeros_like/arange, and JAX's broadcast_in_dim/slice/iota.
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "core/export/onnx/lowerings.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+const v1::ArgList* Items(const v1::Arg* a) {
+  if (!a) return nullptr;
+  if (a->kind_case() == v1::Arg::kList) return &a->list();
+  if (a->kind_case() == v1::Arg::kTuple) return &a->tuple();
+  return nullptr;
+}
+
+std::vector<ValueId> ResultTensors(const Node& node) {
+  std::vector<ValueId> r;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { r.push_back(t.value()); });
+  return r;
+}
+
+// dim (int, list, tuple or None) -> sorted unique normalized axes; empty = every axis.
+Status Axes(const BoundCall& call, const char* param, int rank, std::vector<int64_t>* axes) {
+  axes->clear();
+  if (call.IsNone(param)) return Status::Ok();
+  auto dims = call.IntList(param);
+  if (!dims) return Status::Unsupported(std::string(param) + " " + ArgToString(*call.Get(param), true));
+  for (int64_t dim : *dims) {
+    int64_t a;
+    IVY_RETURN_IF_ERROR(NormalizeAxis(dim, std::max(rank, 1), &a));
+    axes->push_back(a);
+  }
+  std::sort(axes->begin(), axes->end());
+  axes->erase(std::unique(axes->begin(), axes->end()), axes->end());
+  return Status::Ok();
+}
+
+// An axis given as a 0-d int64 tensor (CumSum).
+std::string AxisScalar(LoweringContext& ctx, int64_t axis) { return ctx.Scalar(Number::Int(axis), v1::INT64); }
+
+}  // namespace
+
+// --- reductions -------------------------------------------------------------------------------------
+
+Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  static const std::pair<std::string_view, std::string_view> kOps[] = {
+      {"sum", "ReduceSum"}, {"mean", "ReduceMean"}, {"prod", "ReduceProd"}, {"max", "ReduceMax"},
+      {"min", "ReduceMin"}, {"any", "ReduceMax"},   {"all", "ReduceMin"},
+  };
+  std::string op;
+  for (const auto& [name, o] : kOps) {
+    if (c == name) op = o;
+  }
+  if (op.empty()) return Status::Unsupported("'reduce' lowering does not know canonical op '" + c + "'");
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
+  if (!call.IsNone("dim") && axes.empty() && rank > 0 && Items(call.Get("dim"))) {
+    // dim=() : NumPy/JAX reduce over no axis.
+    ctx.Emit("Identity", {ctx.CastTo(ctx.In(x), ctx.DType(x), ctx.DType(result))}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  std::string in = ctx.In(x);
+  v1::DType d = ctx.DType(x);
+  if (!call.IsNone("dtype")) {
+    if (auto want = ArgDType(*call.Get("dtype"))) {
+      in = ctx.CastTo(in, d, *want);
+      d = *want;
+    }
+  }
+  const v1::DType rd = ctx.DType(result);
+  // any/all work on 0/1 integers; bool max/min likewise (ONNX reductions take no bool).
+  const v1::DType work = (c == "any" || c == "all" || rd == v1::BOOL) ? v1::INT32
+                         : (c == "mean" && !IsFloating(rd)) ? v1::FLOAT32 : rd;
+  if (c == "any" || c == "all") in = ctx.CastTo(ctx.CastTo(in, d, v1::BOOL), v1::BOOL, work);
+  else in = ctx.CastTo(in, d, work);
+  if (rank == 0) {
+    ctx.Emit("Identity", {ctx.CastTo(in, work, rd)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  const bool axes_as_input = op == "ReduceSum" ? ctx.opset() >= 13 : ctx.opset() >= 18;
+  std::vector<std::string> ins = {in};
+  if (axes_as_input && !axes.empty()) ins.push_back(ctx.Int64s(axes));
+  const bool direct = work == rd;
+  std::string out = direct ? ctx.Out(result) : ctx.Temp("reduced");
+  auto* n = ctx.Emit(op, ins, {out});
+  if (!axes_as_input && !axes.empty()) SetAttr(n, "axes", axes);
+  SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+  if (!direct) {
+    auto* cast = ctx.Emit("Cast", {out}, {ctx.Out(result)});
+    SetAttr(cast, "to", static_cast<int64_t>(OnnxElemType(rd)));
+  }
+  return Status::Ok();
+}
+
+// std/var: mean of squared deviations, with a correction (torch `correction`/`unbiased`, NumPy `ddof`).
+Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
+  if (axes.empty()) {
+    axes.resize(rank);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  int64_t count = 1;
+  for (int64_t a : axes) count *= ctx.Shape(x)[a];
+  const double ddof = call.Double("ddof").value_or(call.Double("correction").value_or(0.0));
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("std/var with a non-float result");
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  auto* m = static_cast<onnx::NodeProto*>(nullptr);
+  std::string mean = ctx.EmitTemp("ReduceMean", {in}, &m);
+  SetAttr(m, "axes", axes);
+  SetAttr(m, "keepdims", int64_t{1});
+  std::string dev = ctx.EmitTemp("Sub", {in, mean});
+  std::string sq = ctx.EmitTemp("Mul", {dev, dev});
+  std::string s = ctx.EmitTemp("ReduceSum", {sq, ctx.Int64s(axes)}, &m);
+  SetAttr(m, "keepdims", int64_t{keepdim ? 1 : 0});
+  std::string var = ctx.EmitTemp("Div", {s, ctx.Scalar(Number::Float(static_cast<double>(count) - ddof), d)});
+  ctx.Emit(ctx.canonical() == "std" ? "Sqrt" : "Identity", {var}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+Status LowerArgReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::string in = ctx.In(x);
+  const v1::DType d = ctx.DType(x);
+  if (d == v1::BOOL) in = ctx.CastTo(in, d, v1::INT32);
+  int64_t axis = 0;
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  if (call.IsNone("dim")) {  // over the flattened input
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported("dim " + ArgToString(*call.Get("dim"), true));
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(ctx.Rank(x), 1), &axis));
+  }
+  const bool cast = ctx.DType(result) != v1::INT64;
+  std::string out = cast ? ctx.Temp("arg") : ctx.Out(result);
+  auto* n = ctx.Emit(ctx.canonical() == "argmax" ? "ArgMax" : "ArgMin", {in}, {out});
+  SetAttr(n, "axis", axis);
+  SetAttr(n, "keepdims", int64_t{keepdim && !call.IsNone("dim") ? 1 : 0});
+  if (cast) {
+    auto* c = ctx.Emit("Cast", {out}, {ctx.Out(result)});
+    SetAttr(c, "to", static_cast<int64_t>(OnnxElemType(ctx.DType(result))));
+  }
+  return Status::Ok();
+}
+
+Status LowerCumsum(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), ctx.DType(result));
+  int64_t axis = 0;
+  if (call.IsNone("dim")) {  // NumPy: the flattened input
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported("dim " + ArgToString(*call.Get("dim"), true));
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(ctx.Rank(x), 1), &axis));
+  }
+  if (ctx.Rank(x) == 0) {
+    ctx.Emit("Identity", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  auto* n = ctx.Emit("CumSum", {in, AxisScalar(ctx, axis)}, {ctx.Out(result)});
+  if (call.Bool("reverse").value_or(false)) SetAttr(n, "reverse", int64_t{1});
+  return Status::Ok();
+}
+
+// topk(input, k, dim, largest, sorted); sort/argsort as a TopK over the whole dim.
+Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  const std::vector<ValueId> results = ResultTensors(node);
+  const std::string& c = ctx.canonical();
+  const int rank = ctx.Rank(x);
+  if (rank == 0) return Status::Unsupported(c + " of a 0-d tensor");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(-1), rank, &axis));
+  int64_t k;
+  bool largest;
+  if (c == "top_k") {
+    auto kk = call.Int("k");
+    if (!kk) return Status::Unsupported("k is not an int");
+    k = *kk;
+    largest = call.Bool("largest").value_or(true);
+    if (results.size() != 2) return Status::Unsupported("topk without (values, indices)");
+  } else {
+    k = ctx.Shape(x)[axis];
+    largest = call.Bool("descending").value_or(false);
+    if (call.Bool("stable").value_or(false)) {
+      // TopK orders equal values by index, as a stable sort does.
+    }
+    if ((c == "sort" && results.size() != 2) || (c == "argsort" && results.size() != 1)) {
+      return Status::Unsupported(c + " with an unexpected result");
+    }
+  }
+  std::string in = ctx.In(x);
+  const v1::DType d = ctx.DType(x);
+  if (d == v1::BOOL) in = ctx.CastTo(in, d, v1::INT32);
+  std::string values = c == "argsort" ? ctx.Temp("values") : ctx.Temp("values");
+  std::string indices = ctx.Temp("indices");
+  auto* n = ctx.Emit("TopK", {in, ctx.Int64s({k})}, {values, indices});
+  SetAttr(n, "axis", axis);
+  SetAttr(n, "largest", int64_t{largest ? 1 : 0});
+  SetAttr(n, "sorted", int64_t{1});
+  if (c == "argsort") {
+    ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[0]))}, {ctx.Out(results[0])});
+  } else {
+    ctx.Emit("Identity", {ctx.CastTo(values, d == v1::BOOL ? v1::INT32 : d, d)}, {ctx.Out(results[0])});
+    ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+  }
+  return Status::Ok();
+}
+
+// --- joining and splitting --------------------------------------------------------------------------
+
+Status LowerStack(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::ArgList* items = Items(call.Get("tensors"));
+  if (!items || items->items_size() == 0) return Status::Unsupported("stack of something that is not a list of tensors");
+  const int rank = ctx.Rank(result);
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  std::vector<std::string> ins;
+  for (const auto& it : items->items()) {
+    if (it.kind_case() != v1::Arg::kTensor) return Status::Unsupported("stack of a non-tensor item");
+    ValueId v = it.tensor().value();
+    ins.push_back(ctx.Unsqueeze(ctx.CastTo(ctx.In(v), ctx.DType(v), ctx.DType(result)), {axis}));
+  }
+  auto* n = ctx.Emit("Concat", ins, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// split/chunk/unbind/array_split: the pieces' sizes along the axis are those recorded.
+Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  const std::vector<ValueId> results = ResultTensors(node);
+  if (results.empty()) return Status::Unsupported("split returns no tensors");
+  const int rank = ctx.Rank(x);
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  const bool unbind = ctx.canonical() == "unbind";
+  std::vector<int64_t> sizes;
+  std::vector<std::string> outs;
+  for (ValueId r : results) {
+    const auto& s = ctx.Shape(r);
+    if (unbind) sizes.push_back(1);
+    else if (static_cast<int>(s.size()) != rank) return Status::Unsupported("a split piece of another rank");
+    else sizes.push_back(s[axis]);
+    outs.push_back(unbind ? ctx.Temp("piece") : ctx.Out(r));
+  }
+  if (results.size() == 1) {
+    ctx.Emit("Identity", {ctx.In(x)}, {outs[0]});
+  } else {
+    auto* n = ctx.Emit("Split", {ctx.In(x), ctx.Int64s(sizes)}, outs);
+    SetAttr(n, "axis", axis);
+  }
+  if (unbind) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      ctx.Emit("Squeeze", {outs[i], ctx.Int64s({axis})}, {ctx.Out(results[i])});
+    }
+  }
+  return Status::Ok();
+}
+
+Status LowerSqueeze(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const auto& shape = ctx.Shape(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", ctx.Rank(x), &axes));
+  if (call.IsNone("dim")) {
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (shape[i] == 1) axes.push_back(static_cast<int64_t>(i));
+    }
+  } else {  // torch: a named dim that is not of size 1 is kept
+    axes.erase(std::remove_if(axes.begin(), axes.end(), [&](int64_t a) { return shape[a] != 1; }), axes.end());
+  }
+  if (axes.empty()) ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
+  else ctx.Emit("Squeeze", {ctx.In(x), ctx.Int64s(axes)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+Status LowerExpandDims(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int out_rank = ctx.Rank(result);
+  auto dims = call.IntList("dim");
+  if (!dims) return Status::Unsupported("dim is not an int");
+  std::vector<int64_t> axes;
+  for (int64_t d : *dims) {
+    int64_t a;
+    IVY_RETURN_IF_ERROR(NormalizeAxis(d, out_rank, &a));
+    axes.push_back(a);
+  }
+  std::sort(axes.begin(), axes.end());
+  ctx.Emit("Unsqueeze", {ctx.In(x), ctx.Int64s(axes)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// expand/broadcast_to/expand_as: Expand broadcasts, so -1 ("keep") becomes 1.
+Status LowerBroadcastTo(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::string shape;
+  if (auto other = call.Tensor("other")) {
+    shape = ctx.EmitTemp("Shape", {ctx.In(*other)});
+  } else {
+    auto size = call.IntList("size");
+    if (!size) return Status::Unsupported("size is not a list of ints");
+    for (auto& s : *size) s = s < 0 ? 1 : s;
+    shape = ctx.Int64s(*size);
+  }
+  ctx.Emit("Expand", {ctx.In(x), shape}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// lax.broadcast_in_dim(x, shape, broadcast_dimensions): Unsqueeze the new axes, then Expand.
+Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto shape = call.IntList("shape");
+  auto bdims = call.IntList("broadcast_dimensions");
+  if (!shape || !bdims) return Status::Unsupported("shape/broadcast_dimensions are not lists of ints");
+  std::vector<int64_t> sorted = *bdims;
+  if (!std::is_sorted(sorted.begin(), sorted.end())) return Status::Unsupported("broadcast_in_dim that permutes axes");
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape->size()); ++i) {
+    if (std::find(bdims->begin(), bdims->end(), i) == bdims->end()) axes.push_back(i);
+  }
+  std::string cur = ctx.In(x);
+  if (!axes.empty()) cur = ctx.Unsqueeze(cur, axes);
+  ctx.Emit("Expand", {cur, ctx.Int64s(*shape)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+Status LowerTile(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto reps = call.IntList(call.Has("repeats") ? "repeats" : call.Has("reps") ? "reps" : "dims");
+  if (!reps) return Status::Unsupported("repeats is not a list of ints");
+  const int rank = ctx.Rank(x), out_rank = ctx.Rank(result);
+  std::vector<int64_t> r(out_rank - reps->size(), 1);
+  r.insert(r.end(), reps->begin(), reps->end());
+  std::string in = ctx.In(x);
+  if (out_rank > rank) {
+    std::vector<int64_t> axes(out_rank - rank);
+    std::iota(axes.begin(), axes.end(), 0);
+    in = ctx.Unsqueeze(in, axes);
+  }
+  ctx.Emit("Tile", {in, ctx.Int64s(r)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+Status LowerFlip(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, call.Has("dims") ? "dims" : "dimensions", ctx.Rank(x), &axes));
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  ctx.Emit("Slice", {ctx.In(x), ctx.Int64s(std::vector<int64_t>(axes.size(), -1)),
+                     ctx.Int64s(std::vector<int64_t>(axes.size(), kMin)), ctx.Int64s(axes),
+                     ctx.Int64s(std::vector<int64_t>(axes.size(), -1))},
+           {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// lax.slice(x, start_indices, limit_indices, strides)
+Status LowerSlice(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto starts = call.IntList("start_indices"), limits = call.IntList("limit_indices");
+  if (!starts || !limits) return Status::Unsupported("slice bounds are not lists of ints");
+  std::vector<int64_t> steps(starts->size(), 1);
+  if (!call.IsNone("strides")) {
+    auto s = call.IntList("strides");
+    if (!s) return Status::Unsupported("strides are not ints");
+    steps = *s;
+  }
+  std::vector<int64_t> axes(starts->size());
+  std::iota(axes.begin(), axes.end(), 0);
+  ctx.Emit("Slice", {ctx.In(x), ctx.Int64s(*starts), ctx.Int64s(*limits), ctx.Int64s(axes), ctx.Int64s(steps)},
+           {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// --- gathering --------------------------------------------------------------------------------------
+
+// take(input, index, dim): index_select and np.take (dim None: the flattened input).
+Status LowerTake(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::string idx;
+  if (auto t = call.Tensor("index")) {
+    index = *t;
+    idx = ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64);
+  } else if (const v1::Arg* a = call.Get("index"); a && AsInt(*a)) {
+    idx = ctx.Scalar(Number::Int(*AsInt(*a)), v1::INT64);
+  } else if (a && AsIntList(*a)) {
+    idx = ctx.Int64s(*AsIntList(*a));
+  } else {
+    return Status::Unsupported("index is neither a tensor nor ints");
+  }
+  std::string in = ctx.In(x);
+  int64_t axis = 0;
+  if (call.IsNone("dim")) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), std::max(ctx.Rank(x), 1), &axis));
+  }
+  auto* n = ctx.Emit("Gather", {in, idx}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// torch.gather(input, dim, index) -> GatherElements.
+Status LowerGather(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  if (node.op.rfind("jax.", 0) == 0) return Status::Unsupported("lax.gather (general gather dimension numbers)");
+  ValueId x, index, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), ctx.Rank(x), &axis));
+  auto* n = ctx.Emit("GatherElements", {ctx.In(x), ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64)},
+                     {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+Status LowerEmbedding(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId ids, weight, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &ids));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &weight));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.IsNone("max_norm")) return Status::Unsupported("embedding with max_norm renormalizes the weight in place");
+  auto* n = ctx.Emit("Gather", {ctx.In(weight), ctx.CastTo(ctx.In(ids), ctx.DType(ids), v1::INT64)}, {ctx.Out(result)});
+  SetAttr(n, "axis", int64_t{0});
+  return Status::Ok();
+}
+
+Status LowerTriangle(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int64_t k = call.Int("diagonal").value_or(0);
+  auto* n = ctx.Emit("Trilu", {ctx.In(x), ctx.Scalar(Number::Int(k), v1::INT64)}, {ctx.Out(result)});
+  SetAttr(n, "upper", int64_t{ctx.canonical() == "triu" ? 1 : 0});
+  return Status::Ok();
+}
+
+// --- factories --------------------------------------------------------------------------------------
+
+namespace {
+
+Status FillValue(const v1::Arg* v, v1::DType d, onnx::TensorProto* value) {
+  Number n;
+  if (!v) n = Number::Int(0);
+  else if (v->kind_case() == v1::Arg::kF) n = Number::Float(v->f());
+  else if (auto i = AsInt(*v)) n = Number::Int(*i);
+  else return Status::Unsupported("fill value " + ArgToString(*v, true) + " is not a number");
+  value->set_data_type(OnnxElemType(d));
+  value->add_dims(1);
+  std::string raw;
+  IVY_RETURN_IF_ERROR(EncodeNumbers({n}, d, &raw));
+  value->set_raw_data(raw);
+  return Status::Ok();
+}
+
+}  // namespace
+
+// full(size, value) / full_like / zeros_like / ones_like / fill_ / zero_: ConstantOfShape of the
+// recorded result shape (the *_like forms take the input's shape at run time).
+Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  const v1::DType d = ctx.DType(result);
+  const v1::Arg* value = nullptr;
+  v1::Arg one;
+  one.set_i(1);
+  if (c == "ones_like") value = &one;
+  else if (c == "full" || c == "full_like") value = call.Has("fill_value") ? call.Get("fill_value") : call.Get("value");
+  if (value && value->kind_case() == v1::Arg::kTensor) {
+    // fill_(tensor) / full_like(x, t): Expand the 0-d value.
+    ValueId t = value->tensor().value();
+    std::string shape = call.Tensor("input") ? ctx.EmitTemp("Shape", {ctx.In(*call.Tensor("input"))})
+                                             : ctx.Int64s(ctx.Shape(result));
+    ctx.Emit("Expand", {ctx.CastTo(ctx.In(t), ctx.DType(t), d), shape}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  onnx::TensorProto v;
+  IVY_RETURN_IF_ERROR(FillValue(value, d, &v));
+  std::string shape;
+  if (auto in = call.Tensor("input")) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
+  else shape = ctx.Int64s(ctx.Shape(result));
+  auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
+  SetAttr(n, "value", v);
+  return Status::Ok();
+}
+
+// arange(end) / arange(start, end[, step]) -> Range in the result's dtype.
+Status LowerArange(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<const v1::Arg*> nums;
+  if (const v1::ArgList* items = Items(call.Get("args"))) {
+    for (const auto& it : items->items()) nums.push_back(&it);
+  } else {
+    for (const char* p : {"start", "stop", "step"}) {
+      if (!call.IsNone(p)) nums.push_back(call.Get(p));
+    }
+  }
+  if (nums.empty() || nums.size() > 3) return Status::Unsupported("arange with " + std::to_string(nums.size()) + " bounds");
+  const v1::DType d = ctx.DType(result);
+  v1::Arg zero, unit;
+  zero.set_i(0);
+  unit.set_i(1);
+  const v1::Arg* start = nums.size() == 1 ? &zero : nums[0];
+  const v1::Arg* stop = nums.size() == 1 ? nums[0] : nums[1];
+  const v1::Arg* step = nums.size() == 3 ? nums[2] : &unit;
+  std::string s, e, st;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *start, d, &s));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *stop, d, &e));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *step, d, &st));
+  // Range's inputs are 0-d; a tensor bound (a 0-d tensor) is already.
+  ctx.Emit("Range", {s, e, st}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// lax.iota(dtype, shape, dimension): Range along `dimension`, broadcast to `shape`.
+Status LowerIota(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto shape = call.IntList("shape");
+  auto dim = call.Int("dimension");
+  if (!shape || !dim) return Status::Unsupported("iota shape/dimension are not ints");
+  const v1::DType d = ctx.DType(result);
+  std::string r = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), d), ctx.Scalar(Number::Int((*shape)[*dim]), d),
+                                         ctx.Scalar(Number::Int(1), d)});
+  std::vector<int64_t> axes;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape->size()); ++i) {
+    if (i != *dim) axes.push_back(i);
+  }
+  if (!axes.empty()) r = ctx.Unsqueeze(r, axes);
+  ctx.Emit("Expand", {r, ctx.Int64s(*shape)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// one_hot(input, num_classes) -> OneHot with values [0, 1] as int64.
+Status LowerOneHot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int64_t depth = ctx.Shape(result).back();
+  auto* n = ctx.Emit("OneHot", {ctx.In(x), ctx.Scalar(Number::Int(depth), v1::INT64), ctx.Int64s({0, 1})},
+                     {ctx.Out(result)});
+  SetAttr(n, "axis", int64_t{-1});
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

@@ -1,0 +1,450 @@
+"""Small programs, one or more per canonical op that lowers to ONNX, for tests/e2e/test_onnx_lowerings.py.
+
+Each case is a function of named arrays (its parameter names become the ONNX input names) and a
+maker of deterministic inputs for a batch size B (the first dim of the first input). Run as
+`python onnx_cases.py torch|numpy|jax` under `ivytrace record`, it runs every case of that
+framework inside its own `ivytrace.region` (one trace holds them all: one recording per framework
+keeps the suite fast); the test exports each region and runs it in onnxruntime against the
+framework's own result, on the recorded inputs and (unless `static`) on another batch size.
+
+A case names the canonical op it covers; the test fails when a canonical op that some schema op
+lowers through has no case.
+"""
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Case:
+    name: str
+    fw: str
+    canonical: str
+    fn: object
+    specs: tuple
+    static: bool = False          # the ONNX graph keeps recorded sizes: no second batch size
+    rtol: float = 1e-4
+    atol: float = 1e-5
+    kwargs: dict = field(default_factory=dict)
+
+
+# --- input specs: (dtype, shape with "B" for the batch dim, low, high) --------------------------------
+
+def f32(*shape, lo=-2.0, hi=2.0):
+    return ("float32", shape, lo, hi)
+
+
+def f16(*shape):
+    return ("float16", shape, -2.0, 2.0)
+
+
+def pos(*shape):
+    return ("float32", shape, 0.5, 3.0)
+
+
+def i64(*shape, lo=0, hi=5):
+    return ("int64", shape, lo, hi)
+
+
+def boolean(*shape):
+    return ("bool", shape, 0, 2)
+
+
+def make_inputs(specs, batch, seed):
+    rng = np.random.RandomState(seed)
+    out = []
+    for dtype, shape, lo, hi in specs:
+        shape = tuple(batch if s == "B" else s for s in shape)
+        if dtype == "int64":
+            a = rng.randint(lo, hi, size=shape).astype(np.int64)
+        elif dtype == "bool":
+            a = rng.randint(0, 2, size=shape).astype(bool)
+        else:
+            a = rng.uniform(lo, hi, size=shape).astype(dtype)
+        out.append(a)
+    return out
+
+
+CASES = []
+
+
+def case(fw, canonical, fn, *specs, variant="", **kw):
+    name = f"{fw}_{canonical}{'_' + variant if variant else ''}"
+    assert all(c.name != name for c in CASES), name
+    CASES.append(Case(name, fw, canonical, fn, specs, **kw))
+
+
+def to_framework(fw, arrays):
+    if fw == "torch":
+        import torch
+        return [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    if fw == "jax":
+        import jax.numpy as jnp
+        return [jnp.asarray(a) for a in arrays]
+    return [np.asarray(a) for a in arrays]
+
+
+def to_numpy(x):
+    if hasattr(x, "detach"):
+        return x.detach().numpy()
+    return np.asarray(x)
+
+
+def flatten(out):
+    if isinstance(out, (tuple, list)):
+        return [y for o in out for y in flatten(o)]
+    if hasattr(out, "values") and hasattr(out, "indices") and not hasattr(out, "shape"):
+        return [out.values, out.indices]
+    return [out]
+
+
+# --- torch ---------------------------------------------------------------------------------------------
+
+def _torch_cases():
+    import torch
+    import torch.nn.functional as F
+    X = f32("B", 3, 4)
+    unary = {
+        "abs": torch.abs, "acos": lambda x: torch.acos(x * 0.4), "asin": lambda x: torch.asin(x * 0.4),
+        "atan": torch.atan, "ceil": torch.ceil, "cos": torch.cos, "cosh": torch.cosh, "erf": torch.erf,
+        "exp": torch.exp, "floor": torch.floor, "negative": torch.neg, "relu": F.relu, "sigmoid": torch.sigmoid,
+        "sign": torch.sign, "sin": torch.sin, "sinh": torch.sinh, "tan": torch.tan, "tanh": torch.tanh,
+        "trunc": torch.trunc, "frac": torch.frac, "round": torch.round, "square": torch.square,
+        "expm1": torch.expm1, "silu": F.silu, "relu6": F.relu6, "hardswish": F.hardswish,
+        "hardsigmoid": F.hardsigmoid, "mish": F.mish, "log_sigmoid": F.logsigmoid,
+        "isinf": lambda x: torch.isinf(x / (x > 0)), "isnan": lambda x: torch.isnan(torch.sqrt(x)),
+    }
+    for c, fn in unary.items():
+        case("torch", c, lambda x, fn=fn: fn(x), X)
+    for c, fn in {"log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal,
+                  "log1p": torch.log1p, "log2": torch.log2, "log10": torch.log10, "exp2": torch.exp2}.items():
+        case("torch", c, lambda x, fn=fn: fn(x), pos("B", 3, 4))
+    case("torch", "round", lambda x: torch.round(x, decimals=1), X, variant="decimals")
+    case("torch", "exp", lambda x: torch.exp(x), i64("B", 3), variant="int")
+    case("torch", "logical_not", lambda x: torch.logical_not(x), boolean("B", 3))
+    case("torch", "bitwise_not", lambda x: ~x, boolean("B", 3))
+    case("torch", "abs", lambda x: torch.abs(x), f16("B", 3), variant="f16", rtol=1e-3, atol=1e-3)
+    case("torch", "gelu", lambda x: F.gelu(x), X)
+    case("torch", "gelu", lambda x: F.gelu(x, approximate="tanh"), X, variant="tanh")
+    case("torch", "leaky_relu", lambda x: F.leaky_relu(x, negative_slope=0.2), X)
+    case("torch", "elu", lambda x: F.elu(x, alpha=0.7), X)
+    case("torch", "hardtanh", lambda x: F.hardtanh(x, -0.5, 1.5), X)
+    case("torch", "softplus", lambda x: F.softplus(x, beta=2.0, threshold=1.0), X)
+    case("torch", "softmax", lambda x: F.softmax(x, dim=-1), X)
+    case("torch", "log_softmax", lambda x: F.log_softmax(x, dim=1), X)
+    # binary, with broadcasting, numbers, dtypes
+    case("torch", "add", lambda x, y: torch.add(x, y, alpha=2), X, f32(4))
+    case("torch", "add", lambda x: x + 1, i64("B", 3), variant="int")
+    case("torch", "sub", lambda x, y: x - y, X, f32(3, 1))
+    case("torch", "mul", lambda x: 2.5 * x, X)
+    case("torch", "div", lambda x, y: x / y, X, pos(4))
+    case("torch", "div", lambda x, y: torch.div(x, y, rounding_mode="floor"), i64("B", 3, lo=-9, hi=9), i64(3, lo=1, hi=4),
+         variant="floor")
+    case("torch", "pow", lambda x: x ** 2, X)
+    case("torch", "remainder", lambda x: x % 1.5, X)
+    case("torch", "fmod", lambda x: torch.fmod(x, 1.5), X)
+    case("torch", "maximum", lambda x, y: torch.maximum(x, y), X, f32(4))
+    case("torch", "minimum", lambda x, y: torch.minimum(x, y), X, f32(4))
+    case("torch", "hypot", lambda x, y: torch.hypot(x, y), X, f32(4))
+    for c, fn in {"equal": torch.eq, "not_equal": torch.ne, "less": torch.lt, "less_equal": torch.le,
+                  "greater": torch.gt, "greater_equal": torch.ge}.items():
+        case("torch", c, lambda x, y, fn=fn: fn(x, y), i64("B", 3), i64(3))
+    case("torch", "greater", lambda x: x > 0.5, X, variant="scalar")
+    case("torch", "logical_and", lambda x, y: torch.logical_and(x, y), boolean("B", 3), boolean(3))
+    case("torch", "logical_or", lambda x, y: torch.logical_or(x, y), boolean("B", 3), boolean(3))
+    case("torch", "logical_xor", lambda x, y: torch.logical_xor(x, y), boolean("B", 3), boolean(3))
+    case("torch", "bitwise_and", lambda x, y: x & y, boolean("B", 3), boolean(3))
+    case("torch", "bitwise_or", lambda x, y: x | y, boolean("B", 3), boolean(3))
+    case("torch", "bitwise_xor", lambda x, y: x ^ y, boolean("B", 3), boolean(3))
+    case("torch", "clip", lambda x: torch.clamp(x, min=-0.5, max=0.5), X)
+    case("torch", "clip", lambda x, lo: torch.clamp(x, min=lo), X, f32(4), variant="tensor")
+    case("torch", "where", lambda c, x: torch.where(c, x, 0.0), boolean("B", 3), f32("B", 3))
+    case("torch", "masked_fill", lambda x, m: x.masked_fill(m, -1.0), f32("B", 3), boolean("B", 3))
+    # casts in every spelling
+    case("torch", "cast", lambda x: x.to(torch.int64), X)
+    case("torch", "cast", lambda x: x.to(dtype=torch.float16), X, variant="kw", rtol=1e-3, atol=1e-3)
+    case("torch", "cast", lambda x: x.float(), i64("B", 3), variant="float")
+    case("torch", "cast", lambda x: x.half().float(), X, variant="half", rtol=1e-3, atol=1e-3)
+    case("torch", "cast", lambda x, y: x.type_as(y), i64("B", 3), f32(3), variant="type_as")
+    case("torch", "cast", lambda x: x.bool(), i64("B", 3), variant="bool")
+    # matmul family
+    case("torch", "matmul", lambda x, w: x @ w, X, f32(4, 5))
+    case("torch", "matmul", lambda x, w: torch.bmm(x, w), X, f32("B", 4, 2), variant="bmm")
+    case("torch", "linear", lambda x, w, b: F.linear(x, w, b), X, f32(5, 4), f32(5))
+    case("torch", "linear", lambda x, w: F.linear(x, w), f32("B", 4), f32(5, 4), variant="2d")
+    case("torch", "addmm", lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2.0), f32(5), f32("B", 4), f32(4, 5))
+    case("torch", "addmm", lambda b, x, w: torch.baddbmm(b, x, w), f32("B", 3, 2), X, f32("B", 4, 2), variant="baddbmm")
+    case("torch", "einsum", lambda x, w: torch.einsum("bij,jk->bik", x, w), X, f32(4, 2))
+    case("torch", "outer", lambda x, y: torch.outer(x, y), f32(3), f32(4))
+    # layers
+    case("torch", "conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), f32("B", 3, 9), f32(4, 3, 3), f32(4))
+    case("torch", "conv2d", lambda x, w: F.conv2d(x, w, padding="same", dilation=2), f32("B", 2, 6, 6), f32(4, 2, 3, 3))
+    case("torch", "conv2d", lambda x, w: F.conv2d(x, w, groups=2), f32("B", 4, 5, 5), f32(4, 2, 3, 3), variant="groups")
+    case("torch", "conv3d", lambda x, w: F.conv3d(x, w, padding=1), f32("B", 2, 4, 4, 4), f32(3, 2, 3, 3, 3))
+    case("torch", "conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=2), f32("B", 3, 5), f32(3, 2, 3))
+    case("torch", "conv_transpose2d", lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
+         f32("B", 3, 4, 4), f32(3, 2, 3, 3), f32(2))
+    case("torch", "conv_transpose3d", lambda x, w: F.conv_transpose3d(x, w), f32("B", 2, 3, 3, 3), f32(2, 2, 2, 2, 2))
+    case("torch", "max_pool1d", lambda x: F.max_pool1d(x, 2), f32("B", 3, 8))
+    case("torch", "max_pool2d", lambda x: F.max_pool2d(x, 3, stride=2, padding=1), f32("B", 2, 7, 7))
+    case("torch", "max_pool3d", lambda x: F.max_pool3d(x, 2), f32("B", 2, 4, 4, 4))
+    case("torch", "avg_pool1d", lambda x: F.avg_pool1d(x, 3, stride=1, padding=1), f32("B", 3, 8))
+    case("torch", "avg_pool2d", lambda x: F.avg_pool2d(x, 2, count_include_pad=False, padding=1), f32("B", 2, 6, 6))
+    case("torch", "avg_pool3d", lambda x: F.avg_pool3d(x, 2), f32("B", 2, 4, 4, 4))
+    case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), f32("B", 3, 4, 4))
+    case("torch", "batch_norm", lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3),
+         f32("B", 3, 4), f32(3), pos(3), f32(3), f32(3))
+    case("torch", "layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), X, f32(4), f32(4))
+    case("torch", "group_norm", lambda x, w, b: F.group_norm(x, 2, w, b), f32("B", 4, 3, 3), f32(4), f32(4))
+    case("torch", "instance_norm", lambda x: F.instance_norm(x), f32("B", 3, 5, 5))
+    case("torch", "rms_norm", lambda x, w: F.rms_norm(x, (4,), w, eps=1e-6), X, f32(4))
+    case("torch", "normalize", lambda x: F.normalize(x, dim=-1), X)
+    case("torch", "embedding", lambda i, w: F.embedding(i, w), i64("B", 5, hi=10), f32(10, 4))
+    case("torch", "dropout", lambda x: F.dropout(x, p=0.5, training=False), X)
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        case("torch", "pad", lambda x, mode=mode: F.pad(x, (1, 2, 2, 1), mode=mode) if mode != "constant"
+             else F.pad(x, (1, 2, 2, 1), value=0.5), f32("B", 2, 4, 5), variant=mode)
+    case("torch", "interpolate", lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), f32("B", 2, 3, 4))
+    case("torch", "interpolate", lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False),
+         f32("B", 2, 3, 4), variant="bilinear")
+    case("torch", "interpolate", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+         f32("B", 2, 3, 4), variant="align")
+    case("torch", "interpolate", lambda x: F.interpolate(x, size=6, mode="linear"), f32("B", 2, 3), variant="linear")
+    case("torch", "scaled_dot_product_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+         f32("B", 2, 5, 8), f32("B", 2, 6, 8), f32("B", 2, 6, 8))
+    case("torch", "scaled_dot_product_attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+         f32("B", 2, 5, 8), f32("B", 2, 5, 8), f32("B", 2, 5, 8), variant="causal")
+    case("torch", "scaled_dot_product_attention",
+         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, scale=0.3),
+         f32("B", 2, 5, 8), f32("B", 2, 6, 8), f32("B", 2, 6, 8), f32(5, 6), variant="mask")
+    case("torch", "scaled_dot_product_attention",
+         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m | torch.eye(5, 6, dtype=torch.bool)),
+         f32("B", 2, 5, 8), f32("B", 2, 6, 8), f32("B", 2, 6, 8), boolean(5, 6), variant="boolmask")
+    # shapes and indexing
+    case("torch", "reshape", lambda x: x.reshape(-1, 12), X)
+    case("torch", "flatten", lambda x: torch.flatten(x, 1), X)
+    case("torch", "transpose", lambda x: x.transpose(1, 2), X)
+    case("torch", "permute_dims", lambda x: x.permute(2, 0, 1), X)
+    case("torch", "concat", lambda x, y: torch.cat([x, y], dim=1), X, f32("B", 2, 4))
+    case("torch", "stack", lambda x, y: torch.stack([x, y], dim=1), X, f32("B", 3, 4))
+    case("torch", "split", lambda x: torch.split(x, [1, 3], dim=2), X)
+    case("torch", "split", lambda x: x.split(2, dim=-1), X, variant="size")
+    case("torch", "chunk", lambda x: x.chunk(2, dim=-1), X)
+    case("torch", "unbind", lambda x: x.unbind(1), X)
+    case("torch", "squeeze", lambda x: x.squeeze(1), f32("B", 1, 4))
+    case("torch", "expand_dims", lambda x: x.unsqueeze(-1), X)
+    case("torch", "broadcast_to", lambda x: x.expand(2, -1, -1, -1), X, static=True)
+    case("torch", "tile", lambda x: x.repeat(1, 2, 1), X)
+    case("torch", "flip", lambda x: torch.flip(x, (1, 2)), X)
+    case("torch", "getitem", lambda x: x[:, 1:, ::2], X)
+    case("torch", "getitem", lambda x: x[..., None, -1], X, variant="none")
+    case("torch", "take", lambda x, i: torch.index_select(x, 2, i), X, i64(3, hi=4))
+    case("torch", "gather", lambda x, i: torch.gather(x, 2, i), X, i64("B", 3, 2, hi=4))
+    case("torch", "tril", lambda x: torch.tril(x, diagonal=1), X)
+    case("torch", "triu", lambda x: torch.triu(x), X)
+    case("torch", "one_hot", lambda x: F.one_hot(x, 6), i64("B", 3))
+    # reductions, scans, sorting
+    case("torch", "sum", lambda x: x.sum(dim=(0, 2), keepdim=True), X)
+    case("torch", "sum", lambda x: x.sum(), i64("B", 3), variant="int")
+    case("torch", "mean", lambda x: x.mean(-1), X)
+    case("torch", "max", lambda x: torch.amax(x, dim=1), X)
+    case("torch", "min", lambda x: torch.amin(x, dim=(1, 2), keepdim=True), X)
+    case("torch", "argmax", lambda x: torch.argmax(x, dim=1), X)
+    case("torch", "argmin", lambda x: torch.argmin(x), X, variant="flat", static=True)
+    case("torch", "argmin", lambda x: torch.argmin(x, dim=-1, keepdim=True), X)
+    case("torch", "cumsum", lambda x: torch.cumsum(x, dim=1), X)
+    case("torch", "top_k", lambda x: torch.topk(x, 2, dim=-1), X)
+    case("torch", "top_k", lambda x: torch.topk(x, 2, dim=1, largest=False), X, variant="smallest")
+    case("torch", "sort", lambda x: torch.sort(x, dim=-1, descending=True), X)
+    case("torch", "argsort", lambda x: torch.argsort(x, dim=1), X)
+    # factories
+    case("torch", "asarray", lambda x: x + torch.tensor([1.0, 2.0, 3.0, 4.0]), X)
+    case("torch", "zeros", lambda x: x + torch.zeros(4), X)
+    case("torch", "ones", lambda x: x * torch.ones(3, 4, dtype=torch.float32), X)
+    case("torch", "full", lambda x: x + torch.full((3, 4), 2.5), X)
+    case("torch", "zeros_like", lambda x: torch.zeros_like(x) + 1, X)
+    case("torch", "ones_like", lambda x: torch.ones_like(x, dtype=torch.int64), X)
+    case("torch", "full_like", lambda x: torch.full_like(x, 7), X)
+    case("torch", "arange", lambda x: x + torch.arange(4), X)
+    case("torch", "arange", lambda x: x * torch.arange(1, 7, 2, dtype=torch.float32)[:, None], f32("B", 3, 1),
+         variant="step")
+    case("torch", "identity", lambda x: x.clone() + x.detach(), X)
+    case("torch", "contiguous", lambda x: x.transpose(1, 2).contiguous(), X)
+
+
+# --- NumPy ---------------------------------------------------------------------------------------------
+
+def _numpy_cases():
+    X = f32("B", 3, 4)
+    for c, fn in {"exp": np.exp, "tanh": np.tanh, "negative": np.negative, "abs": np.abs, "sin": np.sin,
+                  "cos": np.cos, "square": np.square, "sign": np.sign, "floor": np.floor, "ceil": np.ceil,
+                  "expm1": np.expm1, "sinh": np.sinh, "cosh": np.cosh, "atan": np.arctan, "round": np.rint,
+                  "positive": np.positive, "exp2": np.exp2, "tan": np.tan}.items():
+        case("numpy", c, lambda x, fn=fn: fn(x), X)
+    for c, fn in {"log": np.log, "sqrt": np.sqrt, "reciprocal": np.reciprocal, "log1p": np.log1p,
+                  "log2": np.log2, "log10": np.log10}.items():
+        case("numpy", c, lambda x, fn=fn: fn(x), pos("B", 3))
+    case("numpy", "isnan", lambda x: np.isnan(np.sqrt(x)), X)
+    case("numpy", "isfinite", lambda x: np.isfinite(np.log(x)), X)
+    case("numpy", "logical_not", lambda x: np.logical_not(x), boolean("B", 3))
+    case("numpy", "add", lambda x, y: x + y, X, f32(4))
+    case("numpy", "sub", lambda x: 1.0 - x, X)
+    case("numpy", "mul", lambda x, y: np.multiply(x, y), X, f32(3, 1))
+    case("numpy", "div", lambda x, y: x / y, X, pos(4))
+    case("numpy", "div", lambda x, y: x // y, i64("B", 3, lo=-9, hi=9), i64(3, lo=1, hi=4), variant="floor")
+    case("numpy", "pow", lambda x: np.power(x, 3), X)
+    case("numpy", "maximum", lambda x: np.maximum(x, 0), X)
+    case("numpy", "minimum", lambda x, y: np.minimum(x, y), X, f32(4))
+    case("numpy", "fmax", lambda x, y: np.fmax(x, y), X, f32(4))
+    case("numpy", "fmin", lambda x, y: np.fmin(x, y), X, f32(4))
+    case("numpy", "hypot", lambda x, y: np.hypot(x, y), X, f32(4))
+    case("numpy", "remainder", lambda x: np.mod(x, 1.5), X)
+    for c, fn in {"greater": np.greater, "less": np.less, "greater_equal": np.greater_equal,
+                  "less_equal": np.less_equal, "equal": np.equal, "not_equal": np.not_equal}.items():
+        case("numpy", c, lambda x, y, fn=fn: fn(x, y), i64("B", 3), i64(3))
+    case("numpy", "logical_and", lambda x, y: np.logical_and(x, y), boolean("B", 3), boolean(3))
+    case("numpy", "logical_or", lambda x, y: np.logical_or(x, y), boolean("B", 3), boolean(3))
+    case("numpy", "bitwise_and", lambda x, y: x & y, boolean("B", 3), boolean(3))
+    case("numpy", "bitwise_or", lambda x, y: x | y, boolean("B", 3), boolean(3))
+    case("numpy", "matmul", lambda x, w: x @ w, X, f32(4, 5))
+    case("numpy", "dot", lambda x, w: np.dot(x, w), f32("B", 4), f32(4, 5))
+    case("numpy", "einsum", lambda x, w: np.einsum("bij,jk->bik", x, w), X, f32(4, 2))
+    case("numpy", "outer", lambda x, y: np.outer(x, y), f32(3), f32(4))
+    case("numpy", "sum", lambda x: np.sum(x, axis=1, keepdims=True), X)
+    case("numpy", "sum", lambda x: np.add.reduce(x, axis=2), X, variant="ufunc")
+    case("numpy", "mean", lambda x: x.mean(axis=(0, 2)), X)
+    case("numpy", "prod", lambda x: np.prod(x, axis=-1), X)
+    case("numpy", "prod", lambda x: np.multiply.reduce(x, axis=1), X, variant="ufunc")
+    case("numpy", "max", lambda x: np.max(x, axis=0), X)
+    case("numpy", "max", lambda x: np.maximum.reduce(x, axis=1), X, variant="ufunc")
+    case("numpy", "min", lambda x: np.amin(x, axis=-1), X)
+    case("numpy", "min", lambda x: np.minimum.reduce(x, axis=2), X, variant="ufunc")
+    case("numpy", "any", lambda x: np.any(x > 1.0, axis=1), X)
+    case("numpy", "any", lambda x: np.logical_or.reduce(x, axis=1), boolean("B", 3), variant="ufunc")
+    case("numpy", "all", lambda x: np.all(x > -1.0, axis=-1), X)
+    case("numpy", "all", lambda x: np.logical_and.reduce(x, axis=1), boolean("B", 3), variant="ufunc")
+    case("numpy", "std", lambda x: np.std(x, axis=1), X)
+    case("numpy", "var", lambda x: np.var(x, axis=-1), X)
+    case("numpy", "cumsum", lambda x: np.cumsum(x, axis=1), X)
+    case("numpy", "cumsum", lambda x: np.add.accumulate(x, axis=2), X, variant="ufunc")
+    case("numpy", "argmax", lambda x: np.argmax(x, axis=1), X)
+    case("numpy", "argmin", lambda x: np.argmin(x, axis=-1), X)
+    case("numpy", "concat", lambda x, y: np.concatenate([x, y], axis=1), X, f32("B", 2, 4))
+    case("numpy", "stack", lambda x, y: np.stack([x, y], axis=-1), X, f32("B", 3, 4))
+    case("numpy", "where", lambda c, x: np.where(c, x, -x), boolean("B", 3), f32("B", 3))
+    case("numpy", "clip", lambda x: np.clip(x, -0.5, 0.5), X)
+    case("numpy", "permute_dims", lambda x: np.transpose(x, (2, 0, 1)), X)
+    case("numpy", "transpose", lambda x: np.swapaxes(x, 1, 2), X)
+    case("numpy", "reshape", lambda x: np.reshape(x, (-1, 12)), X)
+    case("numpy", "flatten", lambda x: np.ravel(x), X, static=True)
+    case("numpy", "squeeze", lambda x: np.squeeze(x, axis=1), f32("B", 1, 4))
+    case("numpy", "expand_dims", lambda x: np.expand_dims(x, 1), X)
+    case("numpy", "broadcast_to", lambda x: np.broadcast_to(x, (2, 3, 4)), f32(3, 4), static=True)
+    case("numpy", "identity", lambda x: np.copy(x) * 2, X)
+    case("numpy", "cast", lambda x: x.astype(np.int64), X)
+    case("numpy", "getitem", lambda x: x[:, 1, ::2], X)
+    case("numpy", "take", lambda x, i: np.take(x, i, axis=1), X, i64(2, hi=3))
+    case("numpy", "tile", lambda x: np.tile(x, (1, 2)), f32("B", 3))
+    case("numpy", "split", lambda x: np.split(x, 2, axis=2), X)
+    for mode in ("constant", "edge", "reflect"):
+        case("numpy", "pad", lambda x, mode=mode: np.pad(x, ((0, 0), (1, 2)), mode=mode), f32("B", 4), variant=mode)
+    case("numpy", "asarray", lambda x: x + np.asarray([1.0, 2.0, 3.0, 4.0], dtype=np.float32), X)
+    case("numpy", "zeros", lambda x: x + np.zeros((3, 4), dtype=np.float32), X)
+    case("numpy", "ones", lambda x: x * np.ones(4, dtype=np.float32), X)
+    case("numpy", "full", lambda x: x + np.full((4,), 2.0, dtype=np.float32), X)
+    case("numpy", "zeros_like", lambda x: np.zeros_like(x) + x, X)
+    case("numpy", "ones_like", lambda x: np.ones_like(x) * x, X)
+    case("numpy", "full_like", lambda x: np.full_like(x, 3.0) - x, X)
+
+
+# --- JAX -----------------------------------------------------------------------------------------------
+
+def _jax_cases():
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    X = f32("B", 3, 4)
+    for c, fn in {"exp": jnp.exp, "tanh": jnp.tanh, "negative": jnp.negative, "abs": jnp.abs, "sin": jnp.sin,
+                  "cos": jnp.cos, "floor": jnp.floor, "ceil": jnp.ceil, "sign": jnp.sign, "sigmoid": jax.nn.sigmoid,
+                  "square": jnp.square, "erf": jax.scipy.special.erf, "expm1": jnp.expm1, "tan": jnp.tan,
+                  "asinh": jnp.arcsinh, "atan": jnp.arctan, "sinh": jnp.sinh, "cosh": jnp.cosh,
+                  "round": lambda x: lax.round(x), "exp2": lambda x: lax.exp2(x)}.items():
+        case("jax", c, lambda x, fn=fn: fn(x), X)
+    for c, fn in {"log": jnp.log, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p}.items():
+        case("jax", c, lambda x, fn=fn: fn(x), pos("B", 3))
+    case("jax", "acos", lambda x: jnp.arccos(x * 0.4), X)
+    case("jax", "asin", lambda x: jnp.arcsin(x * 0.4), X)
+    case("jax", "atanh", lambda x: jnp.arctanh(x * 0.4), X)
+    case("jax", "acosh", lambda x: jnp.arccosh(x + 1), pos("B", 3))
+    case("jax", "isfinite", lambda x: jnp.isfinite(jnp.log(x)), X)
+    case("jax", "bitwise_not", lambda x: ~x, boolean("B", 3))
+    case("jax", "add", lambda x, y: x + y, X, f32(4))
+    case("jax", "sub", lambda x, y: x - y, X, f32(4))
+    case("jax", "mul", lambda x, y: x * y, X, f32(4))
+    case("jax", "div", lambda x, y: x / y, X, pos(4))
+    case("jax", "pow", lambda x, y: x ** y, pos("B", 3), f32(3))
+    case("jax", "pow", lambda x: x ** 3, X, variant="integer_pow")
+    case("jax", "maximum", lambda x: jax.nn.relu(x), X)
+    case("jax", "minimum", lambda x, y: jnp.minimum(x, y), X, f32(4))
+    case("jax", "fmod", lambda x, y: lax.rem(x, y), f32("B", 3), pos("B", 3))
+    for c, fn in {"equal": jnp.equal, "not_equal": jnp.not_equal, "less": jnp.less, "less_equal": jnp.less_equal,
+                  "greater": jnp.greater, "greater_equal": jnp.greater_equal}.items():
+        case("jax", c, lambda x, y, fn=fn: fn(x, y), X, f32(4))
+    case("jax", "bitwise_and", lambda x, y: x & y, boolean("B", 3), boolean(3))
+    case("jax", "bitwise_or", lambda x, y: x | y, boolean("B", 3), boolean(3))
+    case("jax", "bitwise_xor", lambda x, y: x ^ y, boolean("B", 3), boolean(3))
+    case("jax", "clip", lambda x: jnp.clip(x, -0.5, 0.5), X)
+    case("jax", "select_n", lambda c, x: jnp.where(c, x, -x), boolean("B", 3), f32("B", 3))
+    case("jax", "cast", lambda x: x.astype(jnp.int32), X)
+    case("jax", "dot_general", lambda x, w: x @ w, X, f32(4, 5))
+    case("jax", "dot_general", lambda x, w: jnp.einsum("bij,bkj->bik", x, w), X, f32("B", 2, 4), variant="batch")
+    case("jax", "broadcast_in_dim", lambda x: jnp.broadcast_to(x[:, :, None], (x.shape[0], 3, 2)), f32("B", 3),
+         static=True)
+    case("jax", "reshape", lambda x: x.reshape(-1, 12), X, static=True)
+    case("jax", "permute_dims", lambda x: jnp.transpose(x, (2, 0, 1)), X)
+    case("jax", "squeeze", lambda x: jnp.squeeze(x, 1), f32("B", 1, 4))
+    case("jax", "concat", lambda x, y: jnp.concatenate([x, y], axis=1), X, f32("B", 2, 4))
+    case("jax", "slice", lambda x: x[:, 1:, ::2], X, static=True)  # lax.slice's limits are recorded sizes
+    case("jax", "sum", lambda x: jnp.sum(x, axis=1), X)
+    case("jax", "max", lambda x: jnp.max(x, axis=(1, 2)), X)
+    case("jax", "min", lambda x: jnp.min(x, axis=-1), X)
+    case("jax", "prod", lambda x: jnp.prod(x, axis=1), X)
+    case("jax", "argmax", lambda x: jnp.argmax(x, axis=1), X)
+    case("jax", "argmin", lambda x: jnp.argmin(x, axis=-1), X)
+    case("jax", "any", lambda x: jnp.any(x, axis=1), boolean("B", 3))
+    case("jax", "all", lambda x: jnp.all(x, axis=1), boolean("B", 3))
+    case("jax", "cumsum", lambda x: jnp.cumsum(x, axis=1), X)
+    case("jax", "iota", lambda x: x + jnp.arange(4, dtype=jnp.float32), X)
+    case("jax", "pad", lambda x: jnp.pad(x, ((0, 0), (1, 2))), f32("B", 4))
+    case("jax", "flip", lambda x: jnp.flip(x, axis=1), X)
+    case("jax", "tile", lambda x: lax.tile(x, (1, 2)) if hasattr(lax, "tile") else jnp.tile(x, (1, 2)), f32("B", 3))
+    case("jax", "top_k", lambda x: lax.top_k(x, 2), X)
+    case("jax", "stack", lambda x, y: jnp.stack([x, y], axis=1), X, f32("B", 3, 4))
+    case("jax", "split", lambda x: jnp.split(x, 2, axis=2), X)
+    case("jax", "identity", lambda x: lax.stop_gradient(x) * 2, X)
+    case("jax", "conv_general_dilated",
+         lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")),
+         f32("B", 5, 5, 2), f32(3, 3, 2, 4))
+    case("jax", "reduce_window_max",
+         lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"), f32("B", 4, 4, 3))
+    case("jax", "reduce_window_sum",
+         lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 1, 1, 1), "SAME"), f32("B", 4, 4, 3))
+    case("jax", "reduce_window_max", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 1), (1, 1), "VALID"),
+         f32("B", 5), variant="folded", static=True)  # one non-pooled dim: folded by a Reshape of recorded sizes
+
+
+def build(fw):
+    {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
+    return [c for c in CASES if c.fw == fw]
+
+
+if __name__ == "__main__":
+    import ivytrace
+    fw = sys.argv[1]
+    for i, c in enumerate(build(fw)):
+        args = to_framework(fw, make_inputs(c.specs, 2, i))
+        try:
+            ivytrace.region(c.name)(c.fn)(*args)
+        except Exception as e:  # a case that cannot run here is reported by the test, not here
+            print(f"{c.name}: {type(e).__name__}: {e}", file=sys.stderr)
