@@ -38,9 +38,11 @@ int RunExport(const ExportOptions& o) {
     if (!st.ok()) return Fail("export", st, st.kind() == Status::Kind::kUnsupported ? kExitUnsupported : kExitOutput);
     return kExitOk;
   }
+  bool static_inputs = false;
   {
-    // An ONNX model's inputs have fixed ranks: the guards on the inputs' ranks hold in it.
-    DropInputRankGuards(&lg.graph);
+    // An ONNX model's inputs have fixed ranks: the guards on the inputs' ranks hold in it. A
+    // graph specialized on its inputs' shapes (JAX) is exported with those shapes, static.
+    static_inputs = DropInputShapeGuards(&lg.graph);
     // The ONNX exporter does not lower shape arithmetic yet: the model takes the recorded shapes
     // and the ivytrace.sym.* ops go. The guards on such values stay in the list (refused below
     // without --allow-specialized, else written into metadata_props).
@@ -62,7 +64,7 @@ int RunExport(const ExportOptions& o) {
   }
   OnnxExportOptions oo;
   oo.opset = o.opset;
-  oo.dynamic_batch = !o.static_batch;
+  oo.dynamic_batch = !o.static_batch && !static_inputs;
   oo.allow_specialized = o.allow_specialized;
   if (o.allow_specialized && !lg.graph.guards.empty()) {
     spdlog::warn("the ONNX model is specialized on {} guard(s) (written into its metadata_props); inputs that "

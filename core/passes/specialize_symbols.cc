@@ -73,17 +73,27 @@ Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>*
   return Status::Ok();
 }
 
-void DropInputRankGuards(Graph* graph) {
+namespace {
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+bool DropInputShapeGuards(Graph* graph) {
   std::vector<v1::Guard> kept;
+  bool shapes = false;
   for (auto& guard : graph->guards) {
-    const std::string& op = guard.op();
     const ValueId v = guard.tensor().value();
-    const bool rank = (op.size() > 4 && op.compare(op.size() - 4, 4, ".dim") == 0) ||
-                      (op.size() > 5 && op.compare(op.size() - 5, 5, ".ndim") == 0);
-    if (rank && v < graph->values.size() && graph->values[v].kind == v1::INPUT) continue;
+    const bool input = v < graph->values.size() && graph->values[v].kind == v1::INPUT;
+    if (input && (EndsWith(guard.op(), ".dim") || EndsWith(guard.op(), ".ndim"))) continue;
+    if (input && EndsWith(guard.op(), ".shape")) {
+      shapes = true;
+      continue;
+    }
     kept.push_back(std::move(guard));
   }
   graph->guards = std::move(kept);
+  return shapes;
 }
 
 }  // namespace ivytrace

@@ -23,6 +23,9 @@ Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>*
 
 // Drops the guards on region inputs' ranks (op "<framework>.dim"/".ndim", recorded once a region
 // reads a shape): they hold by construction in an exported model whose inputs have fixed ranks.
-void DropInputRankGuards(Graph* graph);
+// Also drops the guards on inputs' whole shapes (op "<framework>.shape": a JAX graph is
+// specialized on them) and returns true when there were any: the caller must then export the
+// inputs with their recorded (static) shapes, where those guards hold by construction.
+bool DropInputShapeGuards(Graph* graph);
 
 }  // namespace ivytrace

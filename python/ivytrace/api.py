@@ -367,7 +367,7 @@ class Graph:
         (the seeds' "trace with a noise array and compare", sharp bit 3). Without arguments,
         random inputs of the traced shapes and dtypes. Returns a CheckReport (truthy when every
         output matches and no guard fired)."""
-        from ivytrace.check import check_graph
+        from ivytrace.graph_check import check_graph
         return check_graph(self, args, kwargs, rtol=rtol, atol=atol)
 
     def __repr__(self):

@@ -75,7 +75,9 @@ def test_lowering_matches_framework(case, index, traces, cli, tmp_path):
     names = list(inspect.signature(case.fn).parameters)
     arrays = onnx_cases.make_inputs(case.specs, 2, index)
     _check(case, _run(model, names, arrays), _expected(case, arrays), "recorded inputs")
-    if not case.static:
+    # A JAX graph is specialized on its inputs' shapes (README: "What is guarded"), so its model
+    # is exported with static shapes: onnxruntime refuses another batch.
+    if not case.static and case.fw != "jax":
         arrays = onnx_cases.make_inputs(case.specs, 3, 1000 + index)
         _check(case, _run(model, names, arrays), _expected(case, arrays), "batch 3")
 

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import ivytrace
-from ivytrace.check import random_like
+from ivytrace.graph_check import random_like
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
