@@ -17,6 +17,7 @@ struct ExportOptions {
   int opset = 17;
   bool no_optimize = false;
   bool static_batch = false;
+  bool allow_empty = false;
   PipelineFlags flags;
 };
 
@@ -28,6 +29,19 @@ int RunExport(const ExportOptions& o) {
   ApplyPipelineFlags(o.flags, &po);
   st = LoadForCommand(o.file, o.region, o.no_optimize ? nullptr : &po, &lg);
   if (!st.ok()) return Fail("export", st, InputErrorCode(st));
+  // A CI gate must not pass on a model of nothing: an unmarked trace or an empty region.
+  if (!o.allow_empty) {
+    std::string empty = lg.kind == FileKind::kTrace && lg.build.region_chosen.empty() ? "marks no region"
+                        : lg.graph.inputs.empty()                                      ? "has a region with no inputs"
+                        : lg.graph.OutputValues().empty()                              ? "has a region with no outputs"
+                                                                                       : "";
+    if (!empty.empty()) {
+      return Fail("export", Status::Unsupported("'" + o.file + "' " + empty + ": nothing to export. Mark the model's "
+                  "part with `with ivytrace.region(\"name\", inputs={\"x\": x}) as r: ...; r.set_result(y)` or "
+                  "`@ivytrace.region`, or record with ivytrace.trace_graph (--allow-empty exports it anyway)"),
+                  kExitUnsupported);
+    }
+  }
   if (o.to == "plan") {
     // Lowered and written step by step (no whole v1::Plan); Unsupported comes before any write.
     st = ExportPlanFile(lg.graph, o.output);
@@ -73,6 +87,8 @@ void SetupExport(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(13, 17));
   sub->add_flag("--no-optimize", opts->no_optimize, "Export a trace's graph without running the default passes");
   AddPipelineFlags(sub, &opts->flags);
+  sub->add_flag("--allow-empty", opts->allow_empty,
+                "Export a trace with no region, or a region with no inputs or no outputs (refused by default)");
   sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
   sub->footer(kExitStatusHelp);
   sub->callback([opts, exit_code] { *exit_code = RunExport(*opts); });

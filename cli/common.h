@@ -61,5 +61,7 @@ void SetupOptimize(CLI::App& app, int* exit_code);
 void SetupViz(CLI::App& app, int* exit_code);
 void SetupExport(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
+void SetupCheck(CLI::App& app, int* exit_code);  // cmd_check.cc
+void SetupDiff(CLI::App& app, int* exit_code);   // cmd_diff.cc
 
 }  // namespace ivytrace::cli
