@@ -41,6 +41,15 @@ std::string FindPython(const std::string& flag) {
     std::string p = std::string(venv) + "/bin/python";
     if (access(p.c_str(), X_OK) == 0) return p;
   }
+  // A source checkout's build/ivytrace: the checkout's .venv (scripts/setup.sh makes it).
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto venv = exe.parent_path().parent_path() / ".venv" / "bin" / "python";
+    if (access(venv.c_str(), X_OK) == 0 && std::filesystem::exists(exe.parent_path().parent_path() / "python" / "ivytrace", ec)) {
+      return venv.string();
+    }
+  }
   return "python3";
 }
 

@@ -20,7 +20,8 @@ Status SniffArtifact(const std::string& path, FileKind* kind);
 Status ReadOnnxModel(const std::string& path, onnx::ModelProto* model);
 
 // The interpreter `check` runs its helper with: `flag` if given, else $IVYTRACE_PYTHON, else
-// $VIRTUAL_ENV/bin/python, else python3 on PATH.
+// $VIRTUAL_ENV/bin/python, else the .venv of the source checkout this binary was built in, else
+// python3 on PATH.
 std::string FindPython(const std::string& flag);
 
 // A directory to put on PYTHONPATH so that `import ivytrace` finds the package that belongs to

@@ -315,7 +315,7 @@ void SetupCheck(CLI::App& app, int* exit_code) {
       ->type_name("FILE");
   sub->add_option("--python", opts->python,
                   "Python interpreter with the ivytrace package, numpy and onnxruntime (default: $IVYTRACE_PYTHON, "
-                  "else $VIRTUAL_ENV/bin/python, else python3)");
+                  "else $VIRTUAL_ENV/bin/python, else the .venv of the checkout the binary was built in, else python3)");
   sub->footer(
       "The comparison runs in Python: `ivytrace check` starts the interpreter above on the module ivytrace.check, "
       "which runs ONNX models in onnxruntime and plans in ivytrace's runtime (torch for torch plans).\n" +

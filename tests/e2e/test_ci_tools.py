@@ -127,14 +127,24 @@ def test_check_input_errors_are_not_check_failures(cli, work, tmp_path):
 
 
 def test_check_says_what_is_missing_in_python(cli, work, tmp_path):
-    # An interpreter without the packages check needs: exit 8 and a message naming what and how.
+    # An interpreter without the ivytrace package: exit 8, naming the interpreter and the way out.
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     proc = cli("check", work / "base.onnx", "--against", work / "base.ivt", "--python", venv / "bin" / "python")
     assert proc.returncode == EXIT_MISSING, (proc.stdout, proc.stderr)
-    assert "cannot import" in proc.stderr and "--python" in proc.stderr
+    assert "cannot be imported" in proc.stderr and "--python" in proc.stderr
     proc = cli("check", work / "base.onnx", "--against", work / "base.ivt", "--python", tmp_path / "no-such-python")
     assert proc.returncode == EXIT_MISSING and "no-such-python" in proc.stderr
+    # onnxruntime missing (a module on PYTHONPATH that fails to import stands in for it): an ONNX
+    # check says so; a plan check does not need it.
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    (blocked / "onnxruntime.py").write_text("raise ImportError('onnxruntime is not installed (test)')\n")
+    env = dict(os.environ, PYTHONPATH=f"{blocked}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    proc = cli("check", work / "base.onnx", "--against", work / "base.ivt", "--python", sys.executable, env=env)
+    assert proc.returncode == EXIT_MISSING and "onnxruntime" in proc.stderr and "pip install onnxruntime" in proc.stderr
+    assert cli("check", work / "base.plan", "--against", work / "base.ivt", "--python", sys.executable,
+               env=env).returncode == 0
 
 
 def test_check_on_a_graph_compares_random_inputs_with_its_replay(cli, work):
@@ -161,7 +171,8 @@ def test_diff_catches_an_added_layer(cli, work, tmp_path):
     d = report_of(proc)
     assert d["schema"] == "ivytrace.diff/1" and d["tripped"] is True and d["identical"] is False
     added = [a["node"] for a in d["added"]]
-    assert {n["module"] for n in added} == {"extra"}, added
+    # The new layer's linear (in module "extra") and the relu forward() applies to it.
+    assert sorted((n["canonical"], n["module"]) for n in added) == [("linear", "extra"), ("relu", "")], added
     assert d["op_deltas"]["torch.nn.functional.linear"] == {"a": 3, "b": 4, "delta": 1}
     assert d["parameters"]["delta"] == 16 * 16 + 16
     assert d["removed"] == []
