@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/common.h"
+#include "cli/exit_status.h"
 #include "core/export/onnx/onnx_exporter.h"
 #include "core/export/plan_exporter.h"
 #include "core/util/atomic_file.h"
@@ -90,7 +91,7 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_flag("--allow-empty", opts->allow_empty,
                 "Export a trace with no region, or a region with no inputs or no outputs (refused by default)");
   sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
-  sub->footer(kExitStatusHelp);
+  sub->footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitInternal}));
   sub->callback([opts, exit_code] { *exit_code = RunExport(*opts); });
 }
 

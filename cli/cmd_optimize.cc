@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "cli/common.h"
+#include "cli/exit_status.h"
 #include "core/io/graph_file.h"
 #include "core/ir/graph_printer.h"
 #include "core/util/atomic_file.h"
@@ -91,7 +92,7 @@ void SetupOptimize(CLI::App& app, int* exit_code) {
   sub->add_option("--print-after", opts->print_after, "Print the graph after these passes, after each round ('all' = every pass)")
       ->delimiter(',');
   sub->add_flag("--list-passes", opts->list, "List the passes and the default pipeline");
-  sub->footer(kExitStatusHelp);
+  sub->footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitInternal}));
   sub->callback([opts, exit_code] { *exit_code = RunOptimize(*opts); });
 }
 

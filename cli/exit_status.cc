@@ -12,7 +12,7 @@ const char* Meaning(int code) {
     case kExitUsage: return "usage error";
     case kExitBadInput: return "bad input (missing, truncated or corrupt file)";
     case kExitOutput: return "output cannot be written";
-    case kExitUnsupported: return "cannot export (unsupported ops)";
+    case kExitUnsupported: return "unsupported (an op without a lowering, a construct ivytrace cannot handle, or nothing to export)";
     case kExitCheckFailed: return "check failed (an output outside tolerance, or the artifact failed to run)";
     case kExitGateTripped: return "a --fail-on gate tripped";
     case kExitMissingTool: return "the Python side cannot run (no interpreter with ivytrace, numpy, onnxruntime)";

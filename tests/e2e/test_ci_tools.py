@@ -259,8 +259,8 @@ def test_inspect_shows_plans_and_onnx_models(cli, work):
 
 def test_each_help_lists_only_its_exit_statuses(cli):
     diff = cli("diff", "--help", check=True).stdout
-    assert "7 a --fail-on gate tripped" in diff and "cannot export" not in diff and "6 check failed" not in diff
+    assert "7 a --fail-on gate tripped" in diff and "5 unsupported" not in diff and "6 check failed" not in diff
     check = cli("check", "--help", check=True).stdout
     assert "6 check failed" in check and "onnxruntime" in check and "gate" not in check
     inspect = cli("inspect", "--help", check=True).stdout
-    assert "3 bad input" in inspect and "5 cannot export" not in inspect and "4 output" not in inspect
+    assert "3 bad input" in inspect and "5 unsupported" not in inspect and "4 output" not in inspect
