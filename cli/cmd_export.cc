@@ -3,6 +3,7 @@
 
 #include "cli/common.h"
 #include "cli/exit_status.h"
+#include "cli/progress.h"
 #include "core/export/onnx/onnx_exporter.h"
 #include "core/export/plan_exporter.h"
 #include "core/util/atomic_file.h"
@@ -19,12 +20,15 @@ struct ExportOptions {
   bool no_optimize = false;
   bool static_batch = false;
   bool allow_empty = false;
+  bool progress = false;
   PipelineFlags flags;
 };
 
 int RunExport(const ExportOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("export", st, kExitOutput);
+  Progress progress = PhaseProgress("export", o.file, o.progress);
+  progress.Report("reading " + o.file + (o.no_optimize ? "" : ", building and optimizing the graph"), /*now=*/true);
   LoadedGraph& lg = CommandGraph();
   PipelineOptions po;
   ApplyPipelineFlags(o.flags, &po);
@@ -43,6 +47,7 @@ int RunExport(const ExportOptions& o) {
                   kExitUnsupported);
     }
   }
+  progress.Report("lowering " + Thousands(lg.graph.LiveNodeCount()) + " nodes and writing " + o.output, /*now=*/true);
   if (o.to == "plan") {
     // Lowered and written step by step (no whole v1::Plan); Unsupported comes before any write.
     st = ExportPlanFile(lg.graph, o.output);
@@ -90,6 +95,7 @@ void SetupExport(CLI::App& app, int* exit_code) {
   AddPipelineFlags(sub, &opts->flags);
   sub->add_flag("--allow-empty", opts->allow_empty,
                 "Export a trace with no region, or a region with no inputs or no outputs (refused by default)");
+  sub->add_flag("--progress", opts->progress, "Report each phase on stderr, also when not on a terminal");
   sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
   sub->footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitInternal}));
   sub->callback([opts, exit_code] { *exit_code = RunExport(*opts); });
