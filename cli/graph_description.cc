@@ -187,14 +187,16 @@ json DescribeOnnx(const onnx::ModelProto& model, const std::string& file) {
   std::map<std::string, uint64_t> ops, modules;
   for (const auto& n : g.node()) {
     const std::string op = (n.domain().empty() ? "onnx" : n.domain()) + "." + n.op_type();
-    // Exporters name nodes by module path ("/layer1/conv/Conv" from torch.onnx): its directories.
-    std::string module;
-    if (!n.name().empty() && n.name()[0] == '/') {
-      std::string path = n.name().substr(1);
-      const size_t slash = path.rfind('/');
-      module = slash == std::string::npos ? "" : path.substr(0, slash);
-      for (char& c : module) c = c == '/' ? '.' : c;
-    }
+    // Exporters name nodes by module path ("/layer1/conv/Conv" from torch.onnx, "layer1.conv/n3.Conv"
+    // from ivytrace): the part before the last '/'.
+    std::string path = n.name();
+    if (!path.empty() && path[0] == '/') path = path.substr(1);
+    const size_t slash = path.rfind('/');
+    std::string module = slash == std::string::npos ? "" : path.substr(0, slash);
+    for (char& c : module) c = c == '/' ? '.' : c;
+    // ivytrace's doc strings say "<op> at <file>:<line>".
+    const size_t at = n.doc_string().rfind(" at ");
+    const std::string loc = at == std::string::npos ? "" : n.doc_string().substr(at + 4);
     ++ops[op];
     ++modules[module];
     std::ostringstream sig;
@@ -217,7 +219,7 @@ json DescribeOnnx(const onnx::ModelProto& model, const std::string& file) {
                      {"module", module},
                      {"args", sig.str()},
                      {"outputs", outs},
-                     {"loc", ""}});
+                     {"loc", loc}});
   }
   j["node_count"] = nodes.size();
   j["nodes"] = nodes;

@@ -197,6 +197,7 @@ def test_diff_against_a_committed_baseline(cli, work, tmp_path):
     proc = cli("diff", work / "base.onnx", tmp_path / "deeper.onnx", "--json")
     d = report_of(proc)
     assert proc.returncode == 0 and d["added"] and d["parameters"]["delta"] == 16 * 16 + 16
+    assert any(a["node"]["module"] == "extra" and a["node"]["loc"].startswith("prog.py:") for a in d["added"]), d["added"]
     bad = tmp_path / "bad.json"
     bad.write_text('{"hello": 1}')
     proc = cli("diff", bad, work / "base.ivg")
