@@ -63,8 +63,13 @@ json Counts(const json& d, const char* key) { return d.contains(key) ? d[key] : 
 json Compare(const json& a, const json& b) {
   json r;
   r["schema"] = kDiffSchema;
-  r["a"] = {{"file", a.value("file", std::string())}, {"kind", a.value("kind", std::string())}};
-  r["b"] = {{"file", b.value("file", std::string())}, {"kind", b.value("kind", std::string())}};
+  auto side = [](const json& d) {
+    json s = {{"file", d.value("file", std::string())}, {"kind", d.value("kind", std::string())}};
+    if (d.contains("baseline_of")) s["baseline_of"] = d["baseline_of"];
+    return s;
+  };
+  r["a"] = side(a);
+  r["b"] = side(b);
   const json& an = a["nodes"];
   const json& bn = b["nodes"];
   std::map<std::string, std::vector<size_t>> by_key;
@@ -200,8 +205,12 @@ void PrintNodes(const char* title, const char* mark, const json& list, const cha
 }
 
 void PrintText(const json& d, int max_lines) {
-  std::printf("diff %s (%s) %s (%s)\n", d["a"]["file"].get<std::string>().c_str(), d["a"]["kind"].get<std::string>().c_str(),
-              d["b"]["file"].get<std::string>().c_str(), d["b"]["kind"].get<std::string>().c_str());
+  auto side = [](const json& s) {
+    std::string kind = s["kind"].get<std::string>();
+    if (s.contains("baseline_of")) kind = "baseline of " + s["baseline_of"].get<std::string>() + ", a " + kind;
+    return s["file"].get<std::string>() + " (" + kind + ")";
+  };
+  std::printf("diff %s %s\n", side(d["a"]).c_str(), side(d["b"]).c_str());
   const auto& n = d["nodes"];
   std::printf("  nodes       %lld -> %lld (%+lld, %+.1f%%)\n", (long long)n["a"].get<int64_t>(), (long long)n["b"].get<int64_t>(),
               (long long)n["delta"].get<int64_t>(), n["percent"].get<double>());

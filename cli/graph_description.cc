@@ -326,6 +326,8 @@ Status DescribeFile(const std::string& path, const std::string& region, json* ou
                                 "(expected \"schema\": \"" + std::string(kInspectSchema) + "\" and \"nodes\"; "
                                 "inspect a graph, an ONNX model or a trace with --graph)");
     }
+    (*out)["baseline_of"] = out->value("file", std::string());
+    (*out)["file"] = path;
     return Status::Ok();
   }
   FileKind kind;
