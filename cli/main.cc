@@ -16,6 +16,7 @@
 #include <google/protobuf/stubs/common.h>
 
 #include "cli/common.h"
+#include "cli/exit_status.h"
 
 namespace {
 
@@ -97,7 +98,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"ivytrace: turn a running PyTorch program into a clean computation graph, then "
                "optimize it, draw it and export it as ONNX or as an executable plan."};
-  app.footer(kExitStatusHelp);
+  app.footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitCheckFailed,
+                               kExitGateTripped, kExitMissingTool, kExitInternal}) +
+             " `record` exits with the recorded program's status. Each command's --help lists its own.");
   app.set_version_flag("--version", std::string("ivytrace ") + IVYTRACE_VERSION);
   app.require_subcommand(1);
   bool verbose = false;
