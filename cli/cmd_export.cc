@@ -2,6 +2,8 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/common.h"
+#include "cli/exit_status.h"
+#include "cli/progress.h"
 #include "core/export/onnx/onnx_exporter.h"
 #include "core/passes/constant_fold.h"
 #include "core/passes/dead_code_elimination.h"
@@ -21,17 +23,35 @@ struct ExportOptions {
   bool no_optimize = false;
   bool static_batch = false;
   bool allow_specialized = false;
+  bool allow_empty = false;
+  bool progress = false;
   PipelineFlags flags;
 };
 
 int RunExport(const ExportOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("export", st, kExitOutput);
+  Progress progress = PhaseProgress("export", o.file, o.progress);
+  progress.Report("reading " + o.file + (o.no_optimize ? "" : ", building and optimizing the graph"), /*now=*/true);
   LoadedGraph& lg = CommandGraph();
   PipelineOptions po;
   ApplyPipelineFlags(o.flags, &po);
   st = LoadForCommand(o.file, o.region, o.no_optimize ? nullptr : &po, &lg);
   if (!st.ok()) return Fail("export", st, InputErrorCode(st));
+  // A CI gate must not pass on a model of nothing: an unmarked trace or an empty region.
+  if (!o.allow_empty) {
+    std::string empty = lg.kind == FileKind::kTrace && lg.build.region_chosen.empty() ? "marks no region"
+                        : lg.graph.inputs.empty()                                      ? "has a region with no inputs"
+                        : lg.graph.OutputValues().empty()                              ? "has a region with no outputs"
+                                                                                       : "";
+    if (!empty.empty()) {
+      return Fail("export", Status::Unsupported("'" + o.file + "' " + empty + ": nothing to export. Mark the model's "
+                  "part with `with ivytrace.region(\"name\", inputs={\"x\": x}) as r: ...; r.set_result(y)` or "
+                  "`@ivytrace.region`, or record with ivytrace.trace_graph (--allow-empty exports it anyway)"),
+                  kExitUnsupported);
+    }
+  }
+  progress.Report("lowering " + Thousands(lg.graph.LiveNodeCount()) + " nodes and writing " + o.output, /*now=*/true);
   if (o.to == "plan") {
     // Lowered and written step by step (no whole v1::Plan); Unsupported comes before any write.
     st = ExportPlanFile(lg.graph, o.output);
@@ -95,11 +115,14 @@ void SetupExport(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(13, 17));
   sub->add_flag("--no-optimize", opts->no_optimize, "Export a trace's graph without running the default passes");
   AddPipelineFlags(sub, &opts->flags);
+  sub->add_flag("--allow-empty", opts->allow_empty,
+                "Export a trace with no region, or a region with no inputs or no outputs (refused by default)");
+  sub->add_flag("--progress", opts->progress, "Report each phase on stderr, also when not on a terminal");
   sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
   sub->add_flag("--allow-specialized", opts->allow_specialized,
                 "ONNX: export a graph that has guards (refused by default, exit 5); the guards go into the "
                 "model's metadata_props");
-  sub->footer(kExitStatusHelp);
+  sub->footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitInternal}));
   sub->callback([opts, exit_code] { *exit_code = RunExport(*opts); });
 }
 

@@ -6,7 +6,10 @@
 #include <iostream>
 #include <map>
 
+#include "cli/artifact.h"
 #include "cli/common.h"
+#include "cli/exit_status.h"
+#include "cli/graph_description.h"
 #include "core/inspect/trace_stats.h"
 #include "core/ir/graph_printer.h"
 
@@ -43,6 +46,7 @@ int InspectTrace(const InspectOptions& o) {
   if (!st.ok()) return Fail("inspect", st, InputErrorCode(st));
   if (o.json) {
     nlohmann::json j;
+    j["schema"] = "ivytrace.inspect.trace/1";
     j["file"] = o.file;
     j["kind"] = "trace";
     j["bytes"] = s.bytes;
@@ -118,20 +122,7 @@ int InspectGraph(const InspectOptions& o) {
     if (!n.erased) ++ops[n.op];
   }
   if (o.json) {
-    nlohmann::json j;
-    j["file"] = o.file;
-    j["kind"] = lg.kind == FileKind::kTrace ? "trace" : "graph";
-    j["name"] = g.name;
-    j["nodes"] = g.LiveNodeCount();
-    j["constants"] = g.constants.size();
-    j["ops"] = ops;
-    nlohmann::json inputs = nlohmann::json::array();
-    for (const auto& in : g.inputs) inputs.push_back(in.name());
-    j["inputs"] = inputs;
-    j["outputs"] = g.OutputValues().size();
-    j["guards"] = g.guards.size();
-    j["passes_applied"] = g.passes_applied;
-    std::cout << j.dump(2) << "\n";
+    std::cout << DescribeGraph(g, lg.kind == FileKind::kTrace ? "trace" : "graph", o.file).dump(2) << "\n";
     return kExitOk;
   }
   if (o.graph || lg.kind == FileKind::kGraph) std::fputs(PrintGraph(g).c_str(), stdout);
@@ -145,24 +136,58 @@ int InspectGraph(const InspectOptions& o) {
   return kExitOk;
 }
 
+// Plans and ONNX models: their description (cli/graph_description.h) as JSON, or a summary.
+int InspectArtifact(const InspectOptions& o) {
+  nlohmann::json d;
+  Status st = DescribeFile(o.file, o.region, &d);
+  if (!st.ok()) return Fail("inspect", st, InputErrorCode(st));
+  if (o.json) {
+    std::cout << d.dump(2) << "\n";
+    return kExitOk;
+  }
+  const std::string kind = d["kind"];
+  std::printf("%s %s: %s, %zu %s, %zu constants (%llu elements)\n", kind == "onnx" ? "ONNX model" : "plan",
+              o.file.c_str(), d["name"].get<std::string>().c_str(), d["nodes"].size(), kind == "onnx" ? "nodes" : "steps",
+              d["constants"].size(), (unsigned long long)d["parameters"]["elements"].get<uint64_t>());
+  if (kind == "onnx") {
+    std::printf("  opset %lld, producer %s\n", (long long)d["opset"].get<int64_t>(), d["producer"].get<std::string>().c_str());
+  } else {
+    std::printf("  framework %s, %llu slots, %zu guards\n", d["framework"].get<std::string>().c_str(),
+                (unsigned long long)d["slots"].get<uint64_t>(), d["guards"].size());
+  }
+  for (const auto& in : d["inputs"]) {
+    std::printf("  input  %s: %s\n", in["name"].get<std::string>().c_str(), in["tensors"].dump().c_str());
+  }
+  for (const auto& out : d.value("outputs", nlohmann::json::array())) std::printf("  output %s\n", out.dump().c_str());
+  if (o.graph) {
+    for (const auto& n : d["nodes"]) {
+      std::printf("  %s%s%s\n", n["op"].get<std::string>().c_str(), n["args"].get<std::string>().c_str(),
+                  n.contains("result") ? (" -> " + n["result"].get<std::string>()).c_str() : "");
+    }
+  }
+  PrintHistogram(d["ops"].get<std::map<std::string, uint64_t>>());
+  return kExitOk;
+}
+
 }  // namespace
 
 void SetupInspect(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<InspectOptions>();
-  auto* sub = app.add_subcommand("inspect", "Show what a trace or graph holds: header, counts, regions, op histogram");
-  sub->add_option("file", opts->file, "Trace or graph file")->required();
-  sub->add_flag("--json", opts->json, "Print one JSON object; its \"ops\" maps each op name to its count");
+  auto* sub = app.add_subcommand("inspect", "Show what a trace, graph, plan or ONNX model holds: header, counts, regions, op histogram");
+  sub->add_option("file", opts->file, "Trace, graph, plan or ONNX file")->required();
+  sub->add_flag("--json", opts->json, "Print one JSON object: a trace's summary, or the whole graph (nodes, shapes, guards, modules) of a graph, plan, ONNX model or trace with --graph (schema in the README); \"ops\" maps each op to its count");
   sub->add_flag("--graph", opts->graph, "Print the region's graph, one op per line");
   sub->add_option("--region", opts->region, "Region to show with --graph: NAME or NAME:K (default: the first)");
-  sub->footer(kExitStatusHelp);
+  sub->footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitInternal}));
   sub->callback([opts, exit_code] {
     FileKind kind;
-    Status st = SniffFile(opts->file, &kind);
+    Status st = SniffArtifact(opts->file, &kind);
     if (!st.ok()) {
       *exit_code = Fail("inspect", st, InputErrorCode(st));
       return;
     }
-    if (kind == FileKind::kTrace && !opts->graph) *exit_code = InspectTrace(*opts);
+    if (kind == FileKind::kPlan || kind == FileKind::kOnnx) *exit_code = InspectArtifact(*opts);
+    else if (kind == FileKind::kTrace && !opts->graph) *exit_code = InspectTrace(*opts);
     else *exit_code = InspectGraph(*opts);
   });
 }

@@ -3,6 +3,8 @@
 #include <cstdio>
 
 #include "cli/common.h"
+#include "cli/exit_status.h"
+#include "cli/progress.h"
 #include "core/io/graph_file.h"
 #include "core/ir/graph_printer.h"
 #include "core/util/atomic_file.h"
@@ -21,6 +23,7 @@ struct OptimizeOptions {
   bool list = false;
   std::vector<std::string> print_after;
   PipelineFlags flags;
+  bool progress = false;
 };
 
 int RunOptimize(const OptimizeOptions& o) {
@@ -40,6 +43,8 @@ int RunOptimize(const OptimizeOptions& o) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
   auto t = Clock::now();
+  Progress progress = PhaseProgress("optimize", o.file, o.progress);
+  progress.Report("reading " + o.file + " and building the graph", /*now=*/true);
   LoadedGraph& lg = CommandGraph();
   st = LoadForCommand(o.file, o.region, /*optimize=*/nullptr, &lg);
   if (!st.ok()) return Fail("optimize", st, InputErrorCode(st));
@@ -54,9 +59,11 @@ int RunOptimize(const OptimizeOptions& o) {
   ApplyPipelineFlags(o.flags, &po);
   const double load_ms = ms_since(t);
   std::vector<PassReport> report;
+  progress.Report(Thousands(lg.graph.LiveNodeCount()) + " nodes; running the passes", /*now=*/true);
   st = RunPipeline(po, &lg.graph, &report);
   if (!st.ok()) return Fail("optimize", st, st.kind() == Status::Kind::kInvalidArgument ? kExitUsage : kExitInternal);
   t = Clock::now();
+  progress.Report(Thousands(lg.graph.LiveNodeCount()) + " nodes left; writing " + o.output, /*now=*/true);
   st = WriteGraphFile(o.output, lg.graph);  // streamed from the graph, no v1::Graph copy
   if (!st.ok()) return Fail("optimize", st, kExitOutput);
   const double write_ms = ms_since(t);
@@ -93,8 +100,10 @@ void SetupOptimize(CLI::App& app, int* exit_code) {
   sub->add_flag("--verify", opts->verify, "Check the IR's invariants after every pass");
   sub->add_option("--print-after", opts->print_after, "Print the graph after these passes, after each round ('all' = every pass)")
       ->delimiter(',');
+  sub->add_flag("--progress", opts->progress,
+                "Report each phase on stderr, also when stderr is not a terminal or the input is small");
   sub->add_flag("--list-passes", opts->list, "List the passes and the default pipeline");
-  sub->footer(kExitStatusHelp);
+  sub->footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitInternal}));
   sub->callback([opts, exit_code] { *exit_code = RunOptimize(*opts); });
 }
 

@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "core/io/trace_reader.h"
 #include "core/util/atomic_file.h"
 
@@ -39,6 +40,7 @@ struct RecordOptions {
   std::vector<std::string> command;
   std::optional<uint64_t> max_ops;     // --max-ops: op events to record at most
   std::optional<uint64_t> max_bytes;   // --max-bytes: size of the trace file at most
+  bool progress = false;               // --progress: also when stderr is not a terminal
 };
 
 // The smallest --max-bytes accepted: the magic, the header (argv, host name...) and the room the
@@ -186,7 +188,17 @@ int RunRecord(const RecordOptions& o) {
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  // With progress shown, poll the child and count the ops in the growing trace as it runs.
+  Progress progress("record", o.progress);
+  TraceOpCounter counter(partial);
+  while (true) {
+    const pid_t r = waitpid(pid, &wstatus, progress.enabled() ? WNOHANG : 0);
+    if (r == pid || (r < 0 && errno != EINTR)) break;
+    if (r == 0) {
+      usleep(100 * 1000);
+      counter.Poll();
+      progress.Report(Thousands(counter.ops()) + " ops recorded so far (" + Thousands(counter.bytes() >> 10) + " KiB)");
+    }
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
@@ -233,6 +245,9 @@ void SetupRecord(CLI::App& app, int* exit_code) {
       ->transform(CLI::AsSizeValue(false).description(""))  // the help text says the units
       ->check(WholeNumber("bytes"))
       ->type_name("SIZE");
+  sub->add_flag("--progress", opts->progress,
+                "Report the ops recorded so far on stderr every second also when stderr is not a terminal "
+                "(on a terminal it is always shown)");
   sub->add_option("command", opts->command, "The program and its arguments, after --")->required();
   sub->footer("Example: ivytrace record -o model.ivt -- python3 train.py --epochs 1\n"
               "Exit status: the program's own (also when a --max-ops/--max-bytes limit stopped "

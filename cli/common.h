@@ -62,5 +62,7 @@ void SetupViz(CLI::App& app, int* exit_code);
 void SetupExport(CLI::App& app, int* exit_code);
 void SetupOps(CLI::App& app, int* exit_code);
 void SetupRecord(CLI::App& app, int* exit_code);
+void SetupCheck(CLI::App& app, int* exit_code);  // cmd_check.cc
+void SetupDiff(CLI::App& app, int* exit_code);   // cmd_diff.cc
 
 }  // namespace ivytrace::cli

@@ -6,11 +6,17 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include <google/protobuf/stubs/common.h>
 
 #include "cli/common.h"
+#include "cli/exit_status.h"
 
 namespace {
 
@@ -37,6 +43,49 @@ void KeepFreedMemoryForReuse() {
   mallopt(M_TOP_PAD, 256 << 20);
 }
 
+// Edit distance, for suggesting a subcommand (a dozen short names: a library would be overkill).
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first word that is not an option must name a subcommand. CLI11 alone says only "A
+// subcommand is required"; this names the word and the closest subcommand. Returns false (after
+// printing) when the word is unknown.
+bool CheckSubcommandName(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') continue;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) != names.end()) return true;
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    for (const auto& n : names) {
+      size_t d = EditDistance(word, n);
+      if (n.rfind(word, 0) == 0) d = 0;  // a prefix ("insp") is as good as a match
+      if (d < best_d) best_d = d, best = n;
+    }
+    std::string all;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    std::fprintf(stderr, "ivytrace: error: unknown command '%s'%s (commands: %s; see ivytrace --help)\n", word.c_str(),
+                 best_d <= std::max<size_t>(2, word.size() / 2) ? ("; did you mean '" + best + "'?").c_str() : "",
+                 all.c_str());
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +98,9 @@ int main(int argc, char** argv) {
 
   CLI::App app{"ivytrace: turn a running PyTorch program into a clean computation graph, then "
                "optimize it, draw it and export it as ONNX or as an executable plan."};
-  app.footer(kExitStatusHelp);
+  app.footer(ExitStatusFooter({kExitOk, kExitUsage, kExitBadInput, kExitOutput, kExitUnsupported, kExitCheckFailed,
+                               kExitGateTripped, kExitMissingTool, kExitInternal}) +
+             " `record` exits with the recorded program's status. Each command's --help lists its own.");
   app.set_version_flag("--version", std::string("ivytrace ") + IVYTRACE_VERSION);
   app.require_subcommand(1);
   bool verbose = false;
@@ -62,8 +113,11 @@ int main(int argc, char** argv) {
   SetupViz(app, &exit_code);
   SetupExport(app, &exit_code);
   SetupOps(app, &exit_code);
+  SetupCheck(app, &exit_code);
+  SetupDiff(app, &exit_code);
   app.parse_complete_callback([&] { spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::warn); });
 
+  if (!CheckSubcommandName(app, argc, argv)) return kExitUsage;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

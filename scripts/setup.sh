@@ -13,7 +13,7 @@ ROOT=$(pwd)
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   protobuf-compiler libprotobuf-dev zlib1g-dev libabsl-dev
-  libonnx-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
+  libonnx-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libpugixml-dev
   libgraphviz-dev graphviz nlohmann-json3-dev
   python3 python3-venv python3-dev
 )

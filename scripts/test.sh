@@ -7,3 +7,5 @@ bash scripts/setup.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 export IVYTRACE_BIN="$PWD/build/ivytrace"
 .venv/bin/python -m pytest tests -q
+# The other generator (setup.sh builds with Ninja), the install rules and find_package(ivytrace).
+bash scripts/check_cmake_package.sh

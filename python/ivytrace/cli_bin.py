@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 
+_BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "ivytrace")
 _REPO_BUILD = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "ivytrace"))
 
 
@@ -19,15 +20,27 @@ class CLIError(RuntimeError):
         self.command = command
 
 
+def _is_binary(path: str) -> bool:
+    """An executable ELF file (the `ivytrace` console script on PATH is not the CLI itself)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"\x7fELF" and os.access(path, os.X_OK)
+    except OSError:
+        return False
+
+
 def find_cli() -> str:
-    """$IVYTRACE_BIN, else `ivytrace` on PATH, else <repo>/build/ivytrace of a source checkout."""
+    """$IVYTRACE_BIN, else the binary bundled in the package (a wheel), else `ivytrace` on PATH
+    when it is the binary, else <repo>/build/ivytrace of a source checkout."""
     env = os.environ.get("IVYTRACE_BIN")
     if env:
         if not (os.path.isfile(env) and os.access(env, os.X_OK)):
             raise CLIError(f"ivytrace: IVYTRACE_BIN={env} is not an executable file")
         return env
+    if _is_binary(_BUNDLED):
+        return _BUNDLED
     on_path = shutil.which("ivytrace")
-    if on_path:
+    if on_path and _is_binary(on_path):
         return on_path
     if os.path.isfile(_REPO_BUILD) and os.access(_REPO_BUILD, os.X_OK):
         return _REPO_BUILD

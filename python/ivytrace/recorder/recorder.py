@@ -107,6 +107,7 @@ class Recorder:
             python_version=platform.python_version(),
             pid=os.getpid(),
             hostname=socket.gethostname(),
+            cwd=os.getcwd(),
         )
         self.writer.emit(TAG_HEADER, header.SerializeToString())
         _ACTIVE.append(self)
