@@ -41,7 +41,7 @@ class DotEmitter {
     for (size_t n = 0; n < vm_.nodes.size(); ++n) {
       for (int in : vm_.nodes[n].inputs) os_ << "  " << Id(in) << " -> " << Id(static_cast<int>(n)) << ";\n";
       if (o_.show_constants) {
-        for (ValueId c : vm_.nodes[n].consts) os_ << "  \"c%" << c << "\" -> " << Id(static_cast<int>(n)) << ";\n";
+        for (ValueId c : vm_.nodes[n].consts) os_ << "  \"c&#37;" << c << "\" -> " << Id(static_cast<int>(n)) << ";\n";
       }
     }
     os_ << "}\n";
@@ -49,7 +49,14 @@ class DotEmitter {
   }
 
  private:
-  std::string Id(int n) const { return "\"" + DotText(vm_.nodes[n].name) + "\""; }
+  // Node ids are the names the viewer shows ("%12"): Graphviz uses them as SVG <title>s. Its SVG
+  // renderer mangles '%' in titles ("%17" came out as "%15"), so '%' goes in as the XML entity,
+  // which Graphviz passes through and a browser shows as '%'.
+  std::string Id(int n) const {
+    std::string id;
+    for (char c : DotText(vm_.nodes[n].name)) id += c == '%' ? std::string("&#37;") : std::string(1, c);
+    return "\"" + id + "\"";
+  }
 
   void EmitGroup(int g, const std::string& indent) {
     const ViewGroup& grp = vm_.groups[g];
@@ -83,7 +90,7 @@ class DotEmitter {
     if (o_.show_constants) {
       for (ValueId c : v.consts) {
         if (!emitted_.insert(c).second) continue;
-        os_ << indent << "\"c%" << c << "\" [shape=note, style=filled, fillcolor=\"#eeeeee\", label=\""
+        os_ << indent << "\"c&#37;" << c << "\" [shape=note, style=filled, fillcolor=\"#eeeeee\", label=\""
             << DotText(vm_.const_names[c] + "\n" + vm_.const_types[c]) << "\"];\n";
       }
     }

@@ -104,7 +104,7 @@ TEST(GraphDiff, MatchesByModuleOpAndPosition) {
 }
 
 TEST(TextEscape, ControlCharactersNulAndMarkupStayInert) {
-  const std::string evil = std::string("a\0b\x01\"</script><b>\xff", 17);
+  const std::string evil = std::string("a\0b\x01\"</script><b>\xff", 18);
   std::string json;
   AppendJsonString(evil, &json);
   EXPECT_EQ(json, "\"a\\u0000b\\u0001\\\"\\u003c/script\\u003e\\u003cb\\u003e\\ufffd\"");
