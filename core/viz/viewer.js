@@ -268,7 +268,9 @@
     if (parent) parent.appendChild(e);
     return e;
   };
-  const clip = (s, n) => s.length > n ? s.slice(0, n - 1) + '…' : s;
+  // Control characters in names (a NUL in a module name) show as \xNN, as in the DOT output.
+  const visible = (s) => s.replace(/[\x00-\x1f\x7f]/g, (c) => '\\x' + c.charCodeAt(0).toString(16).padStart(2, '0'));
+  const clip = (s, n) => { s = visible(s); return s.length > n ? s.slice(0, n - 1) + '…' : s; };
   const text = (parent, x, y, s, cls) => { const t = el('text', { x, y }, parent); if (cls) t.setAttribute('class', cls); t.textContent = s; return t; };
 
   let maxDur = 0;
@@ -322,7 +324,7 @@
       p.dataset.from = e[0]; p.dataset.to = e[1];
     }
     lg.appendChild(fG); le.appendChild(fE); ln.appendChild(fN);
-    $('status').textContent = `${NN.toLocaleString()} nodes in ${NG - 1} module groups; ${drawnNodes} nodes and ${pos.size - drawnNodes} boxes drawn`;
+    $('status').textContent = `${NN.toLocaleString()} nodes in ${(NG - 1).toLocaleString()} module calls; drawn: ${drawnNodes} nodes, ${pos.size - drawnNodes} modules`;
     drawLegend();
     highlightSelection();
   }
@@ -379,7 +381,7 @@
       text(head, 8, 15, '▾ ' + clip(S[gName[g]], Math.max(8, Math.floor(r[2] / 7))));
     } else {
       text(e, 8, 17, '▸ ' + clip(S[gName[g]], 22));
-      let sub = `${gCount[g]} nodes`;
+      let sub = gCount[g] === 1 ? '1 node' : `${gCount[g]} nodes`;
       if (gDur[g] > 0) sub += ', ' + fmtUs(gDur[g]);
       if (DIFF && gDiff[g]) sub += `, ${gDiff[g]} diff`;
       text(e, 8, 33, clip(sub, 28), 'sub');
@@ -512,7 +514,7 @@
     const tr = document.createElement('tr');
     const a = document.createElement('td'); a.textContent = label;
     const b = document.createElement('td');
-    if (value instanceof Node) b.appendChild(value); else b.textContent = value;
+    if (value instanceof Node) b.appendChild(value); else b.textContent = visible(String(value));
     tr.appendChild(a); tr.appendChild(b); table.appendChild(tr);
   }
   function refList(ids) {
@@ -531,7 +533,7 @@
     const d = $('details');
     d.textContent = '';
     const h = document.createElement('h3');
-    h.textContent = name(i) + '  ' + S[nOp[i]];
+    h.textContent = visible(name(i) + '  ' + S[nOp[i]]);
     d.appendChild(h);
     const t = document.createElement('table');
     t.id = 'details-table';
@@ -565,7 +567,7 @@
   function showGroupDetails(g) {
     const d = $('details');
     d.textContent = '';
-    const h = document.createElement('h3'); h.textContent = gPath(g); d.appendChild(h);
+    const h = document.createElement('h3'); h.textContent = visible(gPath(g)); d.appendChild(h);
     const t = document.createElement('table');
     row(t, 'kind', 'module call');
     row(t, 'nodes', String(gCount[g]));

@@ -309,6 +309,7 @@ def test_names_with_control_characters_and_markup_are_inert(browser, cli, tmp_pa
     open_page(browser, tmp_path / "evil.html")
     groups = browser.find_elements(By.CSS_SELECTOR, ".group")
     assert [g.get_attribute("data-path") for g in groups] == ["evil\x00\x01</script><b>x"]
+    assert groups[0].text.startswith("▾ evil\\x00\\x01</script><b>x")  # shown, control characters visible
     assert not browser.find_elements(By.CSS_SELECTOR, "#canvas b")  # no markup was made
     shot(browser, tmp_path, "evil")
 
