@@ -10,6 +10,8 @@ this run; nothing asserts on time.
   - Graphviz: `viz -o g.svg --max-nodes N` wall time, killed after --graphviz-timeout s; and the
     default budget's refusal
   - --screenshot PATH saves the page with one stage and one block open (the README's picture)
+  - --flat N: also a flat loop of N ops with no modules (bench_foundation.record_many_ops), which
+    the viewer splits into chunks of 200: viz time, file size, first render, expand, search+jump
 
     .venv/bin/python bench/bench_viewer.py [--ops 100000] [--graphviz-timeout 300] [--screenshot docs/viewer.png]
 """
@@ -78,12 +80,18 @@ def main():
     ap.add_argument("--graphviz-timeout", type=float, default=300)
     ap.add_argument("--screenshot", help="save a PNG of the page with a stage and a block open")
     ap.add_argument("--workdir", help="keep files here (default: a temporary directory)")
+    ap.add_argument("--flat", type=int, default=0, help="also a flat loop of this many ops (e.g. 1000000)")
+    ap.add_argument("--skip-model", action="store_true", help="only the --flat measurement")
     a = ap.parse_args()
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     work = Path(a.workdir or tempfile.mkdtemp(prefix="ivy_bench_viewer_"))
     work.mkdir(parents=True, exist_ok=True)
+    if a.flat:
+        flat(a.flat, work)
+    if a.skip_model:
+        return
     prog, trace = work / "prog.py", work / "trace.ivt"
     prog.write_text(PROGRAM)
     stages = max(1, a.ops // 1000)
@@ -131,6 +139,35 @@ def main():
         print(f"graphviz on the same graph (.svg): exit {proc.returncode} in {wall:.1f} s")
     except subprocess.TimeoutExpired:
         print(f"graphviz on the same graph (.svg): not done after {a.graphviz_timeout:.0f} s (killed)")
+
+
+def flat(n, work):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+    trace, html = work / "flat.ivt", work / "flat.html"
+    code = (f"import sys; sys.path.insert(0, {str(REPO / 'bench')!r}); "
+            f"from bench_foundation import record_many_ops; record_many_ops({n}, {str(trace)!r})")
+    subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO / "python")))
+    proc, wall = run("viz", trace, "-o", html)
+    print(f"flat {n} ops: viz -> .html exit {proc.returncode} in {wall:.1f} s {proc.stderr.strip()[:200]}")
+    if proc.returncode != 0:
+        return
+    d = browser()
+    try:
+        d.set_page_load_timeout(600)
+        d.get(html.as_uri())
+        WebDriverWait(d, 600).until(lambda x: x.execute_script("return document.body.dataset.ready === '1'"))
+        t = d.execute_script("return ivy.timing")
+        print(f"flat {n} ops: {html.stat().st_size / 1e6:.1f} MB ({html.stat().st_size / (n + 2):.0f} bytes/node), "
+              f"first render {t['firstRender'] / 1e3:.2f} s (JSON.parse {t['parse'] / 1e3:.2f} s)")
+        d.find_elements(By.CSS_SELECTOR, ".group.collapsed")[0].click()
+        print(f"flat {n} ops: expand a chunk: {d.execute_script('return ivy.timing.lastExpand'):.0f} ms in the page")
+        t0 = time.perf_counter()
+        d.find_element(By.ID, "search").send_keys(f"%{n - 1}\n")
+        WebDriverWait(d, 60).until(lambda x: x.execute_script("return ivy.selected()") is not None)
+        print(f"flat {n} ops: search + jump to the last node: {time.perf_counter() - t0:.2f} s")
+    finally:
+        d.quit()
 
 
 if __name__ == "__main__":

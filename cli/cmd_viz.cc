@@ -24,11 +24,13 @@ struct VizOptions {
 // Node budgets. Graphviz's dot layout is superlinear: 20k nodes took 23 s and 1M crashed it
 // (exit 139 after 6.6 GB), so SVG stops at 5000 boxes. A DOT file is only text, but whoever lays
 // it out meets the same wall. The HTML viewer opens collapsed by module and lays out only what
-// is expanded; what bounds it is the browser parsing the embedded data (about 1 s per 100k nodes).
+// is expanded; what bounds it is writing and parsing the embedded data: measured on a recorded
+// trace of 1M ops, `viz` took 19 s and 1.9 GB and Chromium drew it collapsed 4.8 s after opening
+// (bench/bench_viewer.py --flat 1000000).
 size_t DefaultBudget(const std::string& format) {
   if (format == "svg") return 5000;
   if (format == "dot") return 20000;
-  return 300000;
+  return 1500000;
 }
 
 int RunViz(const VizOptions& o) {
@@ -48,20 +50,25 @@ int RunViz(const VizOptions& o) {
   const PipelineOptions po;
   st = LoadForCommand(o.file, o.region, o.optimize ? &po : nullptr, &lg);
   if (!st.ok()) return Fail("viz", st, InputErrorCode(st));
-  const ViewModel vm = BuildViewModel(lg.graph);
-  const DotOptions dot_options{o.show_constants};
+  // The budget is checked on the graph, before the view model (which holds a few strings per
+  // node) is built: a million-node graph is refused without building it.
   const size_t budget = o.max_nodes ? o.max_nodes : DefaultBudget(format);
-  const size_t drawn = format == "html" ? vm.nodes.size() : DotNodeCount(vm, dot_options);
+  size_t drawn = lg.graph.LiveNodeCount() + lg.graph.InputValues().size() + lg.graph.OutputValues().size();
+  if (format != "html" && o.show_constants) {
+    for (const Value& v : lg.graph.values) drawn += v.kind == v1::CONSTANT_VALUE;
+  }
   if (drawn > budget) {
     std::string advice = format == "html"
         ? "draw one region (--region NAME) or a smaller part of the program, or raise --max-nodes (the browser must "
           "hold every node in memory)"
         : "use -o OUT.html, which opens large graphs collapsed by module, or raise --max-nodes (Graphviz's layout "
-          "time and memory grow faster than the graph)";
+          "time and memory grow faster than the graph; it crashed on 100k nodes)";
     return Fail("viz", Status::InvalidArgument("'" + o.file + "' has " + std::to_string(drawn) + " nodes to draw; ." +
                                                format + " output is limited to " + std::to_string(budget) + ": " + advice),
                 kExitUsage);
   }
+  const ViewModel vm = BuildViewModel(lg.graph);
+  const DotOptions dot_options{o.show_constants};
   std::string text;
   if (format == "html") {
     if (o.against.empty()) {
@@ -109,7 +116,7 @@ void SetupViz(CLI::App& app, int* exit_code) {
   sub->add_flag("--optimize", opts->optimize, "Run the default passes first when FILE is a trace");
   sub->add_flag("--show-constants", opts->show_constants, "SVG/DOT: draw constants and parameters as boxes");
   sub->add_option("--max-nodes", opts->max_nodes,
-                  "Refuse graphs with more nodes than this (default: 5000 for .svg, 20000 for .dot, 300000 for .html)");
+                  "Refuse graphs with more nodes than this (default: 5000 for .svg, 20000 for .dot, 1500000 for .html)");
   sub->footer(kExitStatusHelp);
   sub->callback([opts, exit_code] { *exit_code = RunViz(*opts); });
 }
