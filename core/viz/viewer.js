@@ -400,7 +400,7 @@
   function drawLegend() {
     const L = $('legend');
     L.textContent = '';
-    const sw = (color, label) => { const s = document.createElement('span'); s.className = 'sw'; s.style.background = color; L.appendChild(s); L.appendChild(document.createTextNode(label)); };
+    const sw = (color, label) => { const s = document.createElement('span'); s.className = 'sw'; s.style.background = color; L.appendChild(s); L.appendChild(document.createTextNode(label + ' ')); };
     if (DIFF) { sw('#c8f0c8', 'added'); sw('#f8d0d0', 'removed'); sw('#fde9b8', 'changed'); }
     if (overlay === 'time') {
       L.appendChild(document.createTextNode(' time (log scale):'));

@@ -214,6 +214,16 @@ def test_time_overlay_and_time_table(browser, cli, cnn, tmp_path):
     assert len(fills) >= 4 and fills != fills_before  # coloured by each node's recorded duration
     assert "time" in browser.find_element(By.ID, "legend").text
     shot(browser, tmp_path, "time_overlay")
+    # Keyboard: t cycles the overlays (op kind, then framework), f fits, / focuses the search box.
+    body = browser.find_element(By.TAG_NAME, "body")
+    browser.execute_script("document.activeElement.blur()")
+    body.send_keys("t")
+    assert browser.find_element(By.ID, "overlay").get_attribute("value") == "kind"
+    assert "conv2d" in browser.find_element(By.ID, "legend").text
+    body.send_keys("t")
+    assert {"torch", "region"} <= set(browser.find_element(By.ID, "legend").text.split())
+    body.send_keys("/")
+    assert browser.switch_to.active_element.get_attribute("id") == "search"
     browser.find_element(By.ID, "table-btn").click()
     table = browser.find_element(By.ID, "time-table")
     ops = [r.find_elements(By.TAG_NAME, "td")[0].text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
