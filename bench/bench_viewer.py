@@ -114,7 +114,7 @@ def main():
         print(f"chromium: first render {t['firstRender'] / 1e3:.2f} s after navigation start "
               f"(JSON.parse {t['parse'] / 1e3:.2f} s, first layout {t['lastLayout']:.0f} ms), "
               f"{d.execute_script('return ivy.drawnNodes()')} nodes drawn")
-        for path in ["1", "1/blocks", "1/blocks/50"]:
+        for path in ["1", "1.blocks", "1.blocks.50"]:
             el = d.find_element(By.CSS_SELECTOR, f'.group[data-path="{path}"]')
             if "expanded" in el.get_attribute("class"):
                 continue
@@ -125,7 +125,7 @@ def main():
             print(f"chromium: expand {path}: {page:.0f} ms in the page, {seen * 1e3:.0f} ms click to return, "
                   f"{d.execute_script('return ivy.drawnNodes()')} nodes drawn")
         if a.screenshot:
-            d.find_element(By.ID, "search").send_keys("module:1/blocks/50/fc2\n")
+            d.find_element(By.ID, "search").send_keys("module:/^1\\.blocks\\.50\\.fc2$/\n")
             time.sleep(0.5)
             d.save_screenshot(a.screenshot)
             print(f"screenshot: {a.screenshot}")

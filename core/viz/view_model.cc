@@ -53,7 +53,7 @@ class GroupBuilder {
       ViewGroup g;
       g.parent = parent;
       g.name = parts[i] + (calls > 1 ? " #" + std::to_string(calls) : "");
-      g.path = (parent == 0 ? "" : vm_->groups[parent].path + "/") + g.name;
+      g.path = (parent == 0 ? "" : vm_->groups[parent].path + ".") + g.name;
       g.scope = Prefix(parts, i);
       vm_->groups.push_back(std::move(g));
       const int id = static_cast<int>(vm_->groups.size()) - 1;
@@ -88,7 +88,7 @@ class GroupBuilder {
           ViewGroup c;
           c.parent = static_cast<int>(g);
           c.name = "items " + std::to_string(start + 1) + "-" + std::to_string(end);
-          c.path = (g == 0 ? "" : vm_->groups[g].path + "/") + c.name;
+          c.path = (g == 0 ? "" : vm_->groups[g].path + ".") + c.name;
           c.scope = vm_->groups[g].scope;
           vm_->groups.push_back(std::move(c));
           const int id = static_cast<int>(vm_->groups.size()) - 1;
@@ -125,7 +125,7 @@ class GroupBuilder {
   std::string PathOf(int g) {
     const ViewGroup& grp = vm_->groups[g];
     if (grp.parent <= 0) return grp.name;
-    return PathOf(grp.parent) + "/" + grp.name;
+    return PathOf(grp.parent) + "." + grp.name;
   }
   static std::string Prefix(const std::vector<std::string>& parts, size_t last) {
     std::string s;

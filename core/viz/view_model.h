@@ -20,7 +20,7 @@ namespace ivytrace {
 struct ViewGroup {
   int parent = -1;      // -1 for the root (group 0)
   std::string name;     // scope segment, "relu #2" for a module's second call, "ops 200-399" for a chunk
-  std::string path;     // full path of names joined by '/', unique: "layer1/0/relu #2"
+  std::string path;     // names joined by '.', unique: the recorded scope ("layer1.0.relu"), "layer1.0.relu #2" for a second call
   std::string scope;    // the module scope ("layer1.0.relu"); "" for root and chunks of root
   std::vector<int> groups;  // child groups in order
   std::vector<int> nodes;   // child nodes in order

@@ -56,7 +56,7 @@
   const gPathCache = new Array(NG);
   function gPath(g) {
     if (g === 0) return '';
-    if (gPathCache[g] === undefined) { const p = gParent[g]; gPathCache[g] = (p === 0 ? '' : gPath(p) + '/') + S[gName[g]]; }
+    if (gPathCache[g] === undefined) { const p = gParent[g]; gPathCache[g] = (p === 0 ? '' : gPath(p) + '.') + S[gName[g]]; }
     return gPathCache[g];
   }
   const name = (i) => S[nName[i]];

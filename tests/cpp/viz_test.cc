@@ -37,11 +37,11 @@ TEST(ViewModel, EachCallOfAReusedModuleIsItsOwnNestedGroup) {
   x = Op(&g, "torch.exp", x, "");
   Return(&g, {x});
   const ViewModel vm = BuildViewModel(g);
-  EXPECT_EQ(Paths(vm), (std::vector<std::string>{"layer1", "layer1/0", "layer1/0/relu", "layer1/0/relu #2",
-                                                  "layer1/1", "layer1/1/relu"}));
+  EXPECT_EQ(Paths(vm), (std::vector<std::string>{"layer1", "layer1.0", "layer1.0.relu", "layer1.0.relu #2",
+                                                  "layer1.1", "layer1.1.relu"}));
   ASSERT_EQ(vm.nodes.size(), 7u);  // input, 5 ops, output
   EXPECT_EQ(vm.nodes[0].kind, ViewNode::kInput);
-  EXPECT_EQ(vm.groups[vm.nodes[3].group].path, "layer1/0/relu #2");
+  EXPECT_EQ(vm.groups[vm.nodes[3].group].path, "layer1.0.relu #2");
   EXPECT_EQ(vm.nodes[5].group, 0);  // top-level exp
   EXPECT_EQ(vm.nodes[6].kind, ViewNode::kOutput);
   EXPECT_EQ(vm.nodes[6].inputs, std::vector<int>{5});

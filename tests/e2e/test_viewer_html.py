@@ -122,7 +122,7 @@ def test_cnn_opens_collapsed_and_expands_a_module_in_place(browser, cli, cnn, tm
     open_page(browser, html)
     top = paths(browser)
     assert {"conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "avgpool", "fc"} <= top
-    assert all("/" not in p for p in top)  # only top-level modules
+    assert all("." not in p for p in top)  # only top-level modules
     assert browser.find_elements(By.CSS_SELECTOR, ".group.collapsed")
     inputs = browser.find_elements(By.CSS_SELECTOR, ".node.input")
     outputs = browser.find_elements(By.CSS_SELECTOR, ".node.output")
@@ -133,14 +133,14 @@ def test_cnn_opens_collapsed_and_expands_a_module_in_place(browser, cli, cnn, tm
     drawn = browser.execute_script("return ivy.drawnNodes()")
     group(browser, "layer1").click()
     assert "expanded" in group(browser, "layer1").get_attribute("class")
-    assert {"layer1/0", "layer1/1"} <= paths(browser)
-    group(browser, "layer1/0").click()
+    assert {"layer1.0", "layer1.1"} <= paths(browser)
+    group(browser, "layer1.0").click()
     # Each call of the block's reused nn.ReLU is its own group.
-    assert {"layer1/0/conv1", "layer1/0/bn1", "layer1/0/relu", "layer1/0/relu #2", "layer1/0/conv2"} <= paths(browser)
-    group(browser, "layer1/0/conv1").click()
+    assert {"layer1.0.conv1", "layer1.0.bn1", "layer1.0.relu", "layer1.0.relu #2", "layer1.0.conv2"} <= paths(browser)
+    group(browser, "layer1.0.conv1").click()
     assert browser.execute_script("return ivy.drawnNodes()") > drawn
     # Data flows down: the block's conv1 sits above its conv2.
-    assert group(browser, "layer1/0/conv1").rect["y"] < group(browser, "layer1/0/conv2").rect["y"]
+    assert group(browser, "layer1.0.conv1").rect["y"] < group(browser, "layer1.0.conv2").rect["y"]
     shot(browser, tmp_path, "cnn_expanded")
 
 
@@ -165,7 +165,7 @@ def test_search_jumps_to_each_match_and_links_to_it(browser, cli, cnn, tmp_path)
     assert browser.execute_script("return ivy.selected()") == convs[0]
     # Regex and field search.
     box.clear()
-    box.send_keys("module:/^layer2\\/1/", Keys.ENTER)
+    box.send_keys("module:/^layer2\\.1/", Keys.ENTER)
     WebDriverWait(browser, 10).until(lambda d: d.execute_script("return ivy.matches()") > 0)
     in_block = [n for n, line in lines.items() if line.rstrip().endswith("[layer2.1]") or "[layer2.1." in line]
     assert browser.execute_script("return ivy.matches()") == len(in_block)
@@ -239,7 +239,7 @@ def test_time_overlay_and_time_table(browser, cli, cnn, tmp_path):
     assert [int(c) for c in totals()] == sorted(counts)
     browser.find_element(By.CSS_SELECTOR, '#table-panel .tab[data-tab="module"]').click()
     modules = [r.find_elements(By.TAG_NAME, "td")[0].text for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
-    assert "layer1/0/relu #2" in modules
+    assert "layer1.0.relu #2" in modules
     shot(browser, tmp_path, "time_table")
 
 
@@ -272,7 +272,7 @@ def test_diff_of_trace_and_optimized_graph_highlights_changes(browser, cli, cnn,
 
 @pytest.mark.parametrize("model, modules", [
     ("gpt", None),
-    ("gpt2", ["transformer", "transformer/h", "transformer/h/0", "transformer/h/0/attn"]),
+    ("gpt2", ["transformer", "transformer.h", "transformer.h.0", "transformer.h.0.attn"]),
 ])
 def test_transformers_render_nested_by_module(browser, cli, request, tmp_path, model, modules):
     rec = request.getfixturevalue(model)
@@ -289,7 +289,7 @@ def test_transformers_render_nested_by_module(browser, cli, request, tmp_path, m
             g.click()
         assert "expanded" in group(browser, path).get_attribute("class")
     deepest = max(scopes, key=lambda s: s.count("."))
-    browser.find_element(By.ID, "search").send_keys("module:" + deepest.replace(".", "/"), Keys.ENTER)
+    browser.find_element(By.ID, "search").send_keys("module:" + deepest, Keys.ENTER)
     WebDriverWait(browser, 10).until(lambda d: d.execute_script("return ivy.selected()") is not None)
     assert len(browser.execute_script("return ivy.expanded()")) >= deepest.count(".") + 1
     shot(browser, tmp_path, f"{model}_nested")
@@ -342,8 +342,8 @@ def test_dot_and_svg_are_nested_top_down_with_real_titles(cli, cnn, tmp_path):
     # layer1 > 0 > conv1: clusters nest, and the reused ReLU is two clusters.
     labels = re.findall(r'label="([^"]*)"; tooltip="([^"]*)"', dot)
     tips = {t for _, t in labels}
-    assert {"layer1", "layer1/0", "layer1/0/conv1", "layer1/0/relu", "layer1/0/relu #2"} <= tips
-    assert dot.index('tooltip="layer1"') < dot.index('tooltip="layer1/0"') < dot.index('tooltip="layer1/0/conv1"')
+    assert {"layer1", "layer1.0", "layer1.0.conv1", "layer1.0.relu", "layer1.0.relu #2"} <= tips
+    assert dot.index('tooltip="layer1"') < dot.index('tooltip="layer1.0"') < dot.index('tooltip="layer1.0.conv1"')
     names = graph_lines(cli, cnn["trace"])
     titles = {html_text.unescape(t) for t in re.findall(r"<title>(&#37;\d+)</title>", svg)}
     header = cli("inspect", cnn["trace"], "--graph", check=True).stdout.splitlines()[0]  # graph forward(%0 x: ...)
