@@ -9,7 +9,8 @@ this run; nothing asserts on time.
     drawing) and as seen from the driver (click to return)
   - Graphviz: `viz -o g.svg --max-nodes N` wall time, killed after --graphviz-timeout s; and the
     default budget's refusal
-  - --screenshot PATH saves the page with one stage and one block open (the README's picture)
+  - --screenshot PATH saves the page with one stage open, a block found by search, coloured by
+    time (the README's picture, bench/viewer.png)
   - --flat N: also a flat loop of N ops with no modules (bench_foundation.record_many_ops), which
     the viewer splits into chunks of 200: viz time, file size, first render, expand, search+jump
 
@@ -126,6 +127,7 @@ def main():
                   f"{d.execute_script('return ivy.drawnNodes()')} nodes drawn")
         if a.screenshot:
             d.find_element(By.ID, "search").send_keys("module:/^1\\.blocks\\.50\\.fc2$/\n")
+            d.find_element(By.CSS_SELECTOR, '#overlay option[value="time"]').click()
             time.sleep(0.5)
             d.save_screenshot(a.screenshot)
             print(f"screenshot: {a.screenshot}")
