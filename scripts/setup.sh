@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libonnx-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libpugixml-dev
   libgraphviz-dev graphviz nlohmann-json3-dev
   python3 python3-venv python3-dev
+  chromium chromium-driver   # tests/e2e/test_viewer_html.py drives the HTML viewer headless
 )
 
 missing=()

@@ -216,6 +216,7 @@ void Graph::ToProto(v1::Graph* out) const {
     *pn->mutable_loc() = n.loc;
     pn->set_scope(n.scope);
     pn->set_flags(n.flags);
+    pn->set_duration_ns(n.duration_ns);
   }
   *g.mutable_outputs() = outputs;
   for (const auto& gd : guards) *g.add_guards() = gd;
@@ -251,6 +252,7 @@ Node Graph::NodeFromProto(v1::Node* pn) {
   n.loc = std::move(*pn->mutable_loc());
   n.scope = std::move(*pn->mutable_scope());
   n.flags = pn->flags();
+  n.duration_ns = pn->duration_ns();
   IndexNode(&n);
   return n;
 }

@@ -64,6 +64,7 @@ struct alignas(64) Node {
   v1::Arg result;
   v1::SourceLocation loc;
   std::string scope;
+  uint64_t duration_ns = 0;                // the recorded call's duration; 0 for nodes the builder made
 
   const std::string& canonical() const;    // schema's canonical op, or "" when unknown
 };

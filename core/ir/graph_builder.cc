@@ -314,6 +314,7 @@ class Builder {
     n.loc.set_file(reader_.String(op.file()));
     n.loc.set_line(op.line());
     if (op.scope()) n.scope = reader_.String(op.scope());
+    n.duration_ns = op.duration_ns();
     const Where where{&reader_.String(op.op()), &reader_.String(op.file()), op.line()};
     Status st;
     auto resolve = [&](v1::TensorRef* r) {
