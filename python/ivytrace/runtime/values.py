@@ -3,24 +3,29 @@ from __future__ import annotations
 
 import math
 
-import torch
+try:
+    import torch
+except ImportError:   # a NumPy- or JAX-only install: torch is an optional extra
+    torch = None
 
 from ivytrace.runtime.errors import PlanError
 from ivytrace.v1 import common_pb2
 
-DTYPES = {
-    common_pb2.FLOAT32: torch.float32, common_pb2.FLOAT64: torch.float64,
-    common_pb2.FLOAT16: torch.float16, common_pb2.BFLOAT16: torch.bfloat16,
-    common_pb2.INT8: torch.int8, common_pb2.INT16: torch.int16, common_pb2.INT32: torch.int32,
-    common_pb2.INT64: torch.int64, common_pb2.UINT8: torch.uint8, common_pb2.BOOL: torch.bool,
-    common_pb2.COMPLEX64: torch.complex64, common_pb2.COMPLEX128: torch.complex128,
+# Trace dtypes by name (the names torch and NumPy share).
+DTYPE_NAMES = {
+    common_pb2.FLOAT32: "float32", common_pb2.FLOAT64: "float64", common_pb2.FLOAT16: "float16",
+    common_pb2.BFLOAT16: "bfloat16", common_pb2.INT8: "int8", common_pb2.INT16: "int16",
+    common_pb2.INT32: "int32", common_pb2.INT64: "int64", common_pb2.UINT8: "uint8", common_pb2.BOOL: "bool",
+    common_pb2.COMPLEX64: "complex64", common_pb2.COMPLEX128: "complex128", common_pb2.UINT16: "uint16",
+    common_pb2.UINT32: "uint32", common_pb2.UINT64: "uint64",
 }
-for _name, _enum in (("uint16", common_pb2.UINT16), ("uint32", common_pb2.UINT32), ("uint64", common_pb2.UINT64)):
-    if hasattr(torch, _name):
-        DTYPES[_enum] = getattr(torch, _name)
+DTYPES = {e: getattr(torch, n) for e, n in DTYPE_NAMES.items() if torch is not None and hasattr(torch, n)}
 
 
-def dtype_of(enum: int, where: str) -> torch.dtype:
+def dtype_of(enum: int, where: str):
+    """The torch dtype of a trace dtype."""
+    if torch is None:
+        raise PlanError(f"{where}: this value is a torch dtype or tensor, and torch is not installed")
     dt = DTYPES.get(enum)
     if dt is None:
         name = common_pb2.DType.Name(enum) if enum in common_pb2.DType.values() else str(enum)
@@ -83,7 +88,7 @@ def literal(arg, allow, where: str):
     raise PlanError(f"{where}: unknown argument kind {kind!r}")
 
 
-def tensor_from_proto(t, where: str) -> torch.Tensor:
+def tensor_from_proto(t, where: str):
     """A torch tensor from an ivytrace.v1.Tensor (dense, C-contiguous, little-endian)."""
     dt = dtype_of(t.dtype, where)
     shape = tuple(int(s) for s in t.shape)
@@ -102,7 +107,9 @@ def tensor_from_proto(t, where: str) -> torch.Tensor:
 def array_from_proto(t, where: str):
     """A NumPy array from an ivytrace.v1.Tensor (for plans whose framework is "numpy")."""
     import numpy as np
-    name = str(dtype_of(t.dtype, where)).replace("torch.", "")
+    name = DTYPE_NAMES.get(t.dtype)
+    if name is None:
+        raise PlanError(f"{where}: dtype {t.dtype} is not supported by this runtime")
     try:
         dt = np.dtype(name)
     except TypeError:
