@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/export/onnx/onnx_exporter.h"
+#include "core/export/onnx/lowering_table.h"
 #include "core/ir/graph.h"
 #include "core/schema/schema_registry.h"
 
@@ -585,3 +586,12 @@ TEST(OnnxExport, ReadingAnUndefinedValueIsAnError) {
 
 }  // namespace
 }  // namespace ivytrace
+
+TEST(OnnxExport, LoweringTableIsSortedWithOneRowPerCanonicalOp) {
+  EXPECT_TRUE(ivytrace::onnx_export::TableIsSorted());
+  ASSERT_NE(ivytrace::onnx_export::FindCanonicalLowering("scaled_dot_product_attention"), nullptr);
+  EXPECT_EQ(ivytrace::onnx_export::FindCanonicalLowering("no_such_op"), nullptr);
+  for (const auto& row : ivytrace::onnx_export::AllCanonicalLowerings()) {
+    EXPECT_EQ(ivytrace::onnx_export::FindCanonicalLowering(row.canonical), &row) << row.canonical;
+  }
+}

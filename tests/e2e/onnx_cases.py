@@ -239,6 +239,22 @@ def _torch_cases():
     case("torch", "flip", lambda x: torch.flip(x, (1, 2)), X)
     case("torch", "getitem", lambda x: x[:, 1:, ::2], X)
     case("torch", "getitem", lambda x: x[..., None, -1], X, variant="none")
+    case("torch", "getitem", lambda x, i: x[:, i], X, i64(5, hi=3), variant="tensor")
+    case("torch", "getitem", lambda x, i: x[..., i], X, i64(2, 2, hi=4), variant="tensor_last")
+    case("torch", "getitem", lambda x: x[x > 0], X, variant="mask", static=True)
+
+    def setitem(x, v):
+        y = x.clone()
+        y[:, 1:3] = v
+        y[0, ..., -1] = 5.0
+        return y
+    case("torch", "setitem", setitem, X, f32(4), static=True)
+
+    def setitem_mask(x):
+        y = x.clone()
+        y[y < 0] = 0.0
+        return y
+    case("torch", "setitem", setitem_mask, X, variant="mask")
     case("torch", "take", lambda x, i: torch.index_select(x, 2, i), X, i64(3, hi=4))
     case("torch", "gather", lambda x, i: torch.gather(x, 2, i), X, i64("B", 3, 2, hi=4))
     case("torch", "tril", lambda x: torch.tril(x, diagonal=1), X)
@@ -344,6 +360,14 @@ def _numpy_cases():
     case("numpy", "identity", lambda x: np.copy(x) * 2, X)
     case("numpy", "cast", lambda x: x.astype(np.int64), X)
     case("numpy", "getitem", lambda x: x[:, 1, ::2], X)
+    case("numpy", "getitem", lambda x, i: x[i], X, i64(3, hi=2), variant="tensor", static=True)
+
+    def np_setitem(x):
+        y = x.copy()
+        y[:, 0] = 0.0
+        y[y > 1] = 1.0
+        return y
+    case("numpy", "setitem", np_setitem, X, static=True)
     case("numpy", "take", lambda x, i: np.take(x, i, axis=1), X, i64(2, hi=3))
     case("numpy", "tile", lambda x: np.tile(x, (1, 2)), f32("B", 3))
     case("numpy", "split", lambda x: np.split(x, 2, axis=2), X)

@@ -155,6 +155,7 @@ const CanonicalLowering kTable[] = {
     {"rsqrt",                        "Sqrt+Reciprocal",              LowerUnary},
     {"scaled_dot_product_attention", "MatMul+Softmax+MatMul (+Trilu mask)", LowerScaledDotProductAttention},
     {"select_n",                     "Where",                        LowerSelectN},
+    {"setitem",                      "ScatterND|Where (mask)",       LowerSetitem},
     {"sigmoid",                      "Sigmoid",                      LowerUnary},
     {"sign",                         "Sign",                         LowerUnary},
     {"silu",                         "Sigmoid+Mul",                  LowerUnary},
@@ -191,7 +192,6 @@ const CanonicalLowering kTable[] = {
 
 // Canonical ops with no row above, and why: shown by the exporter and `ivytrace ops`.
 const std::pair<std::string_view, std::string_view> kRefused[] = {
-    {"setitem", "an in-place index write (x[i] = v) is not lowered yet; rewrite as torch.where or index_put"},
     {"copy", "an in-place copy_ into an existing tensor is not lowered yet"},
     {"random_uniform", "a random op: bake its draws (optimize/export --bake-generators) to export"},
     {"random_normal", "a random op: bake its draws (optimize/export --bake-generators) to export"},

@@ -56,6 +56,7 @@ IVY_LOWERING(LowerPermute);
 IVY_LOWERING(LowerConcat);
 IVY_LOWERING(LowerGetitem);
 IVY_LOWERING(LowerMaskedFill);
+IVY_LOWERING(LowerSetitem);
 // lowerings_shape.cc
 IVY_LOWERING(LowerReduce);
 IVY_LOWERING(LowerVariance);

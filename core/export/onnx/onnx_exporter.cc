@@ -141,6 +141,9 @@ onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
 // Lowers one node: its schema's canonical op, after argument normalization, through the table.
 Status LowerNode(const Node& node, LoweringContext& ctx) {
   if (!node.schema) return Status::Unsupported("not in schemas/: no canonical op, so no ONNX lowering");
+  if (node.schema->random() && !onnx_export::FindCanonicalLowering(node.canonical())) {
+    return Status::Unsupported("a random op: ONNX export needs its draws baked (export --bake-generators)");
+  }
   if (node.canonical().empty()) {
     return Status::Unsupported("no canonical op in schemas/ (an opaque framework call), so no ONNX lowering");
   }
