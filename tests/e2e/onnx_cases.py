@@ -221,6 +221,9 @@ def _torch_cases():
     case("torch", "scaled_dot_product_attention",
          lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m | torch.eye(5, 6, dtype=torch.bool)),
          f32("B", 2, 5, 8), f32("B", 2, 6, 8), f32("B", 2, 6, 8), boolean(5, 6), variant="boolmask")
+    case("torch", "scaled_dot_product_attention",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True),
+         f32("B", 4, 5, 8), f32("B", 2, 5, 8), f32("B", 2, 5, 8), variant="gqa")
     # shapes and indexing
     case("torch", "reshape", lambda x: x.reshape(-1, 12), X)
     case("torch", "flatten", lambda x: torch.flatten(x, 1), X)
@@ -242,6 +245,8 @@ def _torch_cases():
     case("torch", "getitem", lambda x, i: x[:, i], X, i64(5, hi=3), variant="tensor")
     case("torch", "getitem", lambda x, i: x[..., i], X, i64(2, 2, hi=4), variant="tensor_last")
     case("torch", "getitem", lambda x: x[x > 0], X, variant="mask", static=True)
+    case("torch", "getitem", lambda x, b, k: x[b[:, None], k[None, :]], X, i64(4, hi=2), i64(3, hi=3), variant="advanced",
+         static=True)
 
     def setitem(x, v):
         y = x.clone()

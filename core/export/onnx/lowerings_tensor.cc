@@ -191,6 +191,29 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       }
       ++n;
     }
+    // Only integer tensors, indexing the leading dims (mask[batch_idx, kv_idx]): they broadcast
+    // together, and GatherND reads x at the stacked coordinates.
+    bool all_int_tensors = tensors == n && n >= 2;
+    for (const v1::Arg* it : items) {
+      all_int_tensors = all_int_tensors && ctx.DType(it->tensor().value()) != v1::BOOL;
+    }
+    if (all_int_tensors && n <= ctx.Rank(x)) {
+      std::vector<std::string> idx;
+      for (const v1::Arg* it : items) {
+        const ValueId t = it->tensor().value();
+        idx.push_back(ctx.CastTo(ctx.In(t), ctx.DType(t), v1::INT64));
+      }
+      std::string sum = idx[0];
+      for (size_t i = 1; i < idx.size(); ++i) sum = ctx.EmitTemp("Add", {sum, idx[i]});
+      std::string shape = ctx.EmitTemp("Shape", {sum});
+      std::vector<std::string> parts;
+      for (const auto& i : idx) parts.push_back(ctx.Unsqueeze(ctx.EmitTemp("Expand", {i, shape}), {-1}));
+      onnx::NodeProto* c = nullptr;
+      std::string coords = ctx.EmitTemp("Concat", parts, &c);
+      SetAttr(c, "axis", int64_t{-1});
+      ctx.Emit("GatherND", {ctx.In(x), coords}, {ctx.Out(result)});
+      return Status::Ok();
+    }
     if (tensors == 1 && simple) {
       const ValueId idx = items[tensor_at]->tensor().value();
       const int rank = ctx.Rank(x);
