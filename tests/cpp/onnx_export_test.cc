@@ -584,14 +584,26 @@ TEST(OnnxExport, ReadingAnUndefinedValueIsAnError) {
   EXPECT_NE(st.message().find("model.py:1"), std::string::npos) << st.message();
 }
 
-}  // namespace
-}  // namespace ivytrace
-
 TEST(OnnxExport, LoweringTableIsSortedWithOneRowPerCanonicalOp) {
-  EXPECT_TRUE(ivytrace::onnx_export::TableIsSorted());
-  ASSERT_NE(ivytrace::onnx_export::FindCanonicalLowering("scaled_dot_product_attention"), nullptr);
-  EXPECT_EQ(ivytrace::onnx_export::FindCanonicalLowering("no_such_op"), nullptr);
-  for (const auto& row : ivytrace::onnx_export::AllCanonicalLowerings()) {
-    EXPECT_EQ(ivytrace::onnx_export::FindCanonicalLowering(row.canonical), &row) << row.canonical;
+  EXPECT_TRUE(onnx_export::TableIsSorted());
+  ASSERT_NE(onnx_export::FindCanonicalLowering("scaled_dot_product_attention"), nullptr);
+  EXPECT_EQ(onnx_export::FindCanonicalLowering("no_such_op"), nullptr);
+  for (const auto& row : onnx_export::AllCanonicalLowerings()) {
+    EXPECT_EQ(onnx_export::FindCanonicalLowering(row.canonical), &row) << row.canonical;
   }
 }
+
+TEST(OnnxExport, OnlyInputsWithTheBatchSizeGetASymbolicDimZero) {
+  Builder b;
+  ValueId x = b.Input("x", {2, 4});
+  ValueId w = b.Input("w", {4, 5});
+  b.Output(b.Call("torch.matmul", {b.T(x), b.T(w)}, {2, 5}));
+  onnx::ModelProto m = ExportOk(b.g);
+  ASSERT_EQ(m.graph().input_size(), 2);
+  EXPECT_EQ(m.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+  EXPECT_EQ(m.graph().input(1).type().tensor_type().shape().dim(0).dim_value(), 4);
+  EXPECT_EQ(m.graph().output(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+}
+
+}  // namespace
+}  // namespace ivytrace

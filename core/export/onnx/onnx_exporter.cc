@@ -222,6 +222,13 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
 
   // Graph inputs: one per tensor of each region input ("x", or "x.0", "x.1", ... when nested).
   int64_t batch = -1;  // recorded size of the first input's dim 0
+  for (const auto& in : graph.inputs) {
+    ForEachTensor(in.value(), [&](const v1::TensorRef& r) {
+      if (batch < 0 && r.value() < graph.values.size() && !graph.values[r.value()].shape.empty()) {
+        batch = graph.values[r.value()].shape[0];
+      }
+    });
+  }
   std::set<ValueId> bound_inputs;
   for (const auto& in : graph.inputs) {
     std::vector<ValueId> vs;
@@ -233,9 +240,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
       auto* info = og->add_input();
       info->set_name(name);
-      const bool dyn = options.dynamic_batch && !graph.values[vs[i]].shape.empty();
+      // Dim 0 is the symbolic batch only on inputs whose recorded dim 0 is the batch size (the
+      // first input's): `x @ w` keeps w's rows. Per-dim names need symbolic shapes (issue 10).
+      const auto& shape = graph.values[vs[i]].shape;
+      const bool dyn = options.dynamic_batch && !shape.empty() && shape[0] == batch;
       IVY_RETURN_IF_ERROR(ValueType(graph, vs[i], "input '" + name + "'", dyn, info));
-      if (batch < 0 && !graph.values[vs[i]].shape.empty()) batch = graph.values[vs[i]].shape[0];
       if (bound_inputs.insert(vs[i]).second) ctx.BindValue(vs[i], name);
     }
   }
