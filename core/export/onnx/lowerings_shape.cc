@@ -335,7 +335,13 @@ Status LowerBroadcastTo(const Node& node, const BoundCall& call, LoweringContext
   } else {
     auto size = call.IntList("size");
     if (!size) return Status::Unsupported("size is not a list of ints");
-    for (auto& s : *size) s = s < 0 ? 1 : s;
+    // -1 keeps a dim, and so does a size the input already has (it then follows the input).
+    const auto& in_shape = ctx.Shape(x);
+    const size_t lead = size->size() >= in_shape.size() ? size->size() - in_shape.size() : 0;
+    for (size_t i = 0; i < size->size(); ++i) {
+      int64_t& s = (*size)[i];
+      if (s < 0 || (i >= lead && in_shape[i - lead] == s)) s = 1;
+    }
     shape = ctx.Int64s(*size);
   }
   ctx.Emit("Expand", {ctx.In(x), shape}, {ctx.Out(result)});
@@ -358,7 +364,13 @@ Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringCont
   }
   std::string cur = ctx.In(x);
   if (!axes.empty()) cur = ctx.Unsqueeze(cur, axes);
-  ctx.Emit("Expand", {cur, ctx.Int64s(*shape)}, {ctx.Out(result)});
+  // A dim the input already has is 1 in Expand's shape: it then follows the input's run-time size.
+  std::vector<int64_t> target = *shape;
+  const auto& in_shape = ctx.Shape(x);
+  for (size_t i = 0; i < bdims->size() && i < in_shape.size(); ++i) {
+    if (in_shape[i] == (*shape)[(*bdims)[i]]) target[(*bdims)[i]] = 1;
+  }
+  ctx.Emit("Expand", {cur, ctx.Int64s(target)}, {ctx.Out(result)});
   return Status::Ok();
 }
 
