@@ -3,6 +3,9 @@
 
 #include "cli/common.h"
 #include "core/export/onnx/onnx_exporter.h"
+#include "core/passes/constant_fold.h"
+#include "core/passes/dead_code_elimination.h"
+#include "core/passes/specialize_symbols.h"
 #include "core/export/plan_exporter.h"
 #include "core/util/atomic_file.h"
 
@@ -34,6 +37,23 @@ int RunExport(const ExportOptions& o) {
     st = ExportPlanFile(lg.graph, o.output);
     if (!st.ok()) return Fail("export", st, st.kind() == Status::Kind::kUnsupported ? kExitUnsupported : kExitOutput);
     return kExitOk;
+  }
+  {
+    // The ONNX exporter does not lower shape arithmetic (ivytrace.sym.*) yet: the model takes the
+    // recorded shapes, and says so.
+    size_t replaced = 0;
+    st = SpecializeSymbols(&lg.graph, &replaced);
+    if (!st.ok()) return Fail("export", st, kExitUnsupported);
+    if (replaced) {
+      spdlog::warn("the ONNX model takes the recorded shapes: {} shape-derived value(s) the graph computes "
+                   "from its inputs are fixed to what they were while recording (lowering ivytrace.sym.* ops "
+                   "is not done yet)", replaced);
+      PassResult pr;
+      st = ConstantFold(PassOptions{}).Run(&lg.graph, &pr);
+      if (st.ok()) st = DeadCodeElimination().Run(&lg.graph, &pr);
+      if (!st.ok()) return Fail("export", st, kExitInternal);
+      lg.graph.Compact();
+    }
   }
   OnnxExportOptions oo;
   oo.opset = o.opset;

@@ -69,7 +69,10 @@ int RunOptimize(const OptimizeOptions& o) {
     }
     double passes_ms = 0;
     for (const auto& r : report) passes_ms += r.seconds * 1e3;
-    std::printf("shape reads dropped (only fed Python): %zu\n", lg.build.shape_reads_dropped);
+    // A shape read in a region gives the program symbolic ints: what reaches the graph is an
+    // ivytrace.sym.* op, what decides control flow a guard (python/ivytrace/recorder/sym.py).
+    std::printf("shape reads: %zu (symbolic: ivytrace.sym.* ops where they reach the graph, guards where "
+                "they decide control flow)\n", lg.build.shape_reads_dropped);
     std::printf("time: read + build %.1f ms, passes %.1f ms, write %.1f ms\n", load_ms, passes_ms, write_ms);
   }
   return kExitOk;

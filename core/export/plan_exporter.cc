@@ -115,11 +115,13 @@ Status PlanLowering::Prepare() {
   // The frameworks the steps call into: the first component of the live ops' names
   // ("numpy.add" -> "numpy"), in order of first use and joined by "," when a mixed program
   // converts between them ("torch,numpy"); "torch" when the plan has no steps. Constants carry
-  // their own framework (Tensor.framework) in a mixed plan.
+  // their own framework (Tensor.framework) in a mixed plan. The runtime's own shape arithmetic
+  // (ivytrace.sym.*, schemas/sym.textproto) is not a framework.
   std::vector<std::string> frameworks;
   for (const Node& n : g.nodes) {
     if (n.erased) continue;
     std::string f = n.op.substr(0, n.op.find('.'));
+    if (f == "ivytrace") continue;  // shape arithmetic (ivytrace.sym.*): plain Python, no framework
     if (std::find(frameworks.begin(), frameworks.end(), f) == frameworks.end()) frameworks.push_back(f);
   }
   for (const auto& f : frameworks) framework_ += (framework_.empty() ? "" : ",") + f;

@@ -169,10 +169,12 @@ class Builder {
   }
 
   // A value is complete. The outputs of a foldable or random op in the graph keep it (the
-  // recorder writes it right after the op), for constant-fold and bake-generators.
+  // recorder writes it right after the op), for constant-fold and bake-generators; so do
+  // symbolic ints and bools (OBSERVED: what they were while recording, for exporters that
+  // specialize on the recorded shapes).
   void Complete(const TensorKey& key, v1::Tensor t) {
     const auto role = t.role();
-    if (role == v1::FOLDABLE || role == v1::RANDOM_OUTPUT) {
+    if (role == v1::FOLDABLE || role == v1::RANDOM_OUTPUT || role == v1::OBSERVED) {
       auto it = awaiting_value_.find(key);
       if (it != awaiting_value_.end()) {
         graph_->values[it->second].recorded = static_cast<int32_t>(graph_->constants.size());
@@ -406,8 +408,13 @@ class Builder {
       auto& last = last_version_[key.id];
       last = std::max(last, key.version);
     }
-    if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM)) {
+    if (n.flags & (v1::FOLDABLE_OP | v1::RANDOM | v1::SHAPE_FOLDABLE)) {
       for (const auto& [key, id] : mine) awaiting_value_[key] = id;
+    } else {
+      for (const auto& [key, id] : mine) {
+        const auto dt = graph_->values[id].dtype;
+        if (dt == v1::SYM_INT || dt == v1::SYM_BOOL) awaiting_value_[key] = id;  // its OBSERVED value
+      }
     }
     // Writes through views are carried back to the base for torch ops, whose recorder lists
     // only the tensor a call wrote. The NumPy recorder instead lists every array on the written

@@ -27,6 +27,7 @@ Status BakeGenerators::Run(Graph* g, PassResult* result) {
   std::vector<char> from_input(g->values.size(), 0);
   for (ValueId v : g->InputValues()) from_input[v] = 1;
   std::vector<char> bake(g->nodes.size(), 0);
+  std::vector<std::pair<size_t, std::vector<ValueId>>> shape_guards;  // node -> symbolic ints it reads
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     const Node& n = g->nodes[i];
     if (n.erased) continue;
@@ -37,10 +38,22 @@ Status BakeGenerators::Run(Graph* g, PassResult* result) {
       continue;
     }
     const std::string cannot = "bake-generators: cannot bake random op " + Where(n) + ": ";
-    if (reads_input) {
-      return Status::InvalidArgument(cannot + "it reads a region input, so its values depend on the caller's "
-                                     "data (run without --bake-generators to keep it)");
+    // A shape computed from a region input (a symbolic int: torch.rand(x.shape)) fixes only the
+    // draw's shape: baking specializes on it, and a guard checks it on every replay.
+    std::vector<ValueId> shape_inputs;
+    for (ValueId in : n.inputs) {
+      if (!from_input[in]) continue;
+      const auto dt = g->values[in].dtype;
+      if (dt != v1::SYM_INT && dt != v1::SYM_BOOL) {
+        return Status::InvalidArgument(cannot + "it reads a region input, so its values depend on the caller's "
+                                       "data (run without --bake-generators to keep it)");
+      }
+      if (!RecordedScalar(*g, in)) {
+        return Status::InvalidArgument(cannot + "the trace holds no recorded value for the shape it reads");
+      }
+      shape_inputs.push_back(in);
     }
+    if (!shape_inputs.empty()) shape_guards.emplace_back(i, std::move(shape_inputs));
     for (const auto& m : n.mutated) {
       if (visible.count(m.storage())) {
         return Status::InvalidArgument(cannot + "it writes a region input or parameter in place");
@@ -57,6 +70,20 @@ Status BakeGenerators::Run(Graph* g, PassResult* result) {
       return Status::InvalidArgument("bake-generators: cannot bake random op " + Where(g->nodes[i]) +
                                      ": its result is later written in place by " + Where(g->nodes[writers[i]]) +
                                      " (run without --bake-generators to keep it)");
+    }
+  }
+  for (const auto& [i, values] : shape_guards) {
+    for (ValueId v : values) {
+      v1::Guard guard;
+      guard.mutable_tensor()->set_value(v);
+      guard.mutable_tensor()->set_id(g->values[v].tensor_id);
+      guard.mutable_tensor()->set_storage(g->values[v].storage);
+      guard.set_op(g->values[v].dtype == v1::SYM_BOOL ? "ivytrace.sym.__bool__" : "ivytrace.sym.__index__");
+      const int64_t observed = *RecordedScalar(*g, v);
+      if (g->values[v].dtype == v1::SYM_BOOL) guard.mutable_observed()->set_b(observed != 0);
+      else guard.mutable_observed()->set_i(observed);
+      *guard.mutable_loc() = g->nodes[i].loc;
+      g->guards.push_back(std::move(guard));
     }
   }
   for (size_t i = 0; i < g->nodes.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "core/passes/recorded_values.h"
 
+#include <cstring>
+
 #include <unordered_map>
 
 namespace ivytrace {
@@ -65,6 +67,20 @@ void ReplaceByRecordedValues(Graph* g, size_t i) {
     v.producer = -1;
   }
   n.erased = true;
+}
+
+std::optional<int64_t> RecordedScalar(const Graph& g, ValueId v) {
+  if (v >= g.values.size()) return std::nullopt;
+  const Value& val = g.values[v];
+  if (val.recorded < 0 || static_cast<size_t>(val.recorded) >= g.constants.size()) return std::nullopt;
+  const std::string& data = g.constants[val.recorded].data();
+  if (data.size() == 8) {
+    int64_t x;
+    std::memcpy(&x, data.data(), 8);  // little-endian, as every value in a trace
+    return x;
+  }
+  if (data.size() == 1) return static_cast<int64_t>(static_cast<uint8_t>(data[0]) != 0);
+  return std::nullopt;
 }
 
 }  // namespace ivytrace

@@ -44,6 +44,10 @@ class WrittenStorage {
 // True when every output of `n` has a recorded value of at most `size_limit` bytes (0 = any).
 bool HasRecordedOutputs(const Graph& g, const Node& n, uint64_t size_limit = 0);
 
+// The value a symbolic int or bool (dtype SYM_INT/SYM_BOOL) had while recording, from its
+// OBSERVED record; nullopt when the trace holds none.
+std::optional<int64_t> RecordedScalar(const Graph& g, ValueId v);
+
 // For each node marked in `replace`, the index of a node that stays and later writes in place
 // into the memory of one of its outputs (a constant must never be written: a plan would carry
 // the change into the next call), or -1.

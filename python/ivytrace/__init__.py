@@ -16,7 +16,7 @@ from ivytrace.region import region
 
 __all__ = [
     "__version__", "Recorder", "region", "boot_dir", "trace_graph", "Graph", "LazyGraph",
-    "load_plan", "PlanError", "GuardError", "CLIError", "read_trace",
+    "load_plan", "PlanError", "GuardError", "CLIError", "read_trace", "RetraceWarning", "StateWarning",
 ]
 
 
@@ -34,6 +34,8 @@ _LAZY = {
     "PlanError": ("ivytrace.runtime.errors", "PlanError"),
     "GuardError": ("ivytrace.runtime.errors", "GuardError"),
     "read_trace": ("ivytrace.recorder.reader", "read_trace"),
+    "RetraceWarning": ("ivytrace.api", "RetraceWarning"),
+    "StateWarning": ("ivytrace.api", "StateWarning"),
 }
 
 

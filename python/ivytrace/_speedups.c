@@ -327,6 +327,9 @@ typedef struct {
   PyObject *ids, *info, *frame, *const_, *values, *params, *internal, *scopes, *threads, *sink, *w;
   long long next_tid, sweep_at, t0;
   char active;
+  /* set by the Python encoder when an argument was a symbolic int (recorder/sym.py): the call
+   * is then made with plain ints (TorchRecorder._unwrap_call), never with the stand-ins */
+  int sym_seen;
   /* constants the Python side hands over once (_speedups_setup) */
   PyObject *tensor_t, *param_t, *dtype_field, *shapes, *alias_ops, *int_cache, *shape_field;
   PyObject *code_by_addr;   /* id(code) -> (code, _internal_code[code]) */
@@ -336,7 +339,7 @@ typedef struct {
 } Rec;
 
 static PyObject *s_version, *s_base, *s_dtype, *s_shape, *s_known, *s_written, *s_classify, *s_handle,
-    *s_in, *s_encode, *s_constant_key, *s_finish, *s_raised, *s_file_line, *s_emit_op;
+    *s_in, *s_encode, *s_constant_key, *s_finish, *s_raised, *s_file_line, *s_emit_op, *s_unwrap_call;
 
 static inline long long now_ns(void) {
   struct timespec ts;
@@ -711,6 +714,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
 
   /* Arguments, before the call (versions as the op saw them). */
   PyObject *known = NULL, *ins = NULL, *result = NULL, *encode = NULL, *out = NULL;
+  PyObject *uw_args = NULL, *uw_kwargs = NULL;   /* owned: args/kwargs with symbolic ints unwrapped */
   Buf b, ab;
   buf_init(&b);
   buf_init(&ab);
@@ -749,6 +753,26 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     }
   }
 
+  int had_sym = r->sym_seen;   /* the Python finish sorts out what such a call records */
+  if (r->sym_seen) {   /* symbolic ints among the arguments: call with their plain values */
+    r->sym_seen = 0;
+    PyObject *pair = PyObject_CallMethodObjArgs((PyObject *)r, s_unwrap_call, args, kwargs ? kwargs : Py_None, NULL);
+    if (!pair) goto fail;
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyTuple_CheckExact(PyTuple_GET_ITEM(pair, 0))) {
+      Py_DECREF(pair);
+      PyErr_SetString(PyExc_TypeError, "_unwrap_call must return (args tuple, kwargs)");
+      goto fail;
+    }
+    uw_args = PyTuple_GET_ITEM(pair, 0);
+    Py_INCREF(uw_args);
+    if (PyDict_Check(PyTuple_GET_ITEM(pair, 1))) {
+      uw_kwargs = PyTuple_GET_ITEM(pair, 1);
+      Py_INCREF(uw_kwargs);
+    }
+    Py_DECREF(pair);
+    args = uw_args;
+    kwargs = uw_kwargs;
+  }
   long long start = now_ns();
   result = PyObject_Call(func, args, kwargs);
   long long end = now_ns();
@@ -772,7 +796,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   }
 
   /* The fast finish: one plain tensor result, not random, not foldable, not an alias op. */
-  int fast = Py_TYPE(result) == (PyTypeObject *)r->tensor_t && !PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
+  int fast = !had_sym && Py_TYPE(result) == (PyTypeObject *)r->tensor_t && !PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
   if (fast) {
     int c = PySet_Contains(r->alias_ops, PyTuple_GET_ITEM(info, 3));
     if (c < 0) goto fail;
@@ -915,6 +939,8 @@ fail:
   out = NULL;
 done:
   Py_XDECREF(result);
+  Py_XDECREF(uw_args);
+  Py_XDECREF(uw_kwargs);
   Py_XDECREF(known);
   Py_XDECREF(ins);
   Py_XDECREF(encode);
@@ -1005,6 +1031,7 @@ static PyMemberDef Rec_members[] = {
     {"_sweep_at", T_LONGLONG, offsetof(Rec, sweep_at), 0, NULL},
     {"_t0", T_LONGLONG, offsetof(Rec, t0), 0, NULL},
     {"_active", T_BOOL, offsetof(Rec, active), 0, NULL},
+    {"_sym_seen", T_INT, offsetof(Rec, sym_seen), 0, NULL},
     {NULL}};
 
 static PyTypeObject RecType = {
@@ -1027,7 +1054,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_version, "_version"); S(s_base, "_base"); S(s_dtype, "dtype"); S(s_shape, "shape");
   S(s_known, "known"); S(s_written, "written"); S(s_classify, "_classify"); S(s_handle, "handle");
   S(s_in, "_in"); S(s_encode, "encode"); S(s_finish, "_finish"); S(s_raised, "_raised");
-  S(s_file_line, "_file_line"); S(s_emit_op, "emit_op");
+  S(s_file_line, "_file_line"); S(s_emit_op, "emit_op"); S(s_unwrap_call, "_unwrap_call");
 #undef S
   if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);

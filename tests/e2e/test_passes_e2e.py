@@ -310,12 +310,14 @@ def test_print_after_prints_the_graph_after_the_named_pass(cli, tmp_path):
 
 
 def shape_reads_fn(x):
-    h = torch.relu(x)  # read only for its shape: must not stay alive
+    h = torch.relu(x)
     n, d = h.shape[0], h.dim()
     return x * float(n * d)
 
 
-def test_shape_reads_keep_nothing_alive_and_are_counted(cli, tmp_path):
+def test_shape_reads_are_symbolic_and_guarded_where_they_leave(cli, tmp_path):
+    """float(n * d) takes a shape-derived int out of the graph: the plan computes it from the
+    input and guards its value, so another batch size raises instead of reusing 3 * 2."""
     x = torch.ones(3, 2)
     graph = ivytrace.trace_graph(shape_reads_fn, args=(x,))
     trace = graph.save(tmp_path / "shapes.ivt")
@@ -323,9 +325,14 @@ def test_shape_reads_keep_nothing_alive_and_are_counted(cli, tmp_path):
     assert info["shape_reads"] >= 2
     out = tmp_path / "shapes.ivg"
     run = cli("optimize", trace, "-o", out, "--report", check=True)
-    assert f"shape reads dropped (only fed Python): {info['shape_reads']}" in run.stdout
+    assert f"shape reads: {info['shape_reads']} (symbolic" in run.stdout
     assert re.search(r"^time: read \+ build [0-9.]+ ms, passes [0-9.]+ ms, write [0-9.]+ ms$", run.stdout, re.M)
-    assert "torch.relu" not in ops_of(cli, out)
+    ops = ops_of(cli, out)
+    assert "ivytrace.sym.size" in ops and "ivytrace.sym.mul" in ops
     plan = tmp_path / "shapes.plan"
     cli("export", out, "--to", "plan", "-o", plan, check=True)
-    assert torch.equal(ivytrace.load_plan(plan)(x), shape_reads_fn(x))
+    replay = ivytrace.load_plan(plan)
+    assert torch.equal(replay(x), shape_reads_fn(x))
+    assert torch.equal(replay(torch.ones(3, 2) * 2), shape_reads_fn(torch.ones(3, 2) * 2))
+    with pytest.raises(ivytrace.GuardError, match="ivytrace.sym"):
+        replay(torch.ones(5, 2))

@@ -238,8 +238,12 @@ class ArrayRecorder:
                 self._region_input(t)
                 if self._has_value(t[0]):
                     self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
+                self._input_guard(t, rid, file, line)
             self.w.emit()
             return rid
+
+    def _input_guard(self, entry, rid, file, line):
+        """A guard a framework puts on each region input (JAX: its shape)."""
 
     def region_end(self, rid, result=None, raised=False):
         if not rid or rid not in self._regions:

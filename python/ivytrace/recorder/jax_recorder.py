@@ -82,11 +82,13 @@ import jax
 import numpy as np
 from jax._src import core as _jcore
 
+from ivytrace.recorder.sym import _len as _sym_len
 from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES, FOLD_LIMIT, FOLDABLE, FOLDABLE_OP,  # noqa: F401
                                               GUARD_VALUE_LIMIT, RAISED, RANDOM, RANDOM_OUTPUT, REGION_INPUT,
                                               REGION_OUTPUT, ArrayRecorder, busy_flag, caller_location)
 from ivytrace.recorder.encode import A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint, enc_opaque
-from ivytrace.v1 import common_pb2
+from ivytrace.recorder.writer import TAG_GUARD
+from ivytrace.v1 import common_pb2, trace_pb2
 
 _DTYPES = dict(DTYPES)
 _DTYPES[np.dtype(jax.numpy.bfloat16)] = common_pb2.BFLOAT16
@@ -248,12 +250,18 @@ def _device_get(current):
     return device_get
 
 
+_LEN_CODE = _sym_len.__code__
+
+
 def _len(base):
     def length(self):
         v = base(self)
         rec = _REC
         if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
-            if not sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS):
+            f = sys._getframe(1)
+            if f.f_code is _LEN_CODE:   # through builtins.len while torch is recorded (sym.py)
+                f = f.f_back
+            if not f.f_code.co_filename.startswith(_INTERNAL_DIRS):
                 rec.shape_read("jax.Array.__len__", self, v)
         return v
     length.__name__ = "__len__"
@@ -280,6 +288,27 @@ def _key_iter(self):
 
 
 class JaxRecorder(ArrayRecorder):
+    # JAX is recorded at the level of primitives, whose params hold shapes that jax.numpy
+    # computed in Python from the arrays' shapes (reshape's new_sizes, broadcast_in_dim's shape,
+    # the element count a mean divides by). Nothing in a primitive says which of its ints came
+    # from a shape, so a JAX graph is specialized on its inputs' shapes, as jax.jit is: each
+    # region input's shape is a guard (a replay on another shape raises GuardError, and a
+    # LazyGraph traces again).
+    def _input_guard(self, entry, rid, file, line):
+        a = entry[0]
+        shape = getattr(a, "shape", None)
+        if shape is None:
+            return
+        ref = common_pb2.TensorRef.FromString(self._tensor_ref(*entry))
+        value = common_pb2.Arg()
+        value.tuple.SetInParent()
+        for d in shape:
+            value.tuple.items.add().i = int(d)
+        g = trace_pb2.GuardEvent(tensor=common_pb2.TensorRef(id=ref.id, version=ref.version, storage=ref.storage),
+                                 op=self._intern("jax.Array.shape"), value=value,
+                                 file=self._intern(file) if file else 0, line=line, region=rid)
+        self.w.add(TAG_GUARD, g.SerializeToString())
+
     _Busy = _Busy
     _location = staticmethod(_location)
     _dtypes = _DTYPES

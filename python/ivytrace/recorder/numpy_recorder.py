@@ -59,7 +59,10 @@ from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES as _DTYPES, FOLD_
                                               GUARD_VALUE_LIMIT, INPLACE, RAISED, RANDOM, RANDOM_OUTPUT,
                                               REGION_INPUT, REGION_OUTPUT, ArrayRecorder, busy_flag,
                                               caller_location)
+from ivytrace.recorder import sym as _sym
 from ivytrace.recorder.encode import A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint
+from ivytrace.recorder.writer import TAG_GUARD
+from ivytrace.v1 import common_pb2, trace_pb2
 
 _NP_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 _IVYTRACE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -110,7 +113,8 @@ _REC = None   # the installed NumpyRecorder
 
 
 def _plain(v):
-    """TracedArray -> plain ndarray view, recursively through lists/tuples/dicts."""
+    """TracedArray -> plain ndarray view, symbolic ints -> their ints (recorder/sym.py),
+    recursively through lists/tuples/dicts/slices."""
     if isinstance(v, TracedArray):
         return v.view(np.ndarray)
     t = type(v)
@@ -118,6 +122,8 @@ def _plain(v):
         return t(_plain(x) for x in v)
     if t is dict:
         return {k: _plain(x) for k, x in v.items()}
+    if t in _sym.SYM_CLASSES or t is slice:
+        return _sym.unwrap(v)
     return v
 
 
@@ -157,6 +163,29 @@ def _shape_get(self):
     rec = _REC
     if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
         rec.shape_read("numpy.ndarray.shape", self, v)
+        if rec._regions and rec._sym_tensor_arg(self) is not None:
+            rec._guard_ranks()
+            return rec._sym_size(self, v)
+    return v
+
+
+def _size_get(self):
+    v = np.ndarray.size.__get__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        rec.shape_read("numpy.ndarray.size", self, v)
+        if rec._regions and rec._sym_tensor_arg(self) is not None:
+            rec._guard_ranks()
+            return rec._sym_leaf(self, "ivytrace.sym.numel", None, v)
+    return v
+
+
+def _ndim_get(self):
+    v = np.ndarray.ndim.__get__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        if rec._regions and rec._sym_tensor_arg(self) is not None:
+            rec._guard_ranks()   # ranks follow from the inputs' ranks: guarded once per region
     return v
 
 
@@ -165,6 +194,8 @@ def _shape_set(self, value):
 
 
 TracedArray.shape = property(_shape_get, _shape_set)
+TracedArray.size = property(_size_get)
+TracedArray.ndim = property(_ndim_get)
 
 
 def _len(self):
@@ -172,6 +203,9 @@ def _len(self):
     rec = _REC
     if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
         rec.shape_read("numpy.ndarray.__len__", self, v)
+        if rec._regions and rec._sym_tensor_arg(self) is not None:
+            rec._guard_ranks()
+            return rec._sym_leaf(self, "ivytrace.sym.size", 0, v)
     return v
 
 
@@ -249,7 +283,12 @@ def _storage_root(a):
     return b
 
 
-class NumpyRecorder(ArrayRecorder):
+# An operand entry standing for "a symbolic int was read": never a constant, so the call's
+# result is not folded (it depends on a shape).
+_SYM_IN = (None, -1, -1, 0)
+
+
+class NumpyRecorder(ArrayRecorder, _sym.SymHost):
     _Busy = _Busy
     _location = staticmethod(_location)
     _framework = "numpy"
@@ -262,6 +301,8 @@ class NumpyRecorder(ArrayRecorder):
         self._versions = {}     # storage id -> version
         self._known = {}        # tid -> version known in the current frame
         self._inputs = {}
+        self._input_arrays = []    # (array, tid, sid, version) of the current region's inputs
+        self._ranks_guarded = False
         self._const = {}        # tid -> version at which it is a constant
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
@@ -272,6 +313,8 @@ class NumpyRecorder(ArrayRecorder):
         global _REC
         _REC = self
         self.active = True
+        _sym.LEN_HOOKS[TracedArray] = self._len_hook
+        _sym.hook_len()
         for n in _CREATORS:
             self._patch(np, n, random=False)
         for n in _RANDOM:
@@ -308,6 +351,9 @@ class NumpyRecorder(ArrayRecorder):
             return
         self.active = False
         self._restore_patches()
+        if _sym.LEN_HOOKS.get(TracedArray) == self._len_hook:
+            del _sym.LEN_HOOKS[TracedArray]
+        _sym.unhook_len()
         if _REC is self:
             _REC = None
 
@@ -509,12 +555,12 @@ class NumpyRecorder(ArrayRecorder):
 
     # Frames of known arrays: tid -> version (convert.py pushes and pops them too).
     def _enter_frame(self):
-        self._frames.append((self._known, self._inputs))
-        self._known, self._inputs = {}, {}
+        self._frames.append((self._known, self._inputs, self._input_arrays, self._ranks_guarded))
+        self._known, self._inputs, self._input_arrays, self._ranks_guarded = {}, {}, [], False
 
     def _leave_frame(self):
         inner, inputs = self._known, self._inputs
-        self._known, self._inputs = self._frames.pop()
+        self._known, self._inputs, self._input_arrays, self._ranks_guarded = self._frames.pop()
         for tid, v in inner.items():
             if inputs.get(tid) != v:
                 self._known[tid] = v
@@ -523,7 +569,46 @@ class NumpyRecorder(ArrayRecorder):
         a, tid, sid, v = entry
         self._known[tid] = v
         self._inputs[tid] = v
+        self._input_arrays.append(entry)
         self._const.pop(tid, None)
+
+    # -- symbolic shapes (recorder/sym.py) ------------------------------------------------------
+    def _sym_frame(self):
+        if self._regions and self.active and threading.get_ident() == self.thread:
+            return self._known
+        return None
+
+    def _sym_tensor_arg(self, a):
+        tid, sid, v = self._ref(a)
+        if self._known.get(tid) != v or self._const.get(tid) == v:
+            return None
+        return ld(A_TENSOR, self._tensor_ref(a, tid, sid, v, full=False))
+
+    def _sym_location(self):
+        return _location(self._intern)
+
+    def _sym_region(self):
+        return self._regions[-1] if self._regions else 0
+
+    def _sym_new_id(self) -> int:
+        return self._new_id()
+
+    def _guard_ranks(self):
+        """See TorchRecorder._guard_ranks: once per region, a guard on each input's rank."""
+        if self._ranks_guarded:
+            return
+        self._ranks_guarded = True
+        fid, line = _location(self._intern)
+        op = self._intern("numpy.ndarray.ndim")
+        rid = self._regions[-1] if self._regions else 0
+        for a, tid, sid, v in self._input_arrays:
+            ref = common_pb2.TensorRef(id=tid, version=v, storage=sid)
+            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(i=np.ndarray.ndim.__get__(a)),
+                                     file=fid, line=line, region=rid)
+            self.w.emit(TAG_GUARD, g.SerializeToString())
+
+    def _len_hook(self, a):
+        return _len(a)
 
     def _is_known(self, entry) -> bool:
         return self._known.get(entry[1]) == entry[3]
@@ -547,11 +632,20 @@ def _enc_dtype(v, ts):
     return ld(A_SYMBOL, f"numpy.{dt.name}".encode())
 
 
+def _sym_operand(v, ts):
+    b = v.arg()
+    if b[:1] == A_TENSOR:
+        ts.append(_SYM_IN)
+    return b
+
+
 class _NumpyEncoder(ArgEncoder):
     def __init__(self, handler):
         super().__init__()
         self.table[np.ndarray] = handler
         self.table[TracedArray] = handler
+        for c in _sym.SYM_CLASSES:
+            self.table[c] = _sym_operand
         self.subclass_handlers.append((np.ndarray, handler))
         for dt in _DTYPES:
             self.table[type(dt)] = _enc_dtype

@@ -24,6 +24,7 @@ the rest (tests/python/test_speedups.py checks that both write the same records)
 """
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import threading
@@ -38,6 +39,7 @@ from torch.overrides import TorchFunctionMode
 from ivytrace.recorder import names as _names
 from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, V,
                                       _int_cache, enc_int, ld, varint)
+from ivytrace.recorder import sym as _sym
 from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
                                       TAG_SHAPE_READ, TAG_TENSOR)
 from ivytrace.v1 import common_pb2, trace_pb2
@@ -57,6 +59,7 @@ INPLACE = trace_pb2.INPLACE
 RANDOM = trace_pb2.RANDOM
 FOLDABLE_OP = trace_pb2.FOLDABLE_OP
 RAISED = trace_pb2.RAISED
+SHAPE_FOLDABLE = trace_pb2.SHAPE_FOLDABLE
 
 CONSTANT = common_pb2.CONSTANT
 PARAMETER = common_pb2.PARAMETER
@@ -65,6 +68,7 @@ REGION_INPUT = common_pb2.REGION_INPUT
 REGION_OUTPUT = common_pb2.REGION_OUTPUT
 RANDOM_OUTPUT = common_pb2.RANDOM_OUTPUT
 FOLDABLE = common_pb2.FOLDABLE
+OBSERVED = common_pb2.OBSERVED
 
 _DTYPE_NAMES = {
     "float32": common_pb2.FLOAT32, "float64": common_pb2.FLOAT64, "float16": common_pb2.FLOAT16,
@@ -117,21 +121,91 @@ class SpecializationWarning(UserWarning):
 class _Frame:
     """What a region (or the top level) knows: tensor id -> version defined in it, storage id ->
     version last written by a recorded op in it, and its region inputs (id -> version)."""
-    __slots__ = ("known", "written", "inputs")
+    __slots__ = ("known", "written", "inputs", "input_refs", "ranks_guarded")
 
     def __init__(self):
         self.known = {}
         self.written = {}
         self.inputs = {}
+        self.input_refs = []         # (tensor, ids entry, version) of each region input
+        self.ranks_guarded = False   # the region read a shape: its inputs' ranks are guarded
 
 
 def is_internal_file(filename: str) -> bool:
     return filename.startswith(_TORCH_DIR) or filename.startswith(_IVYTRACE_DIR)
 
 
-class _PyTorchRecorder(TorchFunctionMode):
+class TorchSymSize(tuple):
+    """`x.shape` / `x.size()` inside a region: a torch.Size of symbolic ints (recorder/sym.py).
+    isinstance(s, torch.Size) holds; slicing and concatenation keep the stand-ins."""
+    __slots__ = ()
+
+    @property
+    def __class__(self):
+        return torch.Size
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return TorchSymSize(r) if type(i) is slice else r
+
+    def __add__(self, o):
+        return TorchSymSize(tuple(self) + tuple(o)) if isinstance(o, tuple) else NotImplemented
+
+    def __radd__(self, o):
+        return TorchSymSize(tuple(o) + tuple(self)) if isinstance(o, tuple) else NotImplemented
+
+    def numel(self):
+        n = 1
+        for d in self:
+            n = n * d
+        return n
+
+    def __repr__(self):
+        return f"torch.Size({list(self)!r})"
+
+    def __reduce__(self):
+        return (torch.Size, (list(_sym.unwrap(self)),))
+
+
+class TorchSymInt(_sym.SymInt, torch.SymInt):
+    """A symbolic int torch's argument parser takes where it takes an int or a number (as it
+    takes torch.SymInt): the recorder sees the call first and makes it with the plain value."""
+    __slots__ = ()
+
+    def __sym_max__(self, o):
+        return _sym._make(o, "ivytrace.sym.max", max, self, o)
+
+    def __sym_min__(self, o):
+        return _sym._make(o, "ivytrace.sym.min", min, self, o)
+
+    def __sym_float__(self):
+        return float(self)
+
+
+class TorchSymBool(_sym.SymBool, torch.SymBool):
+    __slots__ = ()
+
+
+_sym.SYM_CLASSES.update((TorchSymInt, TorchSymBool))
+_sym._UNWRAP_TYPES[TorchSymSize] = lambda v: torch.Size([_sym.unwrap(x) for x in v])
+_sym.DEFER_TYPES.append(torch.Tensor)
+# An argument entry standing for "a symbolic int read": no tensor, never a constant, never
+# written, so a call that reads one is not foldable (its result depends on a shape).
+_SYM_REF = (None, -1, -1, b"", b"")
+_SYM_IN = (_sym.SymInt(0, None, None), _SYM_REF, 0)
+
+
+def _plain_len(func, args, kwargs):
+    with torch._C.DisableTorchFunction():
+        return _sym._builtin_len(args[0])
+
+
+class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
     """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call.
     (The pure-Python recorder; TorchRecorder below adds the C fast path when it is built.)"""
+
+    SymIntType = TorchSymInt
+    SymBoolType = TorchSymBool
 
     def __init__(self, session):
         super().__init__()
@@ -164,7 +238,8 @@ class _PyTorchRecorder(TorchFunctionMode):
         self._thread = threading.get_ident()
         self._get_ident = threading.get_ident
         self._clock = time.perf_counter_ns
-        self._in = _TorchEncoder(self._in_tensor)
+        self._sym_seen = 0         # an argument of the call being recorded was a symbolic int
+        self._in = _TorchEncoder(self._in_tensor, self._note_sym)
         self._out = _TorchEncoder(self._out_tensor)
         self._ref = _TorchEncoder(self._out_tensor)
 
@@ -173,6 +248,10 @@ class _PyTorchRecorder(TorchFunctionMode):
         self._hooks.append(register_module_forward_pre_hook(self._pre_hook))
         self._hooks.append(register_module_forward_hook(self._post_hook, always_call=True))
         self._active = True
+        self._len_prev = {c: _sym.LEN_HOOKS.get(c) for c in (_Tensor, torch.nn.Parameter)}
+        for c in self._len_prev:
+            _sym.LEN_HOOKS[c] = self._len_hook
+        _sym.hook_len()
         self.__enter__()
 
     def uninstall(self):
@@ -182,6 +261,13 @@ class _PyTorchRecorder(TorchFunctionMode):
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
+        for c, prev in getattr(self, "_len_prev", {}).items():
+            if _sym.LEN_HOOKS.get(c) == self._len_hook:
+                if prev is None:
+                    _sym.LEN_HOOKS.pop(c, None)
+                else:
+                    _sym.LEN_HOOKS[c] = prev
+        _sym.unhook_len()
         # Pop our mode only if it is on top (a program that left its own mode pushed keeps it;
         # ours then passes calls through because _active is False).
         try:
@@ -464,6 +550,10 @@ class _PyTorchRecorder(TorchFunctionMode):
                 b = enc(a, ins)
                 kw = ld(b"\x0a", k.encode()) + ld(b"\x12", b)   # KwArg name = 1, value = 2
                 append(ld(b"\x1a", kw))                           # OpEvent.kwargs = 3
+        if self._sym_seen:   # symbolic ints among the arguments: the call gets plain ints
+            self._sym_seen = 0
+            args, kwargs = self._unwrap_call(args, kwargs)
+        if kwargs:
             clock = self._clock
             start = clock()
             try:
@@ -522,11 +612,19 @@ class _PyTorchRecorder(TorchFunctionMode):
 
         const = self._const
         foldable = not random
+        by_shapes = False   # every tensor input is a constant, and a symbolic int was read
         if foldable:
             for t, r, v in ins:
                 if const.get(r[1]) != v:
+                    if r is _SYM_REF:
+                        by_shapes = True
+                        continue
                     foldable = False
                     break
+        if by_shapes:
+            foldable = False
+            if outs and all(type(t) is _Tensor and t.numel() * t.element_size() <= FOLD_LIMIT for t, r, v in outs):
+                flags |= SHAPE_FOLDABLE
         values = None
         if outs:
             if foldable:
@@ -540,6 +638,8 @@ class _PyTorchRecorder(TorchFunctionMode):
             else:
                 if random:
                     values = RANDOM_OUTPUT
+                elif flags & SHAPE_FOLDABLE:
+                    values = OBSERVED
                 for t, r, v in outs:
                     known[r[1]] = v
                     if r[1] in const:
@@ -625,7 +725,100 @@ class _PyTorchRecorder(TorchFunctionMode):
             payload = (ld(b"\x0a", r[3] + _version_field(t._version) + r[4]) + b"\x10" + info[1][1:]
                        + ld(b"\x1a", self._ref.encode(result, [])) + b"\x20" + varint(fid) + b"\x28" + varint(line))
             self.w.emit(TAG_SHAPE_READ, payload)
+            if self._regions and self._get_ident() == self._thread and self._sym_known(t) is not None:
+                return self._symbolic(info[3], t, args, kwargs, result)
         return result
+
+    # -- symbolic shapes (recorder/sym.py) ----------------------------------------------------
+    def _len_hook(self, t):
+        """len(t) while recording (builtins.len, see sym.py): a shape read of dim 0."""
+        if not self._active or self._get_ident() != self._thread:
+            return _plain_len(None, (t,), None)
+        info = self._info.get(id(_Tensor.__len__))
+        if info is None or info[4] is not _Tensor.__len__:
+            info = self._classify(_Tensor.__len__)
+        return self._shape_read(info, _Tensor.__len__, (t,), {}, _plain_len)
+
+    def _symbolic(self, name, t, args, kwargs, result):
+        """The value of a shape read of `t` as stand-ins that remember where they came from."""
+        what = name.rsplit(".", 1)[-1]
+        self._guard_ranks()
+        if type(result) is torch.Size:
+            return self._sym_size(t, result, TorchSymSize)
+        if type(result) is not int:
+            return result
+        if what == "size":
+            d = args[1] if len(args) > 1 else kwargs.get("dim")
+            d = operator.index(d)
+            return self._sym_leaf(t, "ivytrace.sym.size", d % t.dim() if t.dim() else d, result)
+        if what == "__len__":
+            return self._sym_leaf(t, "ivytrace.sym.size", 0, result)
+        if what in ("numel", "nelement"):
+            return self._sym_leaf(t, "ivytrace.sym.numel", None, result)
+        return result   # dim(), ndim: fixed once the inputs' ranks are (_guard_ranks)
+
+    def _guard_ranks(self):
+        """The region read a shape: from here on its graph may depend on the rank of a tensor
+        (`x.dim()`, `x.shape[-1]`, `len(x.shape)`, unpacking `b, t, c = x.shape`). Ranks follow
+        from the inputs' ranks, so a guard on each input's rank (once per region) makes every one
+        of them safe to take as a plain int."""
+        fr = self._frame
+        if fr.ranks_guarded:
+            return
+        fr.ranks_guarded = True
+        fid, line = self._location()
+        op = self._intern("torch.Tensor.dim")
+        rid = self._regions[-1] if self._regions else 0
+        for t, r, v in fr.input_refs:
+            ref = common_pb2.TensorRef(id=r[1], version=v, storage=r[2])
+            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(i=t.dim()), file=fid, line=line,
+                                     region=rid)
+            self.w.emit(TAG_GUARD, g.SerializeToString())
+
+    def _sym_known(self, t):
+        """(ids entry, version) when the current frame computed or was given `t` and it is not
+        a constant there; None when its shape is constant in this frame."""
+        r = self._ids.get(id(t))
+        if r is None or r[0]() is not t:
+            r = self._ref_of(t)
+        v = t._version
+        fr = self._frame
+        if fr.known.get(r[1]) != v:
+            if fr.written.get(r[2]) != v:
+                return None
+            fr.known[r[1]] = v
+        if self._const.get(r[1]) == v:
+            return None
+        return r, v
+
+    def _sym_frame(self):
+        if self._regions and self._active and self._get_ident() == self._thread:
+            return self._frame
+        return None
+
+    def _sym_tensor_arg(self, t):
+        k = self._sym_known(t)
+        if k is None:
+            return None
+        r, v = k
+        return ld(A_TENSOR, r[3] + _version_field(v) + r[4])
+
+    def _sym_location(self):
+        return self._location()
+
+    def _sym_region(self):
+        return self._regions[-1] if self._regions else 0
+
+    def _note_sym(self, ins, arg: bytes):
+        """The `_in` encoder met a symbolic int: the call is made with plain ints, and it reads a
+        value of the graph unless the int is a constant here."""
+        self._sym_seen = 1
+        if arg[:1] == A_TENSOR:
+            ins.append(_SYM_IN)
+
+    def _unwrap_call(self, args, kwargs):
+        unwrap = _sym.unwrap
+        return tuple(unwrap(a) for a in args), (unwrap(kwargs) if kwargs else kwargs)
 
     def _guard(self, info, func, args, kwargs, invoke=None):
         result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
@@ -720,17 +913,27 @@ class _PyTorchRecorder(TorchFunctionMode):
             rid = self._next_region
             self._next_region += 1
             tensors = []
-            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._ref.encode(v, tensors)))
-                     for n, v in inputs]
+            sym_inputs = []
+            named = []
+            for n, v in inputs:
+                if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
+                    b = self._sym_input_ref(v)
+                    sym_inputs.append(v)
+                else:
+                    b = self._ref.encode(v, tensors)
+                named.append(common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(b)))
             fid = self._intern(file) if file else 0
             msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
             self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
             self._frames.append(self._frame)
             self._frame = fr = _Frame()
             self._regions.append(rid)
+            for v in sym_inputs:
+                self._sym_bind_input(v, fr)
             for t, r, v in _unique(tensors):
                 fr.known[r[1]] = v
                 fr.inputs[r[1]] = v
+                fr.input_refs.append((t, r, v))
                 self._const.pop(r[1], None)
                 self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
             self.w.emit()
@@ -824,14 +1027,24 @@ def _guard_value(v):
 
 
 class _TorchEncoder(ArgEncoder):
-    """ArgEncoder with torch types; tensors go to `tensor_handler(t, tensors)`."""
+    """ArgEncoder with torch types; tensors go to `tensor_handler(t, tensors)`, and symbolic
+    ints to their references, reported to `on_sym(tensors, arg bytes)` when given."""
 
-    def __init__(self, tensor_handler):
+    def __init__(self, tensor_handler, on_sym=None):
         super().__init__()
         t = self.table
         t[torch.Tensor] = tensor_handler
         t[torch.nn.Parameter] = tensor_handler
         t[torch.Size] = self._tuple
+        t[TorchSymSize] = self._tuple
+
+        def sym_arg(v, ts):
+            b = v.arg()
+            if on_sym is not None:
+                on_sym(ts, b)
+            return b
+        for c in _sym.SYM_CLASSES:
+            t[c] = sym_arg
         t[torch.dtype] = _encode_dtype
         t[torch.device] = lambda v, ts: ld(A_DEVICE, str(v).encode())
         t[torch.memory_format] = lambda v, ts: ld(A_SYMBOL, str(v).encode())

@@ -27,6 +27,9 @@ _GUARD_EVAL = {
     "__bool__": bool, "__nonzero__": bool, "item": lambda t: t.item(), "tolist": lambda t: t.tolist(),
     "__int__": int, "__float__": float, "__index__": lambda t: t.__index__(), "__complex__": complex,
     "numpy": lambda t: t.tolist(), "__array__": lambda t: t.tolist(),
+    # An input's rank or shape (torch.Tensor.dim, numpy.ndarray.ndim, jax.Array.shape): any
+    # framework's array has .shape.
+    "dim": lambda t: len(t.shape), "ndim": lambda t: len(t.shape), "shape": lambda t: tuple(t.shape),
 }
 
 
