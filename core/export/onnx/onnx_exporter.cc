@@ -184,8 +184,32 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     return Status::InvalidArgument("ONNX opset " + std::to_string(options.opset) + " is not supported (use " +
                                    std::to_string(kMinOpset) + ".." + std::to_string(max_opset) + ")");
   }
-  const std::vector<std::string> guards = DescribeGuards(graph);
-  if (!guards.empty() && !options.allow_specialized) {
+  // Guards on a region input's rank (torch.Tensor.dim) or whole shape (jax.Array.shape) are what the
+  // ONNX model's declared input types check: the rank always, and the shape when the input is
+  // declared with its recorded dims (done below for jax.Array.shape guards). The others are
+  // values the graph is specialized on, which ONNX cannot check.
+  std::set<ValueId> input_values, static_inputs;
+  for (const auto& in : graph.inputs) ForEachTensor(in.value(), [&](const v1::TensorRef& r) { input_values.insert(r.value()); });
+  std::vector<std::string> guards;
+  size_t checked_by_types = 0;
+  {
+    const std::vector<std::string> all = DescribeGuards(graph);
+    std::vector<std::string> typed;
+    for (size_t i = 0; i < graph.guards.size(); ++i) {
+      const auto& g = graph.guards[i];
+      const bool on_input = input_values.count(g.tensor().value()) > 0;
+      if (on_input && (g.op() == "torch.Tensor.dim" || g.op() == "jax.Array.shape")) {
+        if (g.op() == "jax.Array.shape") static_inputs.insert(g.tensor().value());
+        typed.push_back(all[i] + " (checked by the ONNX input's declared type)");
+      } else {
+        guards.push_back(all[i]);
+      }
+    }
+    checked_by_types = typed.size();
+    guards.insert(guards.end(), typed.begin(), typed.end());
+  }
+  if (guards.size() > checked_by_types && !options.allow_specialized) {
+    guards.resize(guards.size() - checked_by_types);
     std::string msg = "cannot export to ONNX: the graph is specialized on " + std::to_string(guards.size()) +
                       " value(s) the program's control flow read, and an ONNX model cannot check them "
                       "(inputs that change them would silently take the recorded path):";
@@ -201,10 +225,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     prop->set_key("ivytrace.guard." + std::to_string(i));
     prop->set_value(guards[i]);
   }
-  if (!guards.empty()) {
+  if (guards.size() > checked_by_types) {
     auto* prop = model->add_metadata_props();
     prop->set_key("ivytrace.specialized");
-    prop->set_value(std::to_string(guards.size()) + " guard(s): the model is valid only for inputs that pass them");
+    prop->set_value(std::to_string(guards.size() - checked_by_types) +
+                    " guard(s): the model is valid only for inputs that pass them");
   }
   model->set_producer_name("ivytrace");
   model->set_producer_version(IVYTRACE_VERSION);
@@ -243,7 +268,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       // Dim 0 is the symbolic batch only on inputs whose recorded dim 0 is the batch size (the
       // first input's): `x @ w` keeps w's rows. Per-dim names need symbolic shapes (issue 10).
       const auto& shape = graph.values[vs[i]].shape;
-      const bool dyn = options.dynamic_batch && !shape.empty() && shape[0] == batch;
+      const bool dyn = options.dynamic_batch && !shape.empty() && shape[0] == batch && !static_inputs.count(vs[i]);
       IVY_RETURN_IF_ERROR(ValueType(graph, vs[i], "input '" + name + "'", dyn, info));
       if (bound_inputs.insert(vs[i]).second) ctx.BindValue(vs[i], name);
     }
