@@ -177,7 +177,8 @@ def _torch_cases():
     case("torch", "matmul", lambda x, w: torch.bmm(x, w), X, f32("B", 4, 2), variant="bmm")
     case("torch", "linear", lambda x, w, b: F.linear(x, w, b), X, f32(5, 4), f32(5))
     case("torch", "linear", lambda x, w: F.linear(x, w), f32("B", 4), f32(5, 4), variant="2d")
-    case("torch", "addmm", lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2.0), f32(5), f32("B", 4), f32(4, 5))
+    case("torch", "addmm", lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2.0), f32(5), f32("B", 4), f32(4, 5),
+         static=True)  # the bias comes first: its dim 0 is taken as the batch
     case("torch", "addmm", lambda b, x, w: torch.baddbmm(b, x, w), f32("B", 3, 2), X, f32("B", 4, 2), variant="baddbmm")
     case("torch", "einsum", lambda x, w: torch.einsum("bij,jk->bik", x, w), X, f32(4, 2))
     case("torch", "outer", lambda x, y: torch.outer(x, y), f32(3), f32(4))
@@ -289,6 +290,8 @@ def _torch_cases():
     case("torch", "ones", lambda x: x * torch.ones(3, 4, dtype=torch.float32), X)
     case("torch", "full", lambda x: x + torch.full((3, 4), 2.5), X)
     case("torch", "zeros_like", lambda x: torch.zeros_like(x) + 1, X)
+    case("torch", "new_ones", lambda x: x + x.new_ones(3, 4), X)
+    case("torch", "new_zeros", lambda x: x + x.new_zeros((4,)), X)
     case("torch", "ones_like", lambda x: torch.ones_like(x, dtype=torch.int64), X)
     case("torch", "full_like", lambda x: torch.full_like(x, 7), X)
     case("torch", "arange", lambda x: x + torch.arange(4), X)

@@ -63,7 +63,7 @@ def test_allow_specialized_writes_the_guards_into_metadata(cli, masked_trace, tm
 def test_ops_lists_every_schema_op_with_its_onnx_status(cli):
     proc = cli("ops", "--json", check=True)
     table = json.loads(proc.stdout)
-    assert set(table) == {"torch", "numpy", "jax"}
+    assert {"torch", "numpy", "jax"} <= set(table)
     by_name = {op["op"]: op for fw in table.values() for op in fw["ops"]}
     sdpa = by_name["torch.nn.functional.scaled_dot_product_attention"]
     assert sdpa["canonical"] == "scaled_dot_product_attention" and sdpa["onnx"] == "lowers"

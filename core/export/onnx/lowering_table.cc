@@ -132,6 +132,8 @@ const CanonicalLowering kTable[] = {
     {"mish",                         "Softplus+Tanh+Mul",            LowerUnary},
     {"mul",                          "Mul",                          LowerBinary},
     {"negative",                     "Neg",                          LowerUnary},
+    {"new_ones",                     "ConstantOfShape",              LowerFull},
+    {"new_zeros",                    "ConstantOfShape",              LowerFull},
     {"normalize",                    "ReduceL1|ReduceL2+Max+Div",    LowerNormalize},
     {"not_equal",                    "Not(Equal)",                   LowerElementwiseBinary},
     {"one_hot",                      "OneHot",                       LowerOneHot},

@@ -523,7 +523,7 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   const v1::Arg* value = nullptr;
   v1::Arg one;
   one.set_i(1);
-  if (c == "ones_like") value = &one;
+  if (c == "ones_like" || c == "new_ones") value = &one;
   else if (c == "full" || c == "full_like") value = call.Has("fill_value") ? call.Get("fill_value") : call.Get("value");
   if (value && value->kind_case() == v1::Arg::kTensor) {
     // fill_(tensor) / full_like(x, t): Expand the 0-d value.
@@ -536,8 +536,9 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   onnx::TensorProto v;
   IVY_RETURN_IF_ERROR(FillValue(value, d, &v));
   std::string shape;
-  if (auto in = call.Tensor("input")) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
-  else shape = ctx.Int64s(ctx.Shape(result));
+  const bool like = c != "new_ones" && c != "new_zeros" && c != "full";
+  if (auto in = call.Tensor("input"); in && like) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
+  else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(size): the recorded size
   auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
   SetAttr(n, "value", v);
   return Status::Ok();

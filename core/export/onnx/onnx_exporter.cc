@@ -198,7 +198,8 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     for (size_t i = 0; i < graph.guards.size(); ++i) {
       const auto& g = graph.guards[i];
       const bool on_input = input_values.count(g.tensor().value()) > 0;
-      if (on_input && (g.op() == "torch.Tensor.dim" || g.op() == "jax.Array.shape")) {
+      const bool rank_guard = g.op() == "torch.Tensor.dim" || g.op() == "numpy.ndarray.ndim" || g.op() == "jax.Array.ndim";
+      if (on_input && (rank_guard || g.op() == "jax.Array.shape")) {
         if (g.op() == "jax.Array.shape") static_inputs.insert(g.tensor().value());
         typed.push_back(all[i] + " (checked by the ONNX input's declared type)");
       } else {
