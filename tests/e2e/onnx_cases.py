@@ -275,6 +275,8 @@ def _torch_cases():
     case("torch", "sum", lambda x: x.sum(), i64("B", 3), variant="int")
     case("torch", "mean", lambda x: x.mean(-1), X)
     case("torch", "max", lambda x: torch.amax(x, dim=1), X)
+    case("torch", "max_or_maximum", lambda x, y: torch.max(x, y), X, f32(4))
+    case("torch", "min_or_minimum", lambda x: torch.min(x), X, static=True)
     case("torch", "min", lambda x: torch.amin(x, dim=(1, 2), keepdim=True), X)
     case("torch", "argmax", lambda x: torch.argmax(x, dim=1), X)
     case("torch", "argmin", lambda x: torch.argmin(x), X, variant="flat", static=True)

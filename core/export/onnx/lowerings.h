@@ -27,6 +27,7 @@ IVY_LOWERING(LowerClip);
 IVY_LOWERING(LowerWhere);
 IVY_LOWERING(LowerSelectN);
 IVY_LOWERING(LowerCast);
+IVY_LOWERING(LowerMinMaxOverload);
 // lowerings_nn.cc
 IVY_LOWERING(LowerLinear);
 IVY_LOWERING(LowerAdaptiveAvgPool2d);
