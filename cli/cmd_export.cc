@@ -71,6 +71,9 @@ int RunExport(const ExportOptions& o) {
     st = SpecializeSymbols(&lg.graph, &replaced, &shape_guards);
     if (!st.ok()) return Fail("export", st, kExitUnsupported);
     if (replaced) {
+      spdlog::warn("the ONNX model takes the recorded shapes: {} shape-derived value(s) the graph computes "
+                   "from its inputs are fixed to what they were while recording (lowering ivytrace.sym.* ops "
+                   "is not done yet)", replaced);
       PassResult pr;
       st = ConstantFold(PassOptions{}).Run(&lg.graph, &pr);
       if (st.ok()) st = DeadCodeElimination().Run(&lg.graph, &pr);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/export/onnx/onnx_exporter.h"
+#include "core/export/onnx/lowering_table.h"
 #include "core/ir/graph.h"
 #include "core/schema/schema_registry.h"
 
@@ -581,6 +582,27 @@ TEST(OnnxExport, ReadingAnUndefinedValueIsAnError) {
   Status st = ExportOnnx(b.g, {}, &m);
   EXPECT_EQ(st.kind(), Status::Kind::kInvalidArgument);
   EXPECT_NE(st.message().find("model.py:1"), std::string::npos) << st.message();
+}
+
+TEST(OnnxExport, LoweringTableIsSortedWithOneRowPerCanonicalOp) {
+  EXPECT_TRUE(onnx_export::TableIsSorted());
+  ASSERT_NE(onnx_export::FindCanonicalLowering("scaled_dot_product_attention"), nullptr);
+  EXPECT_EQ(onnx_export::FindCanonicalLowering("no_such_op"), nullptr);
+  for (const auto& row : onnx_export::AllCanonicalLowerings()) {
+    EXPECT_EQ(onnx_export::FindCanonicalLowering(row.canonical), &row) << row.canonical;
+  }
+}
+
+TEST(OnnxExport, OnlyInputsWithTheBatchSizeGetASymbolicDimZero) {
+  Builder b;
+  ValueId x = b.Input("x", {2, 4});
+  ValueId w = b.Input("w", {4, 5});
+  b.Output(b.Call("torch.matmul", {b.T(x), b.T(w)}, {2, 5}));
+  onnx::ModelProto m = ExportOk(b.g);
+  ASSERT_EQ(m.graph().input_size(), 2);
+  EXPECT_EQ(m.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
+  EXPECT_EQ(m.graph().input(1).type().tensor_type().shape().dim(0).dim_value(), 4);
+  EXPECT_EQ(m.graph().output(0).type().tensor_type().shape().dim(0).dim_param(), "batch");
 }
 
 }  // namespace

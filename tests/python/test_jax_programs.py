@@ -352,7 +352,7 @@ def test_typed_keys_from_outside_the_region_and_as_inputs():
     _assert_same(graph(x, other), _eager(input_key, (x, other)), exact=True)
 
 
-def test_elementwise_graph_exports_to_onnx_and_others_are_refused(cli_binary, tmp_path):
+def test_graphs_export_to_onnx_and_random_ops_are_refused(cli_binary, tmp_path):
     import onnxruntime as ort
 
     def ew(x, y):
@@ -366,13 +366,21 @@ def test_elementwise_graph_exports_to_onnx_and_others_are_refused(cli_binary, tm
     names = [i.name for i in sess.get_inputs()]
     (got,) = sess.run(None, dict(zip(names, [np.asarray(x), np.asarray(y)])))
     np.testing.assert_allclose(got, np.asarray(ew(x, y)), rtol=1e-5, atol=1e-6)
-    # dot_general has no one-to-one ONNX op: exit status 5, the op named with its source line.
+    # dot_general lowers (as an Einsum) through the table shared with torch and NumPy.
     (x,) = progs.PROGRAMS["mlp"][1](np.random.RandomState(0))
     trace = ivytrace.trace_graph(progs.mlp, args=(x,)).save(tmp_path / "mlp.ivytrace")
-    proc = _cli(cli_binary, "export", trace, "--to", "onnx", "-o", tmp_path / "mlp.onnx", check=False)
+    _cli(cli_binary, "export", trace, "--to", "onnx", "-o", tmp_path / "mlp.onnx")
+    sess = ort.InferenceSession(str(tmp_path / "mlp.onnx"))
+    (got,) = sess.run(None, {sess.get_inputs()[0].name: np.asarray(x)})
+    np.testing.assert_allclose(got, np.asarray(progs.mlp(x)), rtol=1e-4, atol=1e-5)
+    # A random primitive is refused: exit status 5, the op named with its reason and source line.
+    args = progs.PROGRAMS["random_ops"][1](np.random.RandomState(0))
+    trace = ivytrace.trace_graph(progs.PROGRAMS["random_ops"][0], args=args).save(tmp_path / "rnd.ivytrace")
+    proc = _cli(cli_binary, "export", trace, "--to", "onnx", "-o", tmp_path / "rnd.onnx", check=False)
     assert proc.returncode == 5
-    assert "jax.lax.dot_general_p" in proc.stderr and "jax_programs.py" in proc.stderr
-    assert not (tmp_path / "mlp.onnx").exists()
+    assert "jax._src.random.prng.random_bits_p" in proc.stderr and "a random op" in proc.stderr
+    assert "jax_programs.py" in proc.stderr
+    assert not (tmp_path / "rnd.onnx").exists()
 
 
 def test_record_attaches_to_jax_by_default_when_the_program_imports_it(cli_binary, tmp_path):

@@ -27,6 +27,7 @@ IVY_LOWERING(LowerClip);
 IVY_LOWERING(LowerWhere);
 IVY_LOWERING(LowerSelectN);
 IVY_LOWERING(LowerCast);
+IVY_LOWERING(LowerMinMaxOverload);
 // lowerings_nn.cc
 IVY_LOWERING(LowerLinear);
 IVY_LOWERING(LowerAdaptiveAvgPool2d);
@@ -56,6 +57,7 @@ IVY_LOWERING(LowerPermute);
 IVY_LOWERING(LowerConcat);
 IVY_LOWERING(LowerGetitem);
 IVY_LOWERING(LowerMaskedFill);
+IVY_LOWERING(LowerSetitem);
 // lowerings_shape.cc
 IVY_LOWERING(LowerReduce);
 IVY_LOWERING(LowerVariance);

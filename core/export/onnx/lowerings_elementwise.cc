@@ -257,6 +257,25 @@ Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringC
   return Status::Unsupported("'elementwise_binary' lowering does not know canonical op '" + c + "'");
 }
 
+// torch.max/torch.min(input, *args): with a tensor argument the elementwise maximum/minimum;
+// with none, the reduction over every element (torch.max(x, dim) returns a tuple: refused).
+Status LowerMinMaxOverload(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const bool is_max = ctx.canonical() == "max_or_maximum";
+  const v1::Arg* args = call.Get("args");
+  const int n = args && args->kind_case() == v1::Arg::kList ? args->list().items_size() : 0;
+  BoundCall c = call;
+  if (n == 1 && args->list().items(0).kind_case() == v1::Arg::kTensor) {
+    c.Set("other", args->list().items(0));
+    ctx.SetCanonical(is_max ? "maximum" : "minimum");
+    return LowerElementwiseBinary(node, c, ctx);
+  }
+  if (n == 0) {
+    ctx.SetCanonical(is_max ? "max" : "min");
+    return LowerReduce(node, c, ctx);
+  }
+  return Status::Unsupported("torch.max/min over a dim (values and indices)");
+}
+
 // clip(input, min, max): numbers, tensors or None -> Max/Min (ONNX Clip takes only 0-d bounds).
 Status LowerClip(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;

@@ -707,8 +707,26 @@ Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, L
   }
   const int rank = ctx.Rank(q);
   if (rank < 2 || ctx.Rank(k) != rank) return Status::Unsupported("query and key of different ranks");
+  std::string key = ctx.In(k), value = ctx.In(v);
   if (call.Bool("enable_gqa").value_or(false) && rank >= 3 && ctx.Shape(q)[rank - 3] != ctx.Shape(k)[rank - 3]) {
-    return Status::Unsupported("scaled_dot_product_attention with grouped query heads (enable_gqa)");
+    // Grouped query heads: each key/value head serves Hq / Hkv query heads (repeat_interleave on
+    // the head dim): (..., Hkv, S, E) -> (..., Hkv, 1, S, E) -> expand -> (..., Hq, S, E).
+    const int64_t hq = ctx.Shape(q)[rank - 3], hkv = ctx.Shape(k)[rank - 3];
+    if (hkv <= 0 || hq % hkv != 0) return Status::Unsupported("enable_gqa with query heads not a multiple of key heads");
+    auto repeat = [&](ValueId t) {
+      std::string shape = ctx.EmitTemp("Shape", {ctx.In(t)});
+      auto part = [&](int64_t b, int64_t e) { return ctx.EmitTemp("Slice", {shape, ctx.Int64s({b}), ctx.Int64s({e})}); };
+      const int64_t r = ctx.Rank(t);
+      onnx::NodeProto* c = nullptr;
+      std::string expanded_shape = ctx.EmitTemp("Concat", {part(0, r - 2), ctx.Int64s({hq / hkv}), part(r - 2, r)}, &c);
+      SetAttr(c, "axis", int64_t{0});
+      std::string target = ctx.EmitTemp("Concat", {part(0, r - 3), ctx.Int64s({hq}), part(r - 2, r)}, &c);
+      SetAttr(c, "axis", int64_t{0});
+      std::string e = ctx.EmitTemp("Expand", {ctx.Unsqueeze(ctx.In(t), {r - 2}), expanded_shape});
+      return ctx.EmitTemp("Reshape", {e, target});
+    };
+    key = repeat(k);
+    value = repeat(v);
   }
   const v1::DType d = ctx.DType(q);
   const double scale = call.IsNone("scale") ? 1.0 / std::sqrt(static_cast<double>(ctx.Shape(q).back()))
@@ -717,7 +735,7 @@ Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, L
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[rank - 1], perm[rank - 2]);
   onnx::NodeProto* t = nullptr;
-  std::string kt = ctx.EmitTemp("Transpose", {ctx.In(k)}, &t);
+  std::string kt = ctx.EmitTemp("Transpose", {key}, &t);
   SetAttr(t, "perm", perm);
   std::string scores = ctx.EmitTemp("Mul", {ctx.EmitTemp("MatMul", {ctx.In(q), kt}), F(ctx, scale, d)});
   const std::string neg_inf = F(ctx, -std::numeric_limits<double>::infinity(), d);
@@ -755,7 +773,7 @@ Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, L
   onnx::NodeProto* sm = nullptr;
   std::string probs = ctx.EmitTemp("Softmax", {scores}, &sm);
   SetAttr(sm, "axis", int64_t{-1});
-  ctx.Emit("MatMul", {probs, ctx.In(v)}, {ctx.Out(result)});
+  ctx.Emit("MatMul", {probs, value}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -335,7 +335,13 @@ Status LowerBroadcastTo(const Node& node, const BoundCall& call, LoweringContext
   } else {
     auto size = call.IntList("size");
     if (!size) return Status::Unsupported("size is not a list of ints");
-    for (auto& s : *size) s = s < 0 ? 1 : s;
+    // -1 keeps a dim, and so does a size the input already has (it then follows the input).
+    const auto& in_shape = ctx.Shape(x);
+    const size_t lead = size->size() >= in_shape.size() ? size->size() - in_shape.size() : 0;
+    for (size_t i = 0; i < size->size(); ++i) {
+      int64_t& s = (*size)[i];
+      if (s < 0 || (i >= lead && in_shape[i - lead] == s)) s = 1;
+    }
     shape = ctx.Int64s(*size);
   }
   ctx.Emit("Expand", {ctx.In(x), shape}, {ctx.Out(result)});
@@ -358,7 +364,13 @@ Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringCont
   }
   std::string cur = ctx.In(x);
   if (!axes.empty()) cur = ctx.Unsqueeze(cur, axes);
-  ctx.Emit("Expand", {cur, ctx.Int64s(*shape)}, {ctx.Out(result)});
+  // A dim the input already has is 1 in Expand's shape: it then follows the input's run-time size.
+  std::vector<int64_t> target = *shape;
+  const auto& in_shape = ctx.Shape(x);
+  for (size_t i = 0; i < bdims->size() && i < in_shape.size(); ++i) {
+    if (in_shape[i] == (*shape)[(*bdims)[i]]) target[(*bdims)[i]] = 1;
+  }
+  ctx.Emit("Expand", {cur, ctx.Int64s(target)}, {ctx.Out(result)});
   return Status::Ok();
 }
 
@@ -511,7 +523,7 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   const v1::Arg* value = nullptr;
   v1::Arg one;
   one.set_i(1);
-  if (c == "ones_like") value = &one;
+  if (c == "ones_like" || c == "new_ones") value = &one;
   else if (c == "full" || c == "full_like") value = call.Has("fill_value") ? call.Get("fill_value") : call.Get("value");
   if (value && value->kind_case() == v1::Arg::kTensor) {
     // fill_(tensor) / full_like(x, t): Expand the 0-d value.
@@ -524,8 +536,9 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   onnx::TensorProto v;
   IVY_RETURN_IF_ERROR(FillValue(value, d, &v));
   std::string shape;
-  if (auto in = call.Tensor("input")) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
-  else shape = ctx.Int64s(ctx.Shape(result));
+  const bool like = c != "new_ones" && c != "new_zeros" && c != "full";
+  if (auto in = call.Tensor("input"); in && like) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
+  else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(size): the recorded size
   auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
   SetAttr(n, "value", v);
   return Status::Ok();

@@ -1,6 +1,7 @@
 // Shape and indexing lowerings (flatten, reshape, transpose, permute, concat, getitem) and
 // reductions (sum, mean).
 #include <algorithm>
+#include <numeric>
 #include <limits>
 
 #include "core/export/onnx/lowerings.h"
@@ -121,6 +122,10 @@ Status LowerPermute(const Node& node, const BoundCall& call, LoweringContext& ct
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   auto dims = call.IntList("dims");
   const int rank = ctx.Rank(x);
+  if (call.IsNone("dims")) {  // np.transpose(a) / a.T: reverse the axes
+    dims = std::vector<int64_t>(rank);
+    for (int i = 0; i < rank; ++i) (*dims)[i] = rank - 1 - i;
+  }
   if (!dims || static_cast<int>(dims->size()) != rank) {
     return Status::Unsupported("permute dims do not list the " + std::to_string(rank) + " dims of the input");
   }
@@ -165,6 +170,69 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     for (const auto& it : index->tuple().items()) items.push_back(&it);
   } else {
     items.push_back(index);
+  }
+  // One tensor index among full slices (x[idx], x[:, idx], x[..., idx]): a Gather on that dim;
+  // a bool mask of x's shape: Compress of the flattened array.
+  {
+    int tensors = 0, tensor_at = -1, ellipsis_at = -1, n = 0;
+    bool simple = true;
+    for (const v1::Arg* it : items) {
+      if (it->kind_case() == v1::Arg::kTensor) {
+        ++tensors;
+        tensor_at = n;
+      } else if (it->kind_case() == v1::Arg::kEllipsis) {
+        ellipsis_at = n;
+      } else if (it->kind_case() == v1::Arg::kSlice) {
+        const v1::Slice& sl = it->slice();
+        simple = simple && (!sl.has_start() || IsNone(sl.start())) && (!sl.has_stop() || IsNone(sl.stop())) &&
+                 (!sl.has_step() || IsNone(sl.step()));
+      } else {
+        simple = false;
+      }
+      ++n;
+    }
+    // Only integer tensors, indexing the leading dims (mask[batch_idx, kv_idx]): they broadcast
+    // together, and GatherND reads x at the stacked coordinates.
+    bool all_int_tensors = tensors == n && n >= 2;
+    for (const v1::Arg* it : items) {
+      all_int_tensors = all_int_tensors && ctx.DType(it->tensor().value()) != v1::BOOL;
+    }
+    if (all_int_tensors && n <= ctx.Rank(x)) {
+      std::vector<std::string> idx;
+      for (const v1::Arg* it : items) {
+        const ValueId t = it->tensor().value();
+        idx.push_back(ctx.CastTo(ctx.In(t), ctx.DType(t), v1::INT64));
+      }
+      std::string sum = idx[0];
+      for (size_t i = 1; i < idx.size(); ++i) sum = ctx.EmitTemp("Add", {sum, idx[i]});
+      std::string shape = ctx.EmitTemp("Shape", {sum});
+      std::vector<std::string> parts;
+      for (const auto& i : idx) parts.push_back(ctx.Unsqueeze(ctx.EmitTemp("Expand", {i, shape}), {-1}));
+      onnx::NodeProto* c = nullptr;
+      std::string coords = ctx.EmitTemp("Concat", parts, &c);
+      SetAttr(c, "axis", int64_t{-1});
+      ctx.Emit("GatherND", {ctx.In(x), coords}, {ctx.Out(result)});
+      return Status::Ok();
+    }
+    if (tensors == 1 && simple) {
+      const ValueId idx = items[tensor_at]->tensor().value();
+      const int rank = ctx.Rank(x);
+      if (ctx.DType(idx) == v1::BOOL) {
+        if (items.size() != 1 || ctx.Shape(idx) != ctx.Shape(x)) {
+          return Status::Unsupported("indexing with a bool mask of another shape than the tensor");
+        }
+        std::string flat_x = ctx.EmitTemp("Reshape", {ctx.In(x), ctx.Int64s({-1})});
+        std::string flat_m = ctx.EmitTemp("Reshape", {ctx.In(idx), ctx.Int64s({-1})});
+        ctx.Emit("Compress", {flat_x, flat_m}, {ctx.Out(result)});
+        return Status::Ok();
+      }
+      int64_t axis = tensor_at;
+      if (ellipsis_at >= 0 && ellipsis_at < tensor_at) axis = rank - (static_cast<int64_t>(items.size()) - tensor_at);
+      if (axis < 0 || axis >= rank) return Status::Unsupported("a tensor index out of the tensor's dims");
+      auto* g = ctx.Emit("Gather", {ctx.In(x), ctx.CastTo(ctx.In(idx), ctx.DType(idx), v1::INT64)}, {ctx.Out(result)});
+      SetAttr(g, "axis", axis);
+      return Status::Ok();
+    }
   }
   int consumed = 0, ellipses = 0;
   for (const v1::Arg* it : items) {
@@ -268,6 +336,124 @@ Status LowerMaskedFill(const Node& node, const BoundCall& call, LoweringContext&
     value = ctx.Scalar(IsFloating(dtype) ? Number::Float(*number) : Number::Int(static_cast<int64_t>(*number)), dtype);
   }
   ctx.Emit("Where", {ctx.In(mask), value, ctx.In(x)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+// x[index] = value (torch __setitem__, NumPy __setitem__, and the builder's indexing write backs).
+// A bool mask of x's shape becomes a Where; ints, slices and Ellipsis select a box whose
+// coordinates are known from the recorded shape, written with ScatterND.
+Status LowerSetitem(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  if (node.outputs.empty()) return Status::Unsupported("the write defines no new value");
+  const ValueId result = node.outputs.back();
+  const v1::Arg* index = call.Get("index");
+  const v1::Arg* value = call.Get("value");
+  if (!index || !value) return Status::Unsupported("missing index or value");
+  const v1::DType d = ctx.DType(x);
+  std::string v;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *value, d, &v));
+  const auto& shape = ctx.Shape(x);
+  const int rank = static_cast<int>(shape.size());
+  if (index->kind_case() == v1::Arg::kTensor && ctx.DType(index->tensor().value()) == v1::BOOL) {
+    const ValueId m = index->tensor().value();
+    if (ctx.Shape(m) != shape) return Status::Unsupported("a bool mask index of another shape than the array");
+    if (value->kind_case() == v1::Arg::kTensor && ctx.Rank(value->tensor().value()) > 0) {
+      return Status::Unsupported("x[mask] = tensor (the values are consumed in mask order)");
+    }
+    ctx.Emit("Where", {ctx.In(m), v, ctx.In(x)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  std::vector<const v1::Arg*> items;
+  if (index->kind_case() == v1::Arg::kTuple) {
+    for (const auto& it : index->tuple().items()) items.push_back(&it);
+  } else {
+    items.push_back(index);
+  }
+  int consumed = 0;
+  for (const v1::Arg* it : items) {
+    if (it->kind_case() == v1::Arg::kI || it->kind_case() == v1::Arg::kSlice) ++consumed;
+    else if (it->kind_case() != v1::Arg::kEllipsis) return Status::Unsupported("index " + ArgToString(*index, true));
+  }
+  if (consumed > rank) return Status::Unsupported("too many indices");
+  // Positions selected along each dim; `kept` dims appear in the value's broadcast shape.
+  std::vector<std::vector<int64_t>> pos;
+  std::vector<bool> kept;
+  int dim = 0;
+  for (const v1::Arg* it : items) {
+    if (it->kind_case() == v1::Arg::kEllipsis) {
+      for (int k = 0; k < rank - consumed; ++k, ++dim) {
+        pos.emplace_back(shape[dim]);
+        std::iota(pos.back().begin(), pos.back().end(), 0);
+        kept.push_back(true);
+      }
+    } else if (it->kind_case() == v1::Arg::kI) {
+      int64_t i = it->i() < 0 ? it->i() + shape[dim] : it->i();
+      if (i < 0 || i >= shape[dim]) return Status::Unsupported("index out of range");
+      pos.push_back({i});
+      kept.push_back(false);
+      ++dim;
+    } else {
+      const v1::Slice& s = it->slice();
+      auto get = [](bool has, const v1::Arg& a) { return (!has || IsNone(a)) ? std::nullopt : AsInt(a); };
+      const int64_t n = shape[dim];
+      const int64_t step = get(s.has_step(), s.step()).value_or(1);
+      if (step <= 0) return Status::Unsupported("a slice with a step <= 0");
+      auto clamp = [&](std::optional<int64_t> b, int64_t dflt) {
+        if (!b) return dflt;
+        int64_t v = *b < 0 ? *b + n : *b;
+        return std::clamp<int64_t>(v, 0, n);
+      };
+      const int64_t start = clamp(get(s.has_start(), s.start()), 0), stop = clamp(get(s.has_stop(), s.stop()), n);
+      pos.emplace_back();
+      for (int64_t i = start; i < stop; i += step) pos.back().push_back(i);
+      kept.push_back(true);
+      ++dim;
+    }
+  }
+  for (; dim < rank; ++dim) {
+    pos.emplace_back(shape[dim]);
+    std::iota(pos.back().begin(), pos.back().end(), 0);
+    kept.push_back(true);
+  }
+  size_t count = 1;
+  for (const auto& p : pos) count *= p.size();
+  if (count == 0) {
+    ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  if (count > (1u << 20)) return Status::Unsupported("an index write of more than 2^20 elements");
+  onnx::TensorProto idx;
+  idx.set_data_type(onnx::TensorProto::INT64);
+  std::vector<int64_t> box, value_shape;
+  for (size_t k = 0; k < pos.size(); ++k) {
+    idx.add_dims(static_cast<int64_t>(pos[k].size()));
+    box.push_back(static_cast<int64_t>(pos[k].size()));
+    if (kept[k]) value_shape.push_back(static_cast<int64_t>(pos[k].size()));
+  }
+  idx.add_dims(rank);
+  std::vector<Number> coords;
+  coords.reserve(count * rank);
+  std::vector<size_t> at(rank, 0);
+  for (size_t n = 0; n < count; ++n) {
+    for (int k = 0; k < rank; ++k) coords.push_back(Number::Int(pos[k][at[k]]));
+    for (int k = rank - 1; k >= 0; --k) {
+      if (++at[k] < pos[k].size()) break;
+      at[k] = 0;
+    }
+  }
+  std::string raw;
+  IVY_RETURN_IF_ERROR(EncodeNumbers(coords, v1::INT64, &raw));
+  idx.set_raw_data(raw);
+  std::string indices = ctx.AddInitializer(std::move(idx), "setitem.indices");
+  std::string updates = ctx.EmitTemp("Reshape", {ctx.EmitTemp("Expand", {v, ctx.Int64s(value_shape)}), ctx.Int64s(box)});
+  ctx.Emit("ScatterND", {ctx.In(x), indices, updates}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -141,6 +141,9 @@ onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
 // Lowers one node: its schema's canonical op, after argument normalization, through the table.
 Status LowerNode(const Node& node, LoweringContext& ctx) {
   if (!node.schema) return Status::Unsupported("not in schemas/: no canonical op, so no ONNX lowering");
+  if (node.schema->random() && !onnx_export::FindCanonicalLowering(node.canonical())) {
+    return Status::Unsupported("a random op: ONNX export needs its draws baked (export --bake-generators)");
+  }
   if (node.canonical().empty()) {
     return Status::Unsupported("no canonical op in schemas/ (an opaque framework call), so no ONNX lowering");
   }
@@ -181,8 +184,33 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     return Status::InvalidArgument("ONNX opset " + std::to_string(options.opset) + " is not supported (use " +
                                    std::to_string(kMinOpset) + ".." + std::to_string(max_opset) + ")");
   }
-  const std::vector<std::string> guards = DescribeGuards(graph);
-  if (!guards.empty() && !options.allow_specialized) {
+  // Guards on a region input's rank (torch.Tensor.dim) or whole shape (jax.Array.shape) are what the
+  // ONNX model's declared input types check: the rank always, and the shape when the input is
+  // declared with its recorded dims (done below for jax.Array.shape guards). The others are
+  // values the graph is specialized on, which ONNX cannot check.
+  std::set<ValueId> input_values, static_inputs;
+  for (const auto& in : graph.inputs) ForEachTensor(in.value(), [&](const v1::TensorRef& r) { input_values.insert(r.value()); });
+  std::vector<std::string> guards;
+  size_t checked_by_types = 0;
+  {
+    const std::vector<std::string> all = DescribeGuards(graph);
+    std::vector<std::string> typed;
+    for (size_t i = 0; i < graph.guards.size(); ++i) {
+      const auto& g = graph.guards[i];
+      const bool on_input = input_values.count(g.tensor().value()) > 0;
+      const bool rank_guard = g.op() == "torch.Tensor.dim" || g.op() == "numpy.ndarray.ndim" || g.op() == "jax.Array.ndim";
+      if (on_input && (rank_guard || g.op() == "jax.Array.shape")) {
+        if (g.op() == "jax.Array.shape") static_inputs.insert(g.tensor().value());
+        typed.push_back(all[i] + " (checked by the ONNX input's declared type)");
+      } else {
+        guards.push_back(all[i]);
+      }
+    }
+    checked_by_types = typed.size();
+    guards.insert(guards.end(), typed.begin(), typed.end());
+  }
+  if (guards.size() > checked_by_types && !options.allow_specialized) {
+    guards.resize(guards.size() - checked_by_types);
     std::string msg = "cannot export to ONNX: the graph is specialized on " + std::to_string(guards.size()) +
                       " value(s) the program's control flow read, and an ONNX model cannot check them "
                       "(inputs that change them would silently take the recorded path):";
@@ -198,10 +226,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     prop->set_key("ivytrace.guard." + std::to_string(i));
     prop->set_value(guards[i]);
   }
-  if (!guards.empty()) {
+  if (guards.size() > checked_by_types) {
     auto* prop = model->add_metadata_props();
     prop->set_key("ivytrace.specialized");
-    prop->set_value(std::to_string(guards.size()) + " guard(s): the model is valid only for inputs that pass them");
+    prop->set_value(std::to_string(guards.size() - checked_by_types) +
+                    " guard(s): the model is valid only for inputs that pass them");
   }
   model->set_producer_name("ivytrace");
   model->set_producer_version(IVYTRACE_VERSION);
@@ -219,6 +248,13 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
 
   // Graph inputs: one per tensor of each region input ("x", or "x.0", "x.1", ... when nested).
   int64_t batch = -1;  // recorded size of the first input's dim 0
+  for (const auto& in : graph.inputs) {
+    ForEachTensor(in.value(), [&](const v1::TensorRef& r) {
+      if (batch < 0 && r.value() < graph.values.size() && !graph.values[r.value()].shape.empty()) {
+        batch = graph.values[r.value()].shape[0];
+      }
+    });
+  }
   std::set<ValueId> bound_inputs;
   for (const auto& in : graph.inputs) {
     std::vector<ValueId> vs;
@@ -230,9 +266,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
       auto* info = og->add_input();
       info->set_name(name);
-      const bool dyn = options.dynamic_batch && !graph.values[vs[i]].shape.empty();
+      // Dim 0 is the symbolic batch only on inputs whose recorded dim 0 is the batch size (the
+      // first input's): `x @ w` keeps w's rows. Per-dim names need symbolic shapes (issue 10).
+      const auto& shape = graph.values[vs[i]].shape;
+      const bool dyn = options.dynamic_batch && !shape.empty() && shape[0] == batch && !static_inputs.count(vs[i]);
       IVY_RETURN_IF_ERROR(ValueType(graph, vs[i], "input '" + name + "'", dyn, info));
-      if (batch < 0 && !graph.values[vs[i]].shape.empty()) batch = graph.values[vs[i]].shape[0];
       if (bound_inputs.insert(vs[i]).second) ctx.BindValue(vs[i], name);
     }
   }

@@ -1,0 +1,129 @@
+"""Capture-to-ONNX for transformers models, beside torch's exporters, measured in the same run.
+
+For each model (random weights, no hub): ivytrace (trace_graph in process + `ivytrace export --to
+onnx`), torch.onnx.export with the TorchScript exporter (dynamo=False) and the dynamo exporter
+(dynamo=True, needs onnxscript), and torch.export.export (capture only, no ONNX); time (best of
+--repeat) and ONNX node counts, also after onnx-simplifier (onnxsim) on each ONNX file.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_onnx_export.py [--repeat 3] [--models resnet50,gpt2,bert]
+Benchmarks are not tests: nothing here asserts on time.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+import onnx  # noqa: E402
+import torch  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+from timing import best_of  # noqa: E402
+
+import ivytrace  # noqa: E402
+
+BIN = os.environ.get("IVYTRACE_BIN") or str(REPO / "build" / "ivytrace")
+
+
+def make(name):
+    import transformers as tf
+    torch.manual_seed(0)
+    if name == "resnet50":      # transformers' default ResNetConfig is ResNet-50 (25.6M parameters)
+        m = tf.ResNetModel(tf.ResNetConfig())
+        return m.eval(), (torch.randn(1, 3, 224, 224),)
+    if name == "gpt2":          # 6 layers of GPT-2 small's width
+        m = tf.GPT2Model(tf.GPT2Config(n_layer=6, use_cache=False))
+        return m.eval(), (torch.randint(0, 50257, (1, 64)),)
+    if name == "bert":          # BERT-base width, 4 layers
+        m = tf.BertModel(tf.BertConfig(num_hidden_layers=4))
+        return m.eval(), (torch.randint(0, 30522, (1, 64)),)
+    raise ValueError(name)
+
+
+class First(torch.nn.Module):
+    """The model's first output as a plain tensor (what every exporter sees the same way)."""
+
+    def __init__(self, m):
+        super().__init__()
+        self.m = m
+
+    def forward(self, x):
+        return self.m(x)[0]
+
+
+def nodes(path):
+    return len(onnx.load(str(path), load_external_data=False).graph.node)
+
+
+def simplified_nodes(path):
+    try:
+        import onnxsim
+    except ImportError:
+        return None
+    try:
+        model, ok = onnxsim.simplify(onnx.load(str(path)))
+        return len(model.graph.node) if ok else None
+    except Exception:
+        return None
+
+
+def run(name, repeat, tmp):
+    model, args = make(name)
+    wrapped = First(model).eval()
+    params = sum(p.numel() for p in model.parameters())
+    rows = {}
+    out = tmp / f"{name}_ivytrace.onnx"
+
+    def ivy():
+        with torch.no_grad():
+            graph = ivytrace.trace_graph(wrapped, args=args)
+        trace = graph.save(tmp / f"{name}.ivt")
+        subprocess.run([BIN, "export", str(trace), "--to", "onnx", "-o", str(out), "--allow-specialized"],
+                       check=True, capture_output=True)
+
+    rows["ivytrace trace_graph + export"] = (best_of(ivy, repeat)[0], out)
+    for label, dynamo in (("torch.onnx.export (TorchScript)", False), ("torch.onnx.export (dynamo)", True)):
+        path = tmp / f"{name}_{'dynamo' if dynamo else 'ts'}.onnx"
+
+        def export(path=path, dynamo=dynamo):
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(wrapped, args, str(path), dynamo=dynamo, opset_version=17)
+        try:
+            rows[label] = (best_of(export, repeat)[0], path)
+        except Exception as e:
+            print(f"  {label} failed on {name}: {type(e).__name__}: {str(e)[:120]}")
+
+    def texport():
+        with torch.no_grad():
+            torch.export.export(wrapped, args)
+    try:
+        rows["torch.export.export (capture only)"] = (best_of(texport, repeat)[0], None)
+    except Exception as e:
+        print(f"  torch.export failed on {name}: {type(e).__name__}: {str(e)[:120]}")
+
+    base = rows["ivytrace trace_graph + export"][0]
+    print(f"\n{name}: {params / 1e6:.1f}M parameters, best of {repeat}")
+    print(f"  {'tool':38s} {'best s':>8s} {'x ivytrace':>10s} {'ONNX nodes':>11s} {'after onnxsim':>14s}")
+    for label, (t, path) in rows.items():
+        n = nodes(path) if path else "-"
+        s = simplified_nodes(path) if path else "-"
+        print(f"  {label:38s} {t:8.2f} {t / base:10.2f} {str(n):>11s} {str(s if s is not None else 'n/a'):>14s}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--models", default="resnet50,gpt2,bert")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        for name in a.models.split(","):
+            run(name, a.repeat, Path(d))
+
+
+if __name__ == "__main__":
+    main()

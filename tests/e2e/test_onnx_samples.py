@@ -1,0 +1,66 @@
+"""Every NumPy and JAX sample (samples/numpy_programs.py, samples/jax_programs.py) through ONNX.
+
+Each sample is recorded through the CLI, as a user would (`ivytrace record -- python samples/...`),
+then every region is exported. The samples that compute a plain function export and match
+onnxruntime against the framework on the recorded inputs; the others are refused (exit 5) for the
+reason given here, which the exporter's message must name.
+"""
+import sys
+
+import numpy as np
+import pytest
+
+ort = pytest.importorskip("onnxruntime")
+onnx = pytest.importorskip("onnx")
+
+from conftest import SAMPLES  # noqa: E402
+
+EXPORTS = {"numpy": ["mlp", "cnn", "attention", "rnn"], "jax": ["mlp", "cnn", "attention", "rnn"]}
+REFUSED = {
+    ("numpy", "inplace"): "where=",                     # a masked ufunc (np.multiply(..., where=m))
+    ("numpy", "random_ops"): "a random op",
+    ("numpy", "guarded"): "specialized on 1 value(s)",
+    ("jax", "inplace"): "scatter",
+    ("jax", "random_ops"): "a random op",
+    ("jax", "guarded"): "specialized on 1 value(s)",
+    ("jax", "jit_nested"): "specialized on 1 value(s)",  # lax.cond's predicate
+}
+
+
+@pytest.fixture(scope="module")
+def recorded(cli, tmp_path_factory):
+    out = {}
+    d = tmp_path_factory.mktemp("samples")
+    for fw in ("numpy", "jax"):
+        pytest.importorskip(fw)
+        trace = d / f"{fw}.ivt"
+        cli("record", "--frameworks", fw, "-o", trace, "--", sys.executable, SAMPLES / f"{fw}_programs.py", check=True)
+        out[fw] = trace
+    return out
+
+
+@pytest.mark.parametrize("fw,region", [(fw, r) for fw, rs in EXPORTS.items() for r in rs])
+def test_sample_exports_and_matches(fw, region, recorded, cli, tmp_path):
+    sys.path.insert(0, str(SAMPLES))
+    progs = __import__(f"{fw}_programs")
+    out = tmp_path / f"{region}.onnx"
+    cli("export", recorded[fw], "--region", region, "--to", "onnx", "-o", out, check=True)
+    fn, make = progs.PROGRAMS[region]
+    args = make(np.random.RandomState(3))
+    want = fn(*args)
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.asarray(a) for i, a in zip(sess.get_inputs(), args)}
+    got = sess.run(None, feeds)
+    wants = list(want) if isinstance(want, (tuple, list)) else [want]
+    assert len(got) == len(wants)
+    for g, w in zip(got, wants):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("fw,region", list(REFUSED))
+def test_sample_refused_with_its_reason(fw, region, recorded, cli, tmp_path):
+    out = tmp_path / f"{region}.onnx"
+    proc = cli("export", recorded[fw], "--region", region, "--to", "onnx", "-o", out)
+    assert proc.returncode == 5, proc.stderr
+    assert REFUSED[(fw, region)] in proc.stderr, proc.stderr
+    assert not out.exists()
