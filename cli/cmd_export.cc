@@ -23,6 +23,8 @@ struct ExportOptions {
 int RunExport(const ExportOptions& o) {
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("export", st, kExitOutput);
+  st = CheckNotSameFile(o.output, o.file, "the input");
+  if (!st.ok()) return Fail("export", st, kExitUsage);
   LoadedGraph& lg = CommandGraph();
   PipelineOptions po;
   ApplyPipelineFlags(o.flags, &po);
