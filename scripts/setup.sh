@@ -16,6 +16,7 @@ APT_PACKAGES=(
   libonnx-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev
   libgraphviz-dev graphviz nlohmann-json3-dev
   python3 python3-venv python3-dev
+  clang libclang-rt-14-dev   # the sanitized build and the libFuzzer harnesses (scripts/fuzz.sh)
 )
 
 missing=()

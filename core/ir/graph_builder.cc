@@ -69,7 +69,9 @@ class Builder {
       IVY_RETURN_IF_ERROR(reader_.Next(&rec, &eof));
       if (eof) break;
       if (rec.has_footer() && rec.footer().has_stopped_by_limit()) limit_ = rec.footer().stopped_by_limit();
-      if (!done_) IVY_RETURN_IF_ERROR(Handle(&rec));
+      if (done_) continue;
+      Status st = Handle(&rec);
+      if (!st.ok()) return VerifyRest(st);
     }
     if (summary) {
       summary->regions_in_trace = regions_seen_;
@@ -114,6 +116,22 @@ class Builder {
   }
 
  private:
+  // The builder stopped at `error` before the end of the file. Damage makes records that parse
+  // but mean nothing (a flipped byte in a tensor id reads as a tensor no op produced), so the
+  // rest of the file is read and its checksum checked first: corruption is reported as such,
+  // with its offset, and `error` only for a file that is intact.
+  Status VerifyRest(const Status& error) {
+    if (error.kind() == Status::Kind::kIOError) return error;
+    reader_.set_allow_missing_footer(true);
+    v1::Record rec;
+    bool eof = false;
+    while (!eof) {
+      Status st = reader_.Next(&rec, &eof);
+      if (!st.ok()) return st;
+    }
+    return error;
+  }
+
   // Room for as many nodes and values as a trace of this size can hold, so that the arrays do not
   // grow by doubling: that allocated (and the kernel zeroed) twice their final size and moved
   // every node at each step. Reserved pages that are never touched cost nothing, so the estimate

@@ -64,13 +64,14 @@ def test_previous_trace_survives_when_recording_never_began(cli, small_disk, tmp
     out.write_bytes(good.read_bytes()[:4096] if good.stat().st_size > 4096 else good.read_bytes())
     before = out.read_bytes()
     filler = small_disk / "filler"
-    with open(filler, "wb") as f:  # fill the disk completely
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)  # fill the disk completely
+    try:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     proc = cli("record", "-o", out, "--", sys.executable, prog)
     assert "done True" in proc.stdout and "Traceback" not in proc.stderr, proc.stderr
     assert out.read_bytes() == before
