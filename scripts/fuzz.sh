@@ -19,7 +19,9 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DIVYTRACE_SANITIZE=ON -DIVYTRACE_FUZZ=ON >/dev/null
-cmake --build build-asan -j "$JOBS"
+HARNESSES=(fuzz_trace_reader fuzz_graph_builder fuzz_graph_file fuzz_exporters)
+# The library, its tests and the harnesses (the CLI itself is tested in the gcc build).
+cmake --build build-asan -j "$JOBS" --target ivytrace_tests "${HARNESSES[@]}"
 if [ "${SKIP_CTEST:-0}" != 1 ]; then
   ctest --test-dir build-asan --output-on-failure -j "$JOBS"
 fi
@@ -30,7 +32,7 @@ if [ ! -d "$W/seeds/traces" ]; then
   .venv/bin/python tests/fuzz/make_corpus.py build/ivytrace "$W/seeds"
 fi
 declare -A SEEDS=([fuzz_trace_reader]=traces [fuzz_graph_builder]=traces [fuzz_graph_file]=graphs [fuzz_exporters]=graphs)
-for h in fuzz_trace_reader fuzz_graph_builder fuzz_graph_file fuzz_exporters; do
+for h in "${HARNESSES[@]}"; do
   corpus="$W/corpus_$h"
   mkdir -p "$corpus"
   echo "fuzz: $h: $RUNS runs, seed $SEED"
