@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdint>
@@ -36,7 +37,10 @@ class InputFile {
   std::string path_;
 };
 
-// Warnings about odd graphs are expected on fuzzed input; printing them would dominate the run.
-inline void Quiet() { spdlog::set_level(spdlog::level::off); }
+// Warnings about odd graphs (and protobuf's parse complaints) are expected on fuzzed input; printing them would dominate the run.
+inline void Quiet() {
+  spdlog::set_level(spdlog::level::off);
+  google::protobuf::SetLogHandler(nullptr);  // "invalid UTF-8" on every other input
+}
 
 }  // namespace ivytrace::fuzz
