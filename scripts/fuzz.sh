@@ -32,16 +32,28 @@ if [ ! -d "$W/seeds/traces" ]; then
   .venv/bin/python tests/fuzz/make_corpus.py build/ivytrace "$W/seeds"
 fi
 declare -A SEEDS=([fuzz_trace_reader]=traces [fuzz_graph_builder]=traces [fuzz_graph_file]=graphs [fuzz_exporters]=graphs)
-for h in "${HARNESSES[@]}"; do
-  corpus="$W/corpus_$h"
+run_one() {  # harness -> its log; non-zero on a finding
+  local h=$1 corpus="$W/corpus_$1" start
   mkdir -p "$corpus"
-  echo "fuzz: $h: $RUNS runs, seed $SEED"
   start=$(date +%s)
   # -max_len: the seeds are at most 256 KiB; -rss_limit_mb/-timeout: a blow-up is a finding.
-  "build-asan/$h" -runs="$RUNS" -seed="$SEED" -max_len=262144 -rss_limit_mb=2048 -timeout=25 \
-    -print_final_stats=1 -artifact_prefix="$W/" "$corpus" "$W/seeds/${SEEDS[$h]}" \
-    >"$W/$h.log" 2>&1 || { tail -60 "$W/$h.log"; echo "fuzz: $h FAILED (log: $W/$h.log)"; exit 1; }
-  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$W/$h.log" | tr '\n' ' '
-  echo "($(( $(date +%s) - start )) s)"
+  if ! "build-asan/$h" -runs="$RUNS" -seed="$SEED" -max_len=262144 -rss_limit_mb=2048 -timeout=25 \
+      -print_final_stats=1 -artifact_prefix="$W/" "$corpus" "$W/seeds/${SEEDS[$h]}" >"$W/$h.log" 2>&1; then
+    tail -60 "$W/$h.log"
+    echo "fuzz: $h FAILED (log: $W/$h.log)"
+    return 1
+  fi
+  echo "fuzz: $h: $(grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$W/$h.log" | tr '\n' ' ')($(( $(date +%s) - start )) s)"
+}
+# $JOBS harnesses at a time.
+echo "fuzz: ${#HARNESSES[@]} harnesses, $RUNS runs each, seed $SEED"
+pids=()
+failed=0
+for h in "${HARNESSES[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || failed=1; done
+  run_one "$h" &
+  pids+=($!)
 done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 0 ] || { echo "fuzz: a harness found something"; exit 1; }
 echo "fuzz: no finding"
