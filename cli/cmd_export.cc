@@ -33,6 +33,8 @@ int RunExport(const ExportOptions& o) {
   if (!st.ok()) return Fail("export", st, kExitOutput);
   Progress progress = PhaseProgress("export", o.file, o.progress);
   progress.Report("reading " + o.file + (o.no_optimize ? "" : ", building and optimizing the graph"), /*now=*/true);
+  st = CheckNotSameFile(o.output, o.file, "the input");
+  if (!st.ok()) return Fail("export", st, kExitUsage);
   LoadedGraph& lg = CommandGraph();
   PipelineOptions po;
   ApplyPipelineFlags(o.flags, &po);

@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "cli/exit_status.h"
 #include "cli/graph_description.h"
+#include "core/util/printable.h"
 #include "core/inspect/trace_stats.h"
 #include "core/ir/graph_printer.h"
 
@@ -36,7 +37,7 @@ void PrintHistogram(const std::map<std::string, uint64_t>& ops) {
   std::stable_sort(sorted.begin(), sorted.end(), [](auto& a, auto& b) { return a.second > b.second; });
   std::printf("ops:\n");
   for (const auto& [name, count] : sorted) {
-    std::printf("  %8llu  %s\n", static_cast<unsigned long long>(count), name.c_str());
+    std::printf("  %8llu  %s\n", static_cast<unsigned long long>(count), Printable(name).c_str());
   }
 }
 
@@ -81,30 +82,31 @@ int InspectTrace(const InspectOptions& o) {
                                {"file", h.file()},
                                {"line", h.line()}};
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << j.dump(2, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
-  std::printf("trace %s (%s, %s)\n", o.file.c_str(), HumanBytes(s.bytes).c_str(),
+  std::printf("trace %s (%s, %s)\n", Printable(o.file).c_str(), HumanBytes(s.bytes).c_str(),
               s.complete ? "complete" : "no footer: the program stopped before the trace was closed");
   std::string fws;
   for (const auto& f : s.header.frameworks()) fws += (fws.empty() ? "" : ", ") + f.name() + " " + f.version();
-  std::printf("  producer  %s%s\n", s.header.producer().c_str(), fws.empty() ? "" : (" (" + fws + ")").c_str());
+  std::printf("  producer  %s%s\n", Printable(s.header.producer()).c_str(),
+              fws.empty() ? "" : Printable(" (" + fws + ")").c_str());
   std::string argv;
   for (const auto& a : s.header.argv()) argv += (argv.empty() ? "" : " ") + a;
-  if (!argv.empty()) std::printf("  program   %s\n", argv.c_str());
+  if (!argv.empty()) std::printf("  program   %s\n", Printable(argv).c_str());
   std::printf("  records   %llu: %llu ops, %llu tensor values (%s), %llu guards, %llu shape reads\n",
               (unsigned long long)s.records, (unsigned long long)s.op_events,
               (unsigned long long)s.tensor_records, HumanBytes(s.tensor_bytes).c_str(),
               (unsigned long long)s.guards, (unsigned long long)s.shape_reads);
-  if (!s.footer_error.empty()) std::printf("  error     %s\n", s.footer_error.c_str());
+  if (!s.footer_error.empty()) std::printf("  error     %s\n", Printable(s.footer_error).c_str());
   if (s.stopped_by_limit) {
     std::printf("  stopped   at a recording limit: %s (the program ran on unrecorded)\n",
-                DescribeLimit(s.limit).c_str());
+                Printable(DescribeLimit(s.limit)).c_str());
   }
   if (s.regions.empty()) std::printf("  regions   none (mark one with ivytrace.region)\n");
   else std::printf("  regions   %zu\n", s.regions.size());
   for (const auto& r : s.regions) {
-    std::printf("    %s:%llu  %llu ops, %llu inputs%s\n", r.name.c_str(), (unsigned long long)r.instance,
+    std::printf("    %s:%llu  %llu ops, %llu inputs%s\n", Printable(r.name).c_str(), (unsigned long long)r.instance,
                 (unsigned long long)r.ops, (unsigned long long)r.inputs,
                 r.ended ? "" : s.stopped_by_limit ? "  (not ended: cut by the limit)" : "  (not ended)");
   }
@@ -122,14 +124,14 @@ int InspectGraph(const InspectOptions& o) {
     if (!n.erased) ++ops[n.op];
   }
   if (o.json) {
-    std::cout << DescribeGraph(g, lg.kind == FileKind::kTrace ? "trace" : "graph", o.file).dump(2) << "\n";
+    std::cout << DescribeGraph(g, lg.kind == FileKind::kTrace ? "trace" : "graph", o.file).dump(2, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
-  if (o.graph || lg.kind == FileKind::kGraph) std::fputs(PrintGraph(g).c_str(), stdout);
+  if (o.graph || lg.kind == FileKind::kGraph) std::fputs(Printable(PrintGraph(g), /*keep_newlines=*/true).c_str(), stdout);
   if (lg.kind == FileKind::kGraph) {
-    std::printf("graph %s: %zu nodes, %zu constants, passes: ", g.name.c_str(), g.LiveNodeCount(),
+    std::printf("graph %s: %zu nodes, %zu constants, passes: ", Printable(g.name).c_str(), g.LiveNodeCount(),
                 g.constants.size());
-    for (size_t i = 0; i < g.passes_applied.size(); ++i) std::printf("%s%s", i ? "," : "", g.passes_applied[i].c_str());
+    for (size_t i = 0; i < g.passes_applied.size(); ++i) std::printf("%s%s", i ? "," : "", Printable(g.passes_applied[i]).c_str());
     std::printf("\n");
     PrintHistogram(ops);
   }

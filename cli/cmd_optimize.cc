@@ -38,6 +38,8 @@ int RunOptimize(const OptimizeOptions& o) {
   }
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("optimize", st, kExitOutput);
+  st = CheckNotSameFile(o.output, o.file, "the input");
+  if (!st.ok()) return Fail("optimize", st, kExitUsage);
   using Clock = std::chrono::steady_clock;
   const auto ms_since = [](Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();

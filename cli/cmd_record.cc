@@ -25,6 +25,7 @@
 
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "core/io/file_kind.h"
 #include "core/io/trace_reader.h"
 #include "core/util/atomic_file.h"
 
@@ -41,6 +42,7 @@ struct RecordOptions {
   std::optional<uint64_t> max_ops;     // --max-ops: op events to record at most
   std::optional<uint64_t> max_bytes;   // --max-bytes: size of the trace file at most
   bool progress = false;               // --progress: also when stderr is not a terminal
+  bool force = false;                  // --force: replace an existing file that is not a trace
 };
 
 // The smallest --max-bytes accepted: the magic, the header (argv, host name...) and the room the
@@ -80,6 +82,15 @@ bool HasHeader(const std::string& path) {
   return r.Next(&rec, &eof).ok() && !eof && rec.has_header();
 }
 
+// Copies the finished trace at `from` into `output`, a special file or descriptor (written
+// through by WriteFileAtomically, never replaced).
+Status CopyThrough(const std::string& from, const std::string& output) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return Status::IOError("cannot read '" + from + "'");
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return WriteFileAtomically(output, bytes);
+}
+
 // A validator for a count that must fit a uint64 (CLI11's NonNegativeNumber prints its range as
 // a 300-digit double, and AsSizeValue lets "-5" and values past 2^64 through).
 CLI::Validator WholeNumber(const std::string& what) {
@@ -116,7 +127,14 @@ int RunRecord(const RecordOptions& o) {
                                                   std::to_string(kMinMaxBytes) +
                                                   " bytes for its header and footer"), kExitUsage);
   }
+  if (o.output == "-") {
+    return Fail("record", Status::InvalidArgument("-o -: a trace cannot go to stdout, which is the "
+                                                  "program's own; give a file"), kExitUsage);
+  }
   Status st = CheckWritable(o.output);
+  if (!st.ok()) return Fail("record", st, kExitOutput);
+  OutputTarget target;
+  st = ResolveOutput(o.output, &target);
   if (!st.ok()) return Fail("record", st, kExitOutput);
 
   // The program must exist before anything else is asked of it (127, as a shell would say).
@@ -134,6 +152,27 @@ int RunRecord(const RecordOptions& o) {
   if (!found) {
     return Fail("record", Status::NotFound("cannot run '" + program + "': no such executable"), 127);
   }
+  // Never write over the program being recorded (its script, or any file its command line names),
+  // nor over an existing file that is not a trace, unless --force.
+  for (size_t i = 1; i < o.command.size(); ++i) {
+    st = CheckNotSameFile(o.output, o.command[i], "a file of the recorded command");
+    if (!st.ok()) return Fail("record", st, kExitUsage);
+  }
+  if (has_slash) {
+    st = CheckNotSameFile(o.output, program, "the program");
+    if (!st.ok()) return Fail("record", st, kExitUsage);
+  }
+  if (target.kind == OutputTarget::Kind::kFile && !o.force) {
+    std::error_code ec;
+    FileKind kind;
+    if (std::filesystem::exists(target.path, ec) && std::filesystem::file_size(target.path, ec) > 0 &&
+        (!SniffFile(target.path, &kind).ok() || kind != FileKind::kTrace)) {
+      return Fail("record", Status::InvalidArgument("'" + o.output + "' exists and is not a trace; "
+                                                    "recording would replace it (give --force to "
+                                                    "replace it anyway, or choose another -o)"),
+                  kExitUsage);
+    }
+  }
   const char* env_python = std::getenv("IVYTRACE_PYTHON");
   const std::string python = !o.python.empty()          ? o.python
                              : LooksLikePython(program) ? program
@@ -143,7 +182,16 @@ int RunRecord(const RecordOptions& o) {
   st = FindBootDir(python, &boot);
   if (!st.ok()) return Fail("record", st, kExitUsage);
 
-  const std::string partial = o.output + ".partial-" + std::to_string(getpid());
+  // The recorder writes a file beside the final target (symlinks followed), renamed over it at
+  // the end; a special file (FIFO, device) gets that file's bytes copied through it instead.
+  const std::string partial_dir = target.kind == OutputTarget::Kind::kFile
+                                      ? std::filesystem::path(target.path).parent_path().string()
+                                      : std::filesystem::temp_directory_path().string();
+  const std::string partial =
+      (partial_dir.empty() ? std::string(".") : partial_dir) + "/" +
+      (target.kind == OutputTarget::Kind::kFile ? std::filesystem::path(target.path).filename().string()
+                                                : std::string("ivytrace-record")) +
+      ".partial-" + std::to_string(getpid());
   std::vector<std::string> env;
   std::string pythonpath = boot;
   for (char** e = environ; *e; ++e) {
@@ -211,9 +259,21 @@ int RunRecord(const RecordOptions& o) {
                  "no trace written to '%s'\n", o.command[0].c_str(), code, o.output.c_str());
     return code == 0 ? kExitBadInput : code;
   }
-  if (std::rename(partial.c_str(), o.output.c_str()) != 0) {
-    std::fprintf(stderr, "ivytrace record: error: cannot write '%s': %s\n", o.output.c_str(), std::strerror(errno));
-    return kExitOutput;
+  if (target.kind == OutputTarget::Kind::kFile) {
+    if (std::rename(partial.c_str(), target.path.c_str()) != 0) {
+      std::fprintf(stderr, "ivytrace record: error: cannot write '%s': %s\n", o.output.c_str(), std::strerror(errno));
+      std::error_code ec;
+      std::filesystem::remove(partial, ec);
+      return kExitOutput;
+    }
+  } else {
+    st = CopyThrough(partial, o.output);
+    std::error_code ec;
+    std::filesystem::remove(partial, ec);
+    if (!st.ok()) {
+      std::fprintf(stderr, "ivytrace record: error: %s\n", st.message().c_str());
+      return kExitOutput;
+    }
   }
   if (WIFSIGNALED(wstatus)) {
     std::fprintf(stderr, "ivytrace record: '%s' was killed by signal %d; '%s' holds the records "
@@ -248,6 +308,7 @@ void SetupRecord(CLI::App& app, int* exit_code) {
   sub->add_flag("--progress", opts->progress,
                 "Report the ops recorded so far on stderr every second also when stderr is not a terminal "
                 "(on a terminal it is always shown)");
+  sub->add_flag("--force", opts->force, "Replace the output file even when it exists and is not a trace");
   sub->add_option("command", opts->command, "The program and its arguments, after --")->required();
   sub->footer("Example: ivytrace record -o model.ivt -- python3 train.py --epochs 1\n"
               "Exit status: the program's own (also when a --max-ops/--max-bytes limit stopped "

@@ -46,6 +46,8 @@ int RunViz(const VizOptions& o) {
   }
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("viz", st, kExitOutput);
+  st = CheckNotSameFile(o.output, o.file, "the input");
+  if (!st.ok()) return Fail("viz", st, kExitUsage);
   LoadedGraph& lg = CommandGraph();
   const PipelineOptions po;
   st = LoadForCommand(o.file, o.region, o.optimize ? &po : nullptr, &lg);

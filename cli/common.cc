@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include "core/util/printable.h"
+
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -7,7 +9,8 @@
 namespace ivytrace::cli {
 
 int Fail(const std::string& command, const Status& status, int code) {
-  std::fprintf(stderr, "ivytrace %s: error: %s\n", command.c_str(), status.message().c_str());
+  // Messages quote names from input files: control characters in them are shown escaped.
+  std::fprintf(stderr, "ivytrace %s: error: %s\n", command.c_str(), Printable(status.message()).c_str());
   return code;
 }
 

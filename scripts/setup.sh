@@ -17,6 +17,7 @@ APT_PACKAGES=(
   libgraphviz-dev graphviz nlohmann-json3-dev
   python3 python3-venv python3-dev
   chromium chromium-driver   # tests/e2e/test_viewer_html.py drives the HTML viewer headless
+  clang libclang-rt-14-dev   # the sanitized build and the libFuzzer harnesses (scripts/fuzz.sh)
 )
 
 missing=()

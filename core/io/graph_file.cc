@@ -13,6 +13,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <google/protobuf/wire_format_lite.h>
 
+#include "core/io/crc_input_stream.h"
+#include "core/io/crc_output_stream.h"
 #include "core/io/file_kind.h"
 #include "core/schema/schema_registry.h"
 #include "core/util/atomic_file.h"
@@ -203,8 +205,8 @@ int64_t Count(const C& c) {
 class GraphFileReader {
  public:
   GraphFileReader(const std::string& path, int fd, int64_t file_size, int64_t fresh_stream_after)
-      : path_(path), file_size_(file_size), fresh_after_(fresh_stream_after), file_(fd, kFileBlock) {
-    coded_.emplace(&file_);
+      : path_(path), file_size_(file_size), fresh_after_(fresh_stream_after), file_(fd, kFileBlock), crc_(&file_) {
+    coded_.emplace(&crc_);
   }
 
   Status Read(Graph* g);
@@ -214,8 +216,11 @@ class GraphFileReader {
   void FreshStream() {
     base_ += coded_->CurrentPosition();
     coded_.reset();  // backs the unread part of its buffer up into file_
-    coded_.emplace(&file_);
+    coded_.emplace(&crc_);
   }
+  // Reads the checksum field that ends the file (at byte `at`) and compares it with the CRC of
+  // every byte before it.
+  Status ReadChecksum(int64_t at);
   Status Damaged(int64_t at, const std::string& expected) const;
   // Reads the length and body of the length-delimited field whose tag (at byte `at`) was just
   // read, merging the body into `msg`. The element is named in messages as `what` followed by
@@ -230,6 +235,7 @@ class GraphFileReader {
   const int64_t file_size_;
   const int64_t fresh_after_;
   pb::io::FileInputStream file_;
+  internal::CrcInputStream crc_;  // over file_: the checksum of what was read
   std::optional<CodedInputStream> coded_;
   int64_t base_ = 0;  // file offset of coded_'s position 0
   v1::Node node_;     // scratch, reused for every node
@@ -306,14 +312,24 @@ Status GraphFileReader::Read(Graph* g) {
     return Status::Corruption("graph '" + path_ + "': expected \"" + std::string(kGraphMagic) + "\" at byte 0");
   }
   bool has_outputs = false;
+  bool has_checksum = false;
   for (;;) {
     if (coded_->CurrentPosition() >= fresh_after_) FreshStream();
     const int64_t at = Offset();
     if (at == file_size_) break;
+    if (at + static_cast<int64_t>(streamed_file::kChecksumBytes) == file_size_) {
+      IVY_RETURN_IF_ERROR(ReadChecksum(at));
+      has_checksum = true;
+      break;
+    }
     const uint32_t tag = coded_->ReadTag();
     if (tag == 0) return Damaged(at, "a field of ivytrace.v1.Graph");
     const int field = WFL::GetTagFieldNumber(tag);
     const auto wire = WFL::GetTagWireType(tag);
+    if (field == streamed_file::kChecksumField) {
+      return Damaged(at, "the checksum (field 15) only in the last " +
+                             std::to_string(streamed_file::kChecksumBytes) + " bytes of the file");
+    }
     if (field > G::kPassesAppliedFieldNumber) {  // a newer writer's field: skip it, as protobuf would
       if (!WFL::SkipField(&*coded_, tag)) {
         return Damaged(at, "a field of ivytrace.v1.Graph (found field number " + std::to_string(field) +
@@ -355,6 +371,30 @@ Status GraphFileReader::Read(Graph* g) {
     return Status::Corruption("graph '" + path_ + "': truncated: the file ends at byte " +
                               std::to_string(file_size_) + " before the graph's outputs (field 7), "
                               "which end every graph file");
+  }
+  if (!has_checksum) {
+    return Status::Corruption("graph '" + path_ + "': truncated or damaged: the file ends at byte " +
+                              std::to_string(file_size_) + " without the checksum that ends every "
+                              "graph file (field 15)");
+  }
+  return Status::Ok();
+}
+
+Status GraphFileReader::ReadChecksum(int64_t at) {
+  base_ += coded_->CurrentPosition();
+  coded_.reset();  // returns its unread bytes to crc_, which then counts exactly [0, at)
+  crc_.Mark();
+  const uint32_t expected = crc_.CrcAtMark();
+  coded_.emplace(&crc_);
+  uint32_t stored = 0;
+  if (coded_->ReadTag() != WFL::MakeTag(streamed_file::kChecksumField, WFL::WIRETYPE_FIXED32) ||
+      !coded_->ReadLittleEndian32(&stored)) {
+    return Damaged(at, "the checksum that ends every graph file (field 15, fixed32)");
+  }
+  if (stored != expected) {
+    return Status::Corruption("graph '" + path_ + "': damaged: the checksum of bytes 0 to " + std::to_string(at) +
+                              " does not match the one stored at byte " + std::to_string(at) +
+                              ": bytes were changed after the file was written");
   }
   return Status::Ok();
 }
@@ -410,8 +450,14 @@ Status Write(const std::string& path, const std::function<Status(CodedOutputStre
     Status st;
     bool coded_error = false;
     {
-      CodedOutputStream out(&file);
+      internal::CrcOutputStream crc(&file);
+      CodedOutputStream out(&crc);
       st = write(&out);
+      if (st.ok()) {
+        // The checksum of every byte before it, as the file's last field (see the header).
+        out.Trim();
+        WFL::WriteFixed32(kChecksumField, crc.Crc(), &out);
+      }
       coded_error = out.HadError();
     }  // flushes what it buffered into `file`
     if (!st.ok()) return st;

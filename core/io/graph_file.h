@@ -36,8 +36,15 @@ Status ReadGraphFile(const std::string& path, Graph* graph);
 // use these too: core/export/plan_exporter.cc).
 namespace streamed_file {
 
+// The field every streamed file ends with: fixed32, the zlib CRC-32 of every byte of the file
+// before its tag (magic included). Field 15 of both ivytrace.v1.Graph and ivytrace.v1.Plan, so a
+// protobuf parser still reads the file; readers check it and that nothing follows it.
+inline constexpr int kChecksumField = 15;
+inline constexpr size_t kChecksumBytes = 5;  // tag (one byte) + fixed32
+
 // Writes `path` atomically (WriteFileAtomically) through a CodedOutputStream over a file stream
-// with a 1 MB buffer: `write` writes all of the contents, magic included. An error `write`
+// with a 1 MB buffer: `write` writes all of the contents, magic included; then the checksum field
+// is appended. An error `write`
 // returns is returned as it is; a failed write to the file is an IOError naming `path`.
 Status Write(const std::string& path,
              const std::function<Status(google::protobuf::io::CodedOutputStream*)>& write);

@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "core/io/crc_input_stream.h"
@@ -48,8 +49,19 @@ Status TraceReader::Open(const std::string& path) {
     return Fail("not an ivytrace trace (expected the bytes \"IVYTRC01\" at offset 0)");
   }
   if (std::memcmp(magic, kTraceMagic, kMagicSize) != 0) {
-    return Fail("trace format version '" + std::string(magic + 6, 2) +
-                "' is not supported (this ivytrace reads version 01)");
+    // The bytes come from the file: shown escaped, never raw (they may not be text).
+    std::string version;
+    for (int i = 6; i < 8; ++i) {
+      const unsigned char c = static_cast<unsigned char>(magic[i]);
+      if (c >= 0x20 && c < 0x7f && c != '\\') {
+        version += static_cast<char>(c);
+      } else {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        version += hex;
+      }
+    }
+    return Fail("trace format version '" + version + "' at byte 6 is not supported (this ivytrace reads version 01)");
   }
   if (lseek(fd_, kMagicSize, SEEK_SET) < 0) return Status::IOError("trace '" + path + "': seek failed");
   // 1 MiB blocks: few syscalls, bounded memory.
@@ -239,6 +251,17 @@ Status TraceReader::Account(const v1::Record& rec, uint64_t at) {
                     std::to_string(at) + " (everything before the footer at byte " +
                     std::to_string(at) + ") does not match the one the footer records: bytes were "
                     "changed after recording");
+      }
+      if (f.has_footer_crc32()) {
+        v1::Footer unsealed = f;
+        unsealed.clear_footer_crc32();
+        const std::string bytes = unsealed.SerializeAsString();
+        const uint32_t crc = static_cast<uint32_t>(crc32_z(
+            crc_->CrcAtMark(), reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+        if (crc != f.footer_crc32()) {
+          return Fail("corrupt footer at byte " + std::to_string(at) + ": its checksum does not match its "
+                      "fields (counts, sizes, times, error or limit were changed after recording)");
+        }
       }
       saw_footer_ = true;
       break;

@@ -22,8 +22,6 @@ class CrcInputStream;
 
 namespace ivytrace {
 
-namespace v1 = ::ivytrace::v1;
-
 inline constexpr char kTraceMagic[] = "IVYTRC01";
 inline constexpr size_t kMagicSize = 8;
 // No single record may exceed this (tensor values are chunked well below it).

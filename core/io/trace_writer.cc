@@ -61,6 +61,9 @@ Status TraceWriter::Close(v1::Footer footer) {
   r.mutable_footer()->set_records(records_);
   r.mutable_footer()->set_op_events(ops_);
   r.mutable_footer()->set_crc32(crc_);
+  const std::string footer_bytes = r.footer().SerializeAsString();
+  r.mutable_footer()->set_footer_crc32(static_cast<uint32_t>(
+      crc32(crc_, reinterpret_cast<const Bytef*>(footer_bytes.data()), static_cast<uInt>(footer_bytes.size()))));
   Status st = Write(r);
   if (std::fclose(file_) != 0 && st.ok()) st = Status::IOError("cannot write '" + path_ + "'");
   file_ = nullptr;

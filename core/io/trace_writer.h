@@ -11,8 +11,6 @@
 
 namespace ivytrace {
 
-namespace v1 = ::ivytrace::v1;
-
 class TraceWriter {
  public:
   ~TraceWriter();

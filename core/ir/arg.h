@@ -11,8 +11,6 @@
 
 namespace ivytrace {
 
-namespace v1 = ::ivytrace::v1;
-
 // Calls `fn` on every tensor reference in `arg`, depth first, left to right.
 void ForEachTensor(const v1::Arg& arg, const std::function<void(const v1::TensorRef&)>& fn);
 void ForEachTensorMutable(v1::Arg* arg, const std::function<void(v1::TensorRef*)>& fn);

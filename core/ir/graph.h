@@ -21,8 +21,6 @@
 
 namespace ivytrace {
 
-namespace v1 = ::ivytrace::v1;
-
 using ValueId = uint32_t;
 // A node's inputs/outputs: almost always a few values, kept inside the node (same size as a
 // std::vector) so passes that scan a million nodes do not chase a heap pointer for each.

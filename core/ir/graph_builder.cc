@@ -48,7 +48,9 @@ class Builder {
     const auto colon = options.region.rfind(':');
     if (colon != std::string::npos) {
       want_name_ = options.region.substr(0, colon);
-      want_index_ = std::stoul(options.region.substr(colon + 1));
+      // Digits only (checked by BuildGraphFromTrace); a number too large matches no region.
+      const std::string k = options.region.substr(colon + 1);
+      want_index_ = k.size() > 18 ? SIZE_MAX : std::stoull(k);
     } else {
       want_name_ = options.region;
     }
@@ -67,7 +69,9 @@ class Builder {
       IVY_RETURN_IF_ERROR(reader_.Next(&rec, &eof));
       if (eof) break;
       if (rec.has_footer() && rec.footer().has_stopped_by_limit()) limit_ = rec.footer().stopped_by_limit();
-      if (!done_) IVY_RETURN_IF_ERROR(Handle(&rec));
+      if (done_) continue;
+      Status st = Handle(&rec);
+      if (!st.ok()) return VerifyRest(st);
     }
     if (summary) {
       summary->regions_in_trace = regions_seen_;
@@ -112,6 +116,22 @@ class Builder {
   }
 
  private:
+  // The builder stopped at `error` before the end of the file. Damage makes records that parse
+  // but mean nothing (a flipped byte in a tensor id reads as a tensor no op produced), so the
+  // rest of the file is read and its checksum checked first: corruption is reported as such,
+  // with its offset, and `error` only for a file that is intact.
+  Status VerifyRest(const Status& error) {
+    if (error.kind() == Status::Kind::kIOError) return error;
+    reader_.set_allow_missing_footer(true);
+    v1::Record rec;
+    bool eof = false;
+    while (!eof) {
+      Status st = reader_.Next(&rec, &eof);
+      if (!st.ok()) return st;
+    }
+    return error;
+  }
+
   // Room for as many nodes and values as a trace of this size can hold, so that the arrays do not
   // grow by doubling: that allocated (and the kernel zeroed) twice their final size and moved
   // every node at each step. Reserved pages that are never touched cost nothing, so the estimate
@@ -420,7 +440,7 @@ class Builder {
     // Writes through views are carried back to the base for torch ops, whose recorder lists
     // only the tensor a call wrote. The NumPy recorder instead lists every array on the written
     // storage as mutated by the call (a replayed NumPy view writes its base's memory itself).
-    if (carries_views) RecordViewLink(n);
+    if (carries_views) IVY_RETURN_IF_ERROR(RecordViewLink(n));
     Graph::IndexNode(&n);
     const std::vector<v1::TensorRef> written = carries_views ? n.mutated : std::vector<v1::TensorRef>{};
     const v1::SourceLocation loc = n.loc;
@@ -528,7 +548,9 @@ class Builder {
       link.node.op = op;
       link.node.loc = n.loc;
       const Value& ov = graph_->values[out.value()];
-      if (known && (unbind || static_cast<int64_t>(ov.shape.size()) == rank)) {
+      int64_t next = 0;
+      if (known && (unbind || static_cast<int64_t>(ov.shape.size()) == rank) &&
+          !__builtin_add_overflow(offset, unbind ? 1 : ov.shape[dim], &next)) {
         const int64_t len = unbind ? 1 : ov.shape[dim];
         link.inverse = Inverse::kSetItem;
         link.index = IndexAt(dim, [&](v1::Arg* x) {
@@ -552,14 +574,18 @@ class Builder {
     }
   }
 
-  void RecordViewLink(const Node& n) {
+  // REQUIRES: n's args resolved. Dims and indices come from the trace, which is untrusted input:
+  // each one is checked against the rank of the tensor it indexes before it is used (a crafted
+  // transpose dim once read far out of bounds, a permute wrote out of bounds, and a select with
+  // dim 2^40 looped 2^40 times).
+  Status RecordViewLink(const Node& n) {
     RecordMultiViewLinks(n);
-    if (!n.result.has_tensor() || n.args.empty() || !n.args[0].has_tensor()) return;
+    if (!n.result.has_tensor() || n.args.empty() || !n.args[0].has_tensor()) return Status::Ok();
     const auto& out = n.result.tensor();
     const auto& in = n.args[0].tensor();
-    if (out.storage() == 0 || out.id() == in.id()) return;
+    if (out.storage() == 0 || out.id() == in.id()) return Status::Ok();
     const Value& parent = graph_->values[in.value()];
-    if (in.storage() != out.storage()) return;
+    if (in.storage() != out.storage()) return Status::Ok();
     ViewLink link;
     link.parent = in.id();
     link.node = n;
@@ -570,6 +596,18 @@ class Builder {
     const std::string& op = n.op;
     const int64_t rank = static_cast<int64_t>(parent.shape.size());
     auto norm = [&](int64_t d) { return d < 0 ? d + rank : d; };
+    // As torch wraps dims: a 0-d tensor takes dim 0 and -1 (x.transpose(0, 0) of a scalar).
+    auto bad_dim = [&](int64_t d) {
+      return Status::Corruption("trace '" + reader_.path() + "' (record ending at byte " +
+                                std::to_string(reader_.offset()) + "): op '" + op + "' at " + At(n.loc) +
+                                ": dim " + std::to_string(d) + " is out of range for a tensor of rank " +
+                                std::to_string(rank) + " (the trace is damaged or was not written by "
+                                "a recorder)");
+    };
+    auto check_dim = [&](int64_t d) -> bool {
+      const int64_t wrap = std::max<int64_t>(rank, 1);
+      return d >= -wrap && d < wrap;
+    };
     int64_t a = 0, b = 0;
     static const char* kReshape[] = {"torch.Tensor.view", "torch.Tensor.reshape", "torch.reshape",
                                      "torch.flatten", "torch.Tensor.flatten", "torch.Tensor.view_as",
@@ -592,34 +630,57 @@ class Builder {
     } else if ((op == "torch.transpose" || op == "torch.Tensor.transpose" || op == "torch.swapaxes" ||
                 op == "torch.Tensor.swapaxes") && n.args.size() == 3 && n.kwargs.empty() &&
                IntArg(n.args[1], &a) && IntArg(n.args[2], &b)) {
+      if (!check_dim(a)) return bad_dim(a);
+      if (!check_dim(b)) return bad_dim(b);
       link.inverse = Inverse::kPermute;
       for (int64_t i = 0; i < rank; ++i) link.perm.push_back(i);
-      std::swap(link.perm[norm(a)], link.perm[norm(b)]);
+      if (rank > 0) std::swap(link.perm[norm(a)], link.perm[norm(b)]);  // a 0-d tensor: identity
     } else if ((op == "torch.permute" || op == "torch.Tensor.permute") && n.kwargs.empty() &&
                IntList(n.args, 1, &link.perm) && static_cast<int64_t>(link.perm.size()) == rank) {
+      std::vector<char> seen(static_cast<size_t>(rank), 0);
+      for (auto& d : link.perm) {
+        if (!check_dim(d) || rank == 0) return bad_dim(d);
+        d = norm(d);
+        if (seen[static_cast<size_t>(d)]++) {
+          return Status::Corruption("trace '" + reader_.path() + "' (record ending at byte " +
+                                    std::to_string(reader_.offset()) + "): op '" + op + "' at " +
+                                    At(n.loc) + ": dims are not a permutation (dim " +
+                                    std::to_string(d) + " appears twice)");
+        }
+      }
       link.inverse = Inverse::kPermute;
-      for (auto& d : link.perm) d = norm(d);
     } else if (op == "torch.Tensor.__getitem__" && n.args.size() == 2 && n.kwargs.empty()) {
       link.inverse = Inverse::kSetItem;
       link.index = n.args[1];
     } else if ((op == "torch.select" || op == "torch.Tensor.select") && n.args.size() == 3 &&
                n.kwargs.empty() && IntArg(n.args[1], &a) && IntArg(n.args[2], &b)) {
+      if (!check_dim(a) || rank == 0) return bad_dim(a);
       link.inverse = Inverse::kSetItem;
       link.index = IndexAt(norm(a), [&](v1::Arg* x) { x->set_i(b); });
     } else if ((op == "torch.narrow" || op == "torch.Tensor.narrow") && n.args.size() == 4 &&
                n.kwargs.empty() && IntArg(n.args[1], &a) && IntArg(n.args[2], &b)) {
       int64_t len;
       if (IntArg(n.args[3], &len)) {
+        if (!check_dim(a) || rank == 0) return bad_dim(a);
         link.inverse = Inverse::kSetItem;
         const int64_t d = norm(a);
-        const int64_t start = b < 0 && d < rank ? b + parent.shape[d] : b;
+        int64_t start = b, stop = 0;
+        // Values from the file: overflow is damage, not undefined behaviour.
+        if ((b < 0 && __builtin_add_overflow(b, parent.shape[d], &start)) ||
+            __builtin_add_overflow(start, len, &stop)) {
+          return Status::Corruption("trace '" + reader_.path() + "' (record ending at byte " +
+                                    std::to_string(reader_.offset()) + "): op '" + op + "' at " +
+                                    At(n.loc) + ": start " + std::to_string(b) + " and length " +
+                                    std::to_string(len) + " overflow");
+        }
         link.index = IndexAt(d, [&](v1::Arg* x) {
           x->mutable_slice()->mutable_start()->set_i(start);
-          x->mutable_slice()->mutable_stop()->set_i(start + len);
+          x->mutable_slice()->mutable_stop()->set_i(stop);
         });
       }
     }
     links_[out.id()] = std::move(link);
+    return Status::Ok();
   }
 
   // (slice(None),) * dim + (item,)
@@ -777,7 +838,7 @@ class Builder {
       pr.set_storage(m.storage());
       ValueId parent_old;
       IVY_RETURN_IF_ERROR(Resolve(pr, where, &parent_old));
-      ValueId parent_new;
+      ValueId parent_new = 0;
       Node n;
       n.loc = loc;
       switch (link.inverse) {

@@ -12,8 +12,6 @@
 
 namespace ivytrace {
 
-namespace v1 = ::ivytrace::v1;
-
 class SchemaRegistry {
  public:
   // The registry built from the embedded schema files. Aborts at start-up if they do not parse

@@ -98,6 +98,12 @@ typedef struct {
   size_t cap;       /* bytes mapped (= bytes allocated in the file) */
   size_t pos;       /* bytes of data (the next write goes here) */
   unsigned long long records, op_events, tensor_bytes;
+  /* An I/O error (disk full...) stops the trace instead of reaching the program: io_error keeps
+   * its errno, the file keeps its data up to `pos` (the end of the last whole record), and later
+   * records are made in `scratch` and dropped. */
+  int io_error;
+  char *scratch;
+  size_t scratch_cap;
 } Sink;
 
 static PyTypeObject SinkType;
@@ -118,9 +124,33 @@ static int sink_grow(Sink *s, size_t need) {
   return 0;
 }
 
+/* After an I/O error: room for a record that is dropped. */
+static char *sink_discard(Sink *s, size_t n) {
+  if (n > s->scratch_cap) {
+    char *p = PyMem_Realloc(s->scratch, n);
+    if (!p) { PyErr_NoMemory(); return NULL; }
+    s->scratch = p;
+    s->scratch_cap = n;
+  }
+  return s->scratch;
+}
+
+static char *sink_fail(Sink *s, size_t n) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  int err = errno ? errno : EIO;
+  if (value && PyObject_TypeCheck(value, (PyTypeObject *)PyExc_OSError) && ((PyOSErrorObject *)value)->myerrno &&
+      PyLong_Check(((PyOSErrorObject *)value)->myerrno))
+    err = (int)PyLong_AsLong(((PyOSErrorObject *)value)->myerrno);
+  Py_XDECREF(type); Py_XDECREF(value); Py_XDECREF(tb);
+  s->io_error = err;
+  return sink_discard(s, n);
+}
+
 static inline char *sink_reserve(Sink *s, size_t n) {
+  if (s->io_error) return sink_discard(s, n);
   if (s->closed) { PyErr_SetString(PyExc_ValueError, "ivytrace: write to a closed trace"); return NULL; }
-  if (s->pos + n > s->cap && sink_grow(s, s->pos + n)) return NULL;
+  if (s->pos + n > s->cap && sink_grow(s, s->pos + n)) return sink_fail(s, n);
   char *p = s->map + s->pos;
   s->pos += n;
   return p;
@@ -178,6 +208,7 @@ static PyObject *Sink_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
 
 static void Sink_dealloc(Sink *s) {
   if (s->map) munmap(s->map, s->cap);
+  PyMem_Free(s->scratch);
   Py_TYPE(s)->tp_free((PyObject *)s);
 }
 
@@ -227,12 +258,15 @@ static PyObject *Sink_record(Sink *s, PyObject *args, PyObject *kw) {
     hn += varint_to(head + hn, n);
     size_t start = s->pos, at = start;
     if (!sink_reserve(s, hn + n)) goto done;
-    /* on failure the next record starts where this one did (nothing else ran meanwhile) */
-    if (pwrite_all(s->fd, head, hn, (off_t)at)) { s->pos = start; goto done; }
-    at += hn;
-    for (Py_ssize_t i = 0; i < k; ++i) {
-      if (pwrite_all(s->fd, bufs[i].buf, (size_t)bufs[i].len, (off_t)at)) { s->pos = start; goto done; }
-      at += (size_t)bufs[i].len;
+    /* on failure the next record starts where this one did (nothing else ran meanwhile), and the
+     * trace stops there (io_error) */
+    if (!s->io_error) {
+      if (pwrite_all(s->fd, head, hn, (off_t)at)) { s->pos = start; sink_fail(s, 0); }
+      at += hn;
+      for (Py_ssize_t i = 0; i < k && !s->io_error; ++i) {
+        if (pwrite_all(s->fd, bufs[i].buf, (size_t)bufs[i].len, (off_t)at)) { s->pos = start; sink_fail(s, 0); }
+        at += (size_t)bufs[i].len;
+      }
     }
   } else {
     size_t inner = 1 + varint_len(n) + n;
@@ -306,6 +340,7 @@ static PyMemberDef Sink_members[] = {
     {"tensor_bytes", T_ULONGLONG, offsetof(Sink, tensor_bytes), 0, NULL},
     {"size", T_ULONGLONG, offsetof(Sink, pos), READONLY, NULL},
     {"closed", T_INT, offsetof(Sink, closed), READONLY, NULL},
+    {"io_error", T_INT, offsetof(Sink, io_error), READONLY, "errno of the write that stopped the trace, or 0"},
     {NULL}};
 
 static PyTypeObject SinkType = {

@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 
+#include "sealed_bytes.h"
 #include "temp_path.h"
 #include "core/io/graph_file.h"
 #include "core/ir/graph_builder.h"
@@ -127,6 +128,8 @@ TEST(GraphFile, BytesAreOneGraphMessageHoldingWhatToProtoMakes) {
   EXPECT_EQ(data.substr(0, 8), "IVYGRF01");
   v1::Graph parsed;
   ASSERT_TRUE(parsed.ParseFromString(data.substr(8)));
+  EXPECT_TRUE(parsed.crc32() != 0);
+  parsed.clear_crc32();
   const v1::Graph want = g.ToProto();
   std::string diff;
   MessageDifferencer d;
@@ -142,7 +145,8 @@ TEST(GraphFile, BytesAreOneGraphMessageHoldingWhatToProtoMakes) {
   without_outputs.clear_outputs();
   v1::Graph only_outputs;
   *only_outputs.mutable_outputs() = g.outputs;
-  EXPECT_EQ(data.substr(8), without_outputs.SerializeAsString() + only_outputs.SerializeAsString());
+  EXPECT_EQ(data, testing::Sealed("IVYGRF01" + without_outputs.SerializeAsString() +
+                                   only_outputs.SerializeAsString()));
 }
 
 TEST(GraphFile, ReadsBackWhatFromProtoBuilds) {
@@ -170,7 +174,7 @@ TEST(GraphFile, ReadsFilesInFieldNumberOrder) {
   // What the writer before streaming made: "IVYGRF01" + ToProto().SerializeAsString().
   const Graph g = RichGraph();
   const std::string path = TempPath("old_order.ivg");
-  WriteBytes(path, "IVYGRF01" + g.ToProto().SerializeAsString());
+  WriteBytes(path, testing::Sealed("IVYGRF01" + g.ToProto().SerializeAsString()));
   Graph back;
   const Status st = ReadGraphFile(path, &back);
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -234,7 +238,7 @@ TEST(GraphFile, DamageProtobufCannotSeeIsCaughtByTheReferenceChecks) {
   const Graph g = RichGraph();
   auto read_proto = [](const v1::Graph& p) {
     const std::string path = TempPath("refs.ivg");
-    WriteBytes(path, "IVYGRF01" + p.SerializeAsString());
+    WriteBytes(path, testing::Sealed("IVYGRF01" + p.SerializeAsString()));
     Graph back;
     return ReadGraphFile(path, &back);
   };

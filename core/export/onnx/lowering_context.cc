@@ -82,7 +82,7 @@ void Append(std::string* raw, T v) {
 
 Status EncodeNumbers(const std::vector<Number>& values, v1::DType dtype, std::string* raw) {
   for (const Number& n : values) {
-    const int64_t i = n.is_int ? n.i : static_cast<int64_t>(n.f);
+    const int64_t i = n.i;  // Number::Float truncated it (0 when out of int64 range: no UB)
     const double f = n.AsDouble();
     switch (dtype) {
       case v1::FLOAT32: Append(raw, static_cast<float>(f)); break;

@@ -28,7 +28,11 @@ struct Number {
   int64_t i = 0;
   double f = 0.0;
   static Number Int(int64_t v) { return Number{true, v, static_cast<double>(v)}; }
-  static Number Float(double v) { return Number{false, static_cast<int64_t>(v), v}; }
+  // (i is only read for ints; a float out of int64's range, -inf in masked_fill, must not be
+  // converted: that is undefined behaviour, found by UBSan.)
+  static Number Float(double v) {
+    return Number{false, v > -9.2e18 && v < 9.2e18 ? static_cast<int64_t>(v) : 0, v};
+  }
   double AsDouble() const { return is_int ? static_cast<double>(i) : f; }
 };
 

@@ -61,6 +61,13 @@ def frame_parts(tag: bytes, parts: list) -> list:
     return [varint(1 + len(inner) + n), tag, inner, *parts]
 
 
+def seal_footer(footer: trace_pb2.Footer) -> None:
+    """Set footer_crc32: the CRC-32 of everything before the footer (footer.crc32), continued
+    over the footer's own fields, so a changed count, size, time or message is caught too."""
+    footer.ClearField("footer_crc32")
+    footer.footer_crc32 = zlib.crc32(footer.SerializeToString(), footer.crc32)
+
+
 class TraceWriter:
     """Appends records to a trace file. Thread-safe; counts what the footer reports.
 
@@ -94,6 +101,8 @@ class TraceWriter:
         self.closed = False
         if self.sink is None:
             self._write_all(MAGIC)
+            if self.io_error is not None:
+                self._good_size = 0
         self._crc = 0  # zlib CRC-32 of every byte after the magic (the footer's crc32)
 
     # Counts for the footer (in the sink when there is one: the C recorder counts its records).
@@ -167,6 +176,8 @@ class TraceWriter:
         if self.sink is not None:
             with self._lock:
                 self.sink.record(tag, (payload,), op, tensor_bytes)
+                if self.sink.io_error:
+                    self._check_sink()
             return
         data = frame(tag, payload)
         with self._lock:
@@ -250,12 +261,50 @@ class TraceWriter:
         if self.sink is not None:
             self.sink.write(data)
             return
+        if self.io_error is not None:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as e:
+            self._stop_on_io_error(e.errno, e.strerror)
+            return
+        self._good_size += len(data)
         if hasattr(self, "_crc"):
             self._crc = zlib.crc32(data, self._crc)
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+
+    # -- I/O faults ---------------------------------------------------------------------------
+    # A write that fails (disk full, quota, a lost mount) stops the trace; it never reaches the
+    # program, which runs on unrecorded, as at a recording limit. The file keeps every whole record
+    # written before the fault (a write is whole records; a part written is cut off again), so it
+    # reads like the trace of a program stopped there. One line on stderr says so.
+    io_error = None   # (errno, message) once a write failed
+    _good_size = 0    # bytes of whole records in the file (write() path)
+
+    def _stop_on_io_error(self, errno_, message) -> None:
+        self.io_error = (errno_, message or os.strerror(errno_ or 5))
+        self._pending.clear()
+        try:
+            os.ftruncate(self._fd, self._good_size)
+        except OSError:
+            pass
+        self._report_io_error()
+
+    def _check_sink(self) -> None:
+        if self.sink is not None and self.sink.io_error and self.io_error is None:
+            self.io_error = (self.sink.io_error, os.strerror(self.sink.io_error))
+            self._report_io_error()
+
+    def _report_io_error(self) -> None:
+        import sys
+        try:
+            sys.stderr.write(f"ivytrace: recording stopped: cannot write the trace '{self.path}': "
+                             f"{self.io_error[1]} (errno {self.io_error[0]}); the trace holds the records "
+                             f"made before it, and the program runs on unrecorded\n")
+        except Exception:  # noqa: BLE001 - a closed stderr must not reach the program either
+            pass
 
     def abandon(self) -> None:
         """Close without writing what is queued (e.g. in a forked child)."""
@@ -273,17 +322,24 @@ class TraceWriter:
             return
         with self._lock:
             self._flush_locked()
-            if footer is not None:
+            self._check_sink()
+            if footer is not None and self.io_error is None:
                 footer.records = self.records
                 footer.op_events = self.op_events
                 footer.tensor_bytes = self.tensor_bytes
                 # of everything written before the footer
                 footer.crc32 = self.sink.crc32(len(MAGIC)) if self.sink is not None else self._crc
+                seal_footer(footer)
                 self.records += 1
                 self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
             self.closed = True
-            if self.sink is not None:
-                self.sink.close()
+            try:
+                if self.sink is not None:
+                    self.sink.close()   # cuts the file to its whole records
+            except OSError as e:
+                if self.io_error is None:
+                    self.io_error = (e.errno, e.strerror)
+                    self._report_io_error()
             os.close(self._fd)
 
 
@@ -410,6 +466,7 @@ class LimitedTraceWriter(TraceWriter):
         footer.crc32 = self._crc
         if self.max_bytes is not None:
             self._fit_footer(footer)
+        seal_footer(footer)
         self.records += 1
         self._write_all(frame(TAG_FOOTER, footer.SerializeToString()))
         self.closed = True
@@ -418,7 +475,7 @@ class LimitedTraceWriter(TraceWriter):
     @staticmethod
     def _fit_footer(footer):
         """Cut the footer's strings so the footer fits in FOOTER_RESERVE bytes."""
-        budget = FOOTER_RESERVE - 16
+        budget = FOOTER_RESERVE - 24  # framing varints and the footer_crc32 added after this cut
         for holder, field in ((footer, "error"), (footer.stopped_by_limit, "file"),
                               (footer.stopped_by_limit, "op")):
             if len(footer.SerializeToString()) <= budget:

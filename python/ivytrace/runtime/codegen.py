@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import weakref
 import itertools
 
 from ivytrace.runtime.errors import GuardError, PlanError
@@ -211,6 +212,8 @@ class _Gen:
             where = f"{where_plan}: constant for slot {c.slot}"
             if c.slot in self.names:
                 raise PlanError(f"{where}: slot {c.slot} is defined twice")
+            if self.plan.num_slots and c.slot >= self.plan.num_slots:
+                raise PlanError(f"{where}: slot {c.slot} is out of range (num_slots = {self.plan.num_slots})")
             var = self.names[c.slot] = f"c{c.slot}"
             fw = c.value.framework or default_fw
             if fw == "jax":
@@ -357,8 +360,11 @@ def generate(plan, allow, filename: str = "<plan>") -> Generated:
         code = compile(source, code_name, "exec")
     except SyntaxError as e:  # a bug in this module, not in the plan
         raise PlanError(f"{filename}: internal error generating code: {e}\n{source}") from None
-    # Tracebacks through the generated function show its lines.
+    # Tracebacks through the generated function show its lines, for as long as the function
+    # lives: the linecache entry goes with it (one entry per load_plan, kept forever, grew
+    # without bound in a process that loads many plans).
     linecache.cache[code_name] = (len(source), None, source.splitlines(True), code_name)
     exec(code, g.ns)
     fn = g.ns["forward"]
+    weakref.finalize(fn, linecache.cache.pop, code_name, None)
     return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename)

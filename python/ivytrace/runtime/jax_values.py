@@ -10,6 +10,8 @@ form the plan file can hold (python/ivytrace/recorder/jax_recorder.py):
 """
 from __future__ import annotations
 
+import math
+
 from ivytrace.runtime.errors import PlanError
 from ivytrace.runtime.values import CONTAINERS, array_from_proto, container, dtype_of, literal as _literal
 
@@ -51,7 +53,13 @@ def array_from_tensor_proto(t, where: str):
     import numpy as np
     if t.dtype == 4:   # BFLOAT16: NumPy has no name for it, ml_dtypes does
         import jax.numpy as jnp
-        a = np.frombuffer(bytearray(t.data), dtype=jnp.bfloat16).reshape(tuple(t.shape))
+
+        from ivytrace.runtime.values import checked_shape
+        shape = checked_shape(t, where)
+        if len(t.data) != math.prod(shape) * 2:
+            raise PlanError(f"{where}: array of shape {list(shape)} and dtype bfloat16 needs "
+                            f"{math.prod(shape) * 2} bytes, the plan has {len(t.data)}")
+        a = np.frombuffer(bytearray(t.data), dtype=jnp.bfloat16).reshape(shape)
     else:
         a = array_from_proto(t, where)
     return jax.device_put(a)

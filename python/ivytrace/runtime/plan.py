@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import zlib
 
 from ivytrace.runtime.allowlist import AllowList, default_allowlist
 from ivytrace.runtime.codegen import generate
@@ -15,6 +16,7 @@ from ivytrace.runtime.errors import PlanError
 from ivytrace.v1 import plan_pb2
 
 PLAN_MAGIC = b"IVYPLN01"
+CHECKSUM_TAG = bytes([15 << 3 | 5])  # Plan.crc32: field 15, fixed32
 
 
 def read_plan_file(path) -> plan_pb2.Plan:
@@ -27,9 +29,20 @@ def read_plan_file(path) -> plan_pb2.Plan:
     if data[:len(PLAN_MAGIC)] != PLAN_MAGIC:
         raise PlanError(f"{path}: not an ivytrace plan file (expected magic {PLAN_MAGIC!r} at byte 0, "
                         f"found {data[:len(PLAN_MAGIC)]!r})")
+    # The file ends with its checksum (Plan.crc32, field 15): the CRC-32 of every byte before it.
+    end = len(data) - len(CHECKSUM_TAG) - 4
+    if end < len(PLAN_MAGIC) or data[end:end + len(CHECKSUM_TAG)] != CHECKSUM_TAG:
+        raise PlanError(f"{path}: byte offset {max(end, 0)}: truncated or damaged: the plan file does not end "
+                        f"with its checksum (field 15, fixed32)")
+    stored = int.from_bytes(data[end + len(CHECKSUM_TAG):], "little")
+    actual = zlib.crc32(memoryview(data)[:end])
+    if stored != actual:
+        raise PlanError(f"{path}: byte offset {end}: damaged: the checksum of bytes 0 to {end} "
+                        f"({actual:#010x}) does not match the stored one ({stored:#010x}): bytes were "
+                        f"changed after the plan was written")
     plan = plan_pb2.Plan()
     try:
-        plan.ParseFromString(data[len(PLAN_MAGIC):])
+        plan.ParseFromString(data[len(PLAN_MAGIC):end])
     except Exception as e:  # protobuf's DecodeError; the message differs by backend
         raise PlanError(f"{path}: byte offset {len(PLAN_MAGIC)}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
     return plan
@@ -39,8 +52,11 @@ def write_plan_file(path, plan: plan_pb2.Plan) -> None:
     """Write a plan (magic + serialized Plan), atomically. The CLI normally does this; tests use it."""
     path = os.fspath(path)
     tmp = f"{path}.tmp{os.getpid()}"
+    plan = plan_pb2.Plan.FromString(plan.SerializeToString())
+    plan.ClearField("crc32")
+    body = PLAN_MAGIC + plan.SerializeToString()
     with open(tmp, "wb") as f:
-        f.write(PLAN_MAGIC + plan.SerializeToString())
+        f.write(body + CHECKSUM_TAG + zlib.crc32(body).to_bytes(4, "little"))
     os.replace(tmp, path)
 
 

@@ -88,12 +88,27 @@ def literal(arg, allow, where: str):
     raise PlanError(f"{where}: unknown argument kind {kind!r}")
 
 
+# torch and NumPy refuse more dimensions than this (with a raw RuntimeError/ValueError).
+MAX_DIMS = 64
+
+
+def checked_shape(t, where: str) -> tuple:
+    """The shape of an ivytrace.v1.Tensor from a plan file: non-negative dims, at most MAX_DIMS,
+    and a size that fits in memory at all (a zero-size tensor with huge dims included)."""
+    shape = tuple(int(s) for s in t.shape)
+    if len(shape) > MAX_DIMS:
+        raise PlanError(f"{where}: shape has {len(shape)} dimensions; at most {MAX_DIMS} are supported")
+    if any(s < 0 for s in shape):
+        raise PlanError(f"{where}: negative dimension in shape {list(shape)}")
+    if any(s >= 1 << 62 for s in shape) or math.prod(s for s in shape if s) >= 1 << 62:
+        raise PlanError(f"{where}: shape {list(shape)} is too large")
+    return shape
+
+
 def tensor_from_proto(t, where: str):
     """A torch tensor from an ivytrace.v1.Tensor (dense, C-contiguous, little-endian)."""
     dt = dtype_of(t.dtype, where)
-    shape = tuple(int(s) for s in t.shape)
-    if any(s < 0 for s in shape):
-        raise PlanError(f"{where}: negative dimension in shape {list(shape)}")
+    shape = checked_shape(t, where)
     numel = math.prod(shape)
     itemsize = torch.empty((), dtype=dt).element_size()
     if len(t.data) != numel * itemsize:
@@ -114,9 +129,7 @@ def array_from_proto(t, where: str):
         dt = np.dtype(name)
     except TypeError:
         raise PlanError(f"{where}: dtype {name} has no NumPy equivalent") from None
-    shape = tuple(int(s) for s in t.shape)
-    if any(s < 0 for s in shape):
-        raise PlanError(f"{where}: negative dimension in shape {list(shape)}")
+    shape = checked_shape(t, where)
     if len(t.data) != math.prod(shape) * dt.itemsize:
         raise PlanError(f"{where}: array of shape {list(shape)} and dtype {dt} needs "
                         f"{math.prod(shape) * dt.itemsize} bytes, the plan has {len(t.data)}")
