@@ -1,5 +1,6 @@
 #include "core/passes/bake_generators.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,36 +25,50 @@ std::string Where(const Node& n) { return "'" + n.op + "' at " + n.loc.file() + 
 
 Status BakeGenerators::Run(Graph* g, PassResult* result) {
   const auto visible = CallerVisibleStorage(*g);
+  // from_input: the value depends on a region input's data. Symbolic ints (SYM_INT/SYM_BOOL) and
+  // what is made from them alone (torch.empty(x.shape)) depend only on shapes: `shapes_of` lists
+  // the symbolic values each such value was made from.
   std::vector<char> from_input(g->values.size(), 0);
-  for (ValueId v : g->InputValues()) from_input[v] = 1;
+  std::vector<std::vector<ValueId>> shapes_of(g->values.size());
+  auto symbolic = [&](ValueId v) { return g->values[v].dtype == v1::SYM_INT || g->values[v].dtype == v1::SYM_BOOL; };
+  for (ValueId v : g->InputValues()) from_input[v] = !symbolic(v);
   std::vector<char> bake(g->nodes.size(), 0);
-  std::vector<std::pair<size_t, std::vector<ValueId>>> shape_guards;  // node -> symbolic ints it reads
+  std::vector<std::pair<size_t, std::vector<ValueId>>> shape_guards;  // node -> symbolic ints it was shaped by
   for (size_t i = 0; i < g->nodes.size(); ++i) {
     const Node& n = g->nodes[i];
     if (n.erased) continue;
     bool reads_input = false;
-    for (ValueId in : n.inputs) reads_input = reads_input || from_input[in];
+    std::vector<ValueId> shapes;
+    for (ValueId in : n.inputs) {
+      if (symbolic(in)) {
+        if (std::find(shapes.begin(), shapes.end(), in) == shapes.end()) shapes.push_back(in);
+        continue;   // a shape, never the caller's data
+      }
+      reads_input = reads_input || from_input[in];
+      for (ValueId s : shapes_of[in]) {
+        if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
+      }
+    }
     if (!IsRandom(n)) {
-      for (ValueId out : n.outputs) from_input[out] = reads_input;
+      for (ValueId out : n.outputs) {
+        from_input[out] = reads_input && !symbolic(out);
+        if (!reads_input && !symbolic(out)) shapes_of[out] = shapes;
+      }
       continue;
     }
     const std::string cannot = "bake-generators: cannot bake random op " + Where(n) + ": ";
-    // A shape computed from a region input (a symbolic int: torch.rand(x.shape)) fixes only the
-    // draw's shape: baking specializes on it, and a guard checks it on every replay.
-    std::vector<ValueId> shape_inputs;
-    for (ValueId in : n.inputs) {
-      if (!from_input[in]) continue;
-      const auto dt = g->values[in].dtype;
-      if (dt != v1::SYM_INT && dt != v1::SYM_BOOL) {
-        return Status::InvalidArgument(cannot + "it reads a region input, so its values depend on the caller's "
-                                       "data (run without --bake-generators to keep it)");
-      }
-      if (!RecordedScalar(*g, in)) {
+    if (reads_input) {
+      return Status::InvalidArgument(cannot + "it reads a region input, so its values depend on the caller's "
+                                     "data (run without --bake-generators to keep it)");
+    }
+    // Shapes computed from a region input (torch.rand(x.shape), torch.empty(x.shape).normal_())
+    // fix only the draw's shape: baking specializes on them, and a guard checks each on replay.
+    for (ValueId s : shapes) {
+      if (!RecordedScalar(*g, s)) {
         return Status::InvalidArgument(cannot + "the trace holds no recorded value for the shape it reads");
       }
-      shape_inputs.push_back(in);
     }
-    if (!shape_inputs.empty()) shape_guards.emplace_back(i, std::move(shape_inputs));
+    if (!shapes.empty()) shape_guards.emplace_back(i, std::move(shapes));
     for (const auto& m : n.mutated) {
       if (visible.count(m.storage())) {
         return Status::InvalidArgument(cannot + "it writes a region input or parameter in place");
