@@ -65,6 +65,7 @@ int RunExport(const ExportOptions& o) {
     // An ONNX model's inputs have fixed ranks: the guards on the inputs' ranks hold in it. A
     // graph specialized on its inputs' shapes (JAX) is exported with those shapes, static.
     static_inputs = DropInputShapeGuards(&lg.graph);
+    DropGuardsOnStaticDims(&lg.graph, /*dynamic_dim0=*/!o.static_batch && !static_inputs);
     // The ONNX exporter does not lower shape arithmetic yet: the model takes the recorded shapes
     // and the ivytrace.sym.* ops go. The guards on such values stay in the list (refused below
     // without --allow-specialized, else written into metadata_props).

@@ -10,7 +10,8 @@ namespace ivytrace::cli {
 
 int Fail(const std::string& command, const Status& status, int code) {
   // Messages quote names from input files: control characters in them are shown escaped.
-  std::fprintf(stderr, "ivytrace %s: error: %s\n", command.c_str(), Printable(status.message()).c_str());
+  // Our messages span lines (lists of ops, of guards); every other control character is escaped.
+  std::fprintf(stderr, "ivytrace %s: error: %s\n", command.c_str(), Printable(status.message(), /*keep_newlines=*/true).c_str());
   return code;
 }
 

@@ -96,4 +96,49 @@ bool DropInputShapeGuards(Graph* graph) {
   return shapes;
 }
 
+namespace {
+
+// Whether symbolic value `v` is computed only from dims the exported model declares static (every
+// input dim, but dim 0 when `dynamic_dim0`), so that its value is the recorded one on every input
+// the model accepts.
+bool FromStaticDims(const Graph& g, ValueId v, bool dynamic_dim0, int depth = 0) {
+  if (v >= g.values.size() || depth > 64) return false;
+  const Value& val = g.values[v];
+  if (val.kind == v1::CONSTANT_VALUE) return true;
+  if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return false;
+  const Node& n = g.nodes[val.producer];
+  if (n.op == "ivytrace.sym.size") {
+    if (n.args.size() < 2 || !n.args[0].has_tensor() || n.args[1].kind_case() != v1::Arg::kI) return false;
+    const Value& x = g.values[n.args[0].tensor().value()];
+    if (x.kind != v1::INPUT) return false;
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    int64_t d = n.args[1].i();
+    if (d < 0) d += rank;
+    return d >= 0 && d < rank && !(dynamic_dim0 && d == 0);
+  }
+  if (n.op == "ivytrace.sym.dim") return n.args.size() == 1 && n.args[0].has_tensor() &&
+                                         g.values[n.args[0].tensor().value()].kind == v1::INPUT;
+  if (n.op == "ivytrace.sym.numel") {
+    return !dynamic_dim0 && n.args.size() == 1 && n.args[0].has_tensor() &&
+           g.values[n.args[0].tensor().value()].kind == v1::INPUT;
+  }
+  if (n.op.rfind("ivytrace.sym.", 0) != 0) return false;
+  for (ValueId in : n.inputs) {
+    if (!FromStaticDims(g, in, dynamic_dim0, depth + 1)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void DropGuardsOnStaticDims(Graph* graph, bool dynamic_dim0) {
+  std::vector<v1::Guard> kept;
+  for (auto& guard : graph->guards) {
+    const ValueId v = guard.tensor().value();
+    if (IsSymbolic(*graph, v) && FromStaticDims(*graph, v, dynamic_dim0)) continue;
+    kept.push_back(std::move(guard));
+  }
+  graph->guards = std::move(kept);
+}
+
 }  // namespace ivytrace

@@ -28,4 +28,9 @@ Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>*
 // inputs with their recorded (static) shapes, where those guards hold by construction.
 bool DropInputShapeGuards(Graph* graph);
 
+// Drops the guards on symbolic values computed only from input dims an exported model declares
+// static (all of them, but dim 0 when `dynamic_dim0`): such a model accepts only inputs on which
+// the guard holds, so it holds by construction (`d ** 0.5` on a feature size, say).
+void DropGuardsOnStaticDims(Graph* graph, bool dynamic_dim0);
+
 }  // namespace ivytrace
