@@ -284,6 +284,7 @@ def test_transformers_render_nested_by_module(browser, cli, request, tmp_path, m
     if modules is None:  # the GPT block's own submodules
         modules = sorted({s.split(".")[0] for s in scopes})
     for path in modules:
+        browser.find_element(By.ID, "fit").click()   # as a person would: fit, so the module is on screen
         g = group(browser, path)
         if "collapsed" in g.get_attribute("class"):
             g.click()

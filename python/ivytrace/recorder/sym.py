@@ -491,6 +491,10 @@ class SymHost:
         cls = self.SymIntType
         return size_type(cls(int(d), ("leaf", "ivytrace.sym.size", t, i), self) for i, d in enumerate(shape))
 
+    def _sym_scope(self) -> int:
+        """The interned module scope of the code that made the value (0: none)."""
+        return 0
+
     def _sym_input(self, value: int) -> SymInt:
         """A stand-in for a Python int the caller passes in (a stateful object's attribute): it
         becomes a region input when handed to region_begin (`_sym_input_ref`)."""
@@ -529,6 +533,7 @@ class SymHost:
         r.dtype = sym.DTYPE
         ev.file = fid
         ev.line = line
+        ev.scope = self._sym_scope()
         ev.thread = threading.get_ident()
         ev.start_ns = max(time.perf_counter_ns() - self._t0, 0)
         w.add(TAG_OP, ev.SerializeToString(), op=True)

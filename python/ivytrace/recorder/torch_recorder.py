@@ -809,6 +809,10 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
     def _sym_region(self):
         return self._regions[-1] if self._regions else 0
 
+    def _sym_scope(self):
+        st = self._scopes.get(self._get_ident())
+        return st[-1][2] if st else 0
+
     def _note_sym(self, ins, arg: bytes):
         """The `_in` encoder met a symbolic int: the call is made with plain ints, and it reads a
         value of the graph unless the int is a constant here."""
