@@ -294,7 +294,12 @@ def _program(steps, F):
 def test_generated_programs_are_never_wrong(steps, framework, shapes):
     F = FRAMEWORKS[framework]
     fn = _program(steps, F)
-    graph = ivytrace.trace_graph(fn, args=(_data(F, shapes[0], 0),))
+    x0 = _data(F, shapes[0], 0)
+    try:
+        fn(x0)
+    except Exception:   # noqa: BLE001 - a program that fails at its own shape (len() of a 0-d array)
+        hypothesis.assume(False)
+    graph = ivytrace.trace_graph(fn, args=(x0,))
     for i, shape in enumerate(shapes[1:], start=1):
         x = _data(F, shape, i)
         try:
