@@ -494,7 +494,7 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
                 raise
             plain, out_spec = _flatten(out)
             state_values = []
-            _put_back_plain_ints(stand_ins)
+            assigned = _put_back_plain_ints(stand_ins)
             for qn, t, is_buffer in module_state:
                 if t._version != versions[qn]:
                     if is_buffer and fn.training or _holds(state_in, qn):
@@ -510,7 +510,7 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
                 for a, v in new.items():
                     if a in old and old[a] is v:
                         continue
-                    v = _changed.get((id(obj), a), v)   # the symbolic int that was assigned
+                    v = assigned.get((id(obj), a), v)   # the symbolic int that was assigned
                     if _is_array(v) or v is None or type(v) in (bool, int, float, str) or _is_sym(v):
                         state_out.append(_StateSlot(which, a))
                         state_values.append(v)
@@ -543,23 +543,21 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
         raise
 
 
-_changed: dict = {}
-
-
-def _put_back_plain_ints(stand_ins):
+def _put_back_plain_ints(stand_ins) -> dict:
     """After the traced call: no stand-in stays on a user's object. An attribute the call did
-    not assign gets its int back; one it assigned a stand-in to gets that value's plain int (the
-    stand-in is kept in `_changed` for the region's state outputs)."""
+    not assign gets its int back; one it assigned a stand-in to gets that value's plain int.
+    Returns {(id(object), attribute): assigned stand-in}, for the region's state outputs."""
     from ivytrace.recorder.sym import SymValue
-    _changed.clear()
+    assigned = {}
     for obj, a, plain, s in stand_ins:
         cur = getattr(obj, a, None)
         if cur is s:
             setattr(obj, a, plain)
         elif isinstance(cur, SymValue):
-            _changed[(id(obj), a)] = cur
+            assigned[(id(obj), a)] = cur
             setattr(obj, a, cur.value)
     stand_ins.clear()
+    return assigned
 
 
 def _is_sym(v) -> bool:
