@@ -211,7 +211,8 @@ def test_lazy_graph_retraces_instead_of_raising(framework):
     retraces = [w for w in caught if issubclass(w.category, ivytrace.RetraceWarning)]
     assert lazy.traces >= 2 and retraces
     # the warning names the guard that failed, with the user's line
-    assert "guard failed at" in str(retraces[0].message) and __file__ in str(retraces[0].message)
+    # (the path is relative to the recording's working directory when the file lies under it)
+    assert "guard failed at" in str(retraces[0].message) and "test_symbolic_shapes.py:" in str(retraces[0].message)
 
 
 def test_max_traces_bounds_the_cache_and_says_so():
