@@ -202,8 +202,17 @@ InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
   // recorded False): the model declares that dim static, where the guard holds by construction.
   std::set<std::pair<ValueId, int64_t>> pinned;
   std::vector<std::pair<std::pair<ValueId, int64_t>, std::pair<ValueId, int64_t>>> tied;
-  for (const auto& guard : graph->guards) {
+  std::set<size_t> pinning_guards;  // `range(x.shape[1])`: an int taken from an input dim itself
+  for (size_t gi = 0; gi < graph->guards.size(); ++gi) {
+    const auto& guard = graph->guards[gi];
     const ValueId v = guard.tensor().value();
+    if (guard.observed().kind_case() == v1::Arg::kI) {
+      if (auto r = InputDimRead(*graph, v)) {
+        pinned.insert(*r);
+        pinning_guards.insert(gi);
+      }
+      continue;
+    }
     if (v >= graph->values.size() || graph->values[v].kind != v1::NODE_OUTPUT || graph->values[v].producer < 0) continue;
     const Node& n = graph->nodes[graph->values[v].producer];
     if ((n.op != "ivytrace.sym.eq" && n.op != "ivytrace.sym.ne") || n.args.size() != 2) continue;
@@ -218,14 +227,35 @@ InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
     else if (a && b) tied.emplace_back(*a, *b);
   }
 
-  // Dynamic: every dim not pinned, not recorded as 0 or 1 (size-1 dims broadcast and squeeze,
-  // and the graph was recorded with that meaning), and not dim 0 under static_batch. Dims of
-  // one recorded size share a group (a name), as do dims a guard found equal.
+  // The sizes the program read as shapes: an input dim it read (directly, or a dim of the same
+  // recorded size of a tensor computed from the inputs) is one its code follows.
+  std::set<int64_t> read_sizes;
+  std::set<std::pair<ValueId, int64_t>> read_dims;
+  for (ValueId v = 0; v < graph->values.size(); ++v) {
+    const Value& val = graph->values[v];
+    if (val.kind != v1::NODE_OUTPUT || val.producer < 0 || graph->nodes[val.producer].erased ||
+        graph->nodes[val.producer].op != "ivytrace.sym.size") {
+      continue;
+    }
+    if (auto r = InputDimRead(*graph, v)) read_dims.insert(*r);
+    if (auto x = RecordedScalar(*graph, v)) read_sizes.insert(*x);
+  }
+  const int64_t batch = !by_ordinal.empty() && !graph->values[by_ordinal[0]].shape.empty()
+                            ? graph->values[by_ordinal[0]].shape[0] : -1;
+
+  // Dynamic: dim 0 when it has the first input's recorded size (the batch), and every dim the
+  // program read as a shape; but not a dim recorded as 0 or 1 (size-1 dims broadcast and squeeze,
+  // and the graph was recorded with that meaning), a dim a guard pins, or dim 0 under
+  // static_batch. Dims of one recorded size share a group (a name). A dim the program never read
+  // (an MLP's features, fixed by its weights) stays static.
   std::map<int64_t, int> group_of_size;
   for (size_t k = 0; k < by_ordinal.size(); ++k) {
     const auto& shape = graph->values[by_ordinal[k]].shape;
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] <= 1 || (d == 0 && options.static_batch) || pinned.count({by_ordinal[k], d})) continue;
+      const bool follows = (d == 0 && shape[0] == batch) || read_dims.count({by_ordinal[k], d}) ||
+                           read_sizes.count(shape[d]);
+      if (!follows) continue;
       auto [it, fresh] = group_of_size.emplace(shape[d], static_cast<int>(group_of_size.size()));
       dims.group[k][d] = it->second;
     }
@@ -233,9 +263,10 @@ InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
   (void)tied;  // equal recorded sizes already share a group
   // The pinning guards hold by construction now.
   std::vector<v1::Guard> kept;
-  for (auto& guard : graph->guards) {
+  for (size_t gi = 0; gi < graph->guards.size(); ++gi) {
+    auto& guard = graph->guards[gi];
     const ValueId v = guard.tensor().value();
-    bool drop = false;
+    bool drop = pinning_guards.count(gi) > 0;
     if (v < graph->values.size() && graph->values[v].kind == v1::NODE_OUTPUT && graph->values[v].producer >= 0) {
       const Node& n = graph->nodes[graph->values[v].producer];
       if ((n.op == "ivytrace.sym.eq" || n.op == "ivytrace.sym.ne") && n.args.size() == 2) {

@@ -426,3 +426,16 @@ def test_random_like_keeps_shapes_and_dtypes():
     rng = np.random.default_rng(0)
     t = random_like(torch.zeros(2, 3, dtype=torch.int64) + 7, rng)
     assert t.shape == (2, 3) and t.dtype == torch.int64
+
+
+def test_torch_symint_helpers_stay_symbolic():
+    # torch.sym_min/sym_max/sym_int/sym_not dispatch through __torch_function__: recorded as calls,
+    # their int result was baked (x * 2 at batch 3, silently). Called through, they reach the
+    # symbolic int's own methods.
+    progs = [lambda x: x * torch.sym_min(x.shape[0], 3), lambda x: x * torch.sym_max(x.shape[0], 1),
+             lambda x: x * torch.sym_int(x.shape[0] * 2), lambda x: x * torch.tensor(torch.sym_not(x.shape[0] > 2))]
+    for fn in progs:
+        graph = ivytrace.trace_graph(fn, args=(torch.randn(2, 3),))
+        for b in (3, 5):
+            x = torch.randn(b, 3)
+            torch.testing.assert_close(graph(x), fn(x))

@@ -273,8 +273,37 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     else sizes.push_back(s[axis]);
     outs.push_back(unbind ? ctx.Temp("piece") : ctx.Out(r));
   }
+  // split(x, [n // 3, n - n // 3]): sizes read from shapes are computed at run time.
+  const v1::Arg* sections = call.Get("split_size_or_sections");
+  const bool sym_sections = sections && !unbind && IsSymbolicArg(ctx, *sections) &&
+                            (sections->kind_case() == v1::Arg::kList || sections->kind_case() == v1::Arg::kTuple);
+  // np.split(x, [i, j]): split points; the pieces are [i, j - i, n - j], n the run-time size.
+  const v1::Arg* points = call.Get("indices_or_sections");
+  const bool point_list = points && !unbind &&
+                          (points->kind_case() == v1::Arg::kList || points->kind_case() == v1::Arg::kTuple);
   if (results.size() == 1) {
     ctx.Emit("Identity", {ctx.In(x)}, {outs[0]});
+  } else if (point_list) {
+    for (const auto& it : points->kind_case() == v1::Arg::kList ? points->list().items() : points->tuple().items()) {
+      if (auto i = AsInt(it); i && *i < 0) return Status::Unsupported("np.split at a negative index");
+    }
+    std::string p;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *points, &p));
+    auto* g = ctx.Emit("Gather", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({axis})}, {ctx.Temp("n")});
+    SetAttr(g, "axis", int64_t{0});
+    onnx::NodeProto* c1 = nullptr;
+    onnx::NodeProto* c2 = nullptr;
+    std::string ends = ctx.EmitTemp("Concat", {p, g->output(0)}, &c1);
+    std::string starts = ctx.EmitTemp("Concat", {ctx.Int64s({0}), p}, &c2);
+    SetAttr(c1, "axis", int64_t{0});
+    SetAttr(c2, "axis", int64_t{0});
+    auto* n = ctx.Emit("Split", {ctx.In(x), ctx.EmitTemp("Sub", {ends, starts})}, outs);
+    SetAttr(n, "axis", axis);
+  } else if (sym_sections) {
+    std::string split;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *sections, &split));
+    auto* n = ctx.Emit("Split", {ctx.In(x), split}, outs);
+    SetAttr(n, "axis", axis);
   } else {
     auto* n = ctx.Emit("Split", {ctx.In(x), ctx.Int64s(sizes)}, outs);
     SetAttr(n, "axis", axis);

@@ -105,16 +105,12 @@ Status LowerSymSize(const Node& node, const BoundCall& call, LoweringContext& ct
   return Status::Ok();
 }
 
-// ivytrace.sym.numel(input): Size. ivytrace.sym.dim(input): the rank, fixed in an ONNX model.
+// ivytrace.sym.numel(input): Size.
 Status LowerSymNumel(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  if (ctx.canonical() == "sym_dim") {
-    ctx.Emit("Identity", {ctx.Scalar(Number::Int(ctx.Rank(x)), v1::INT64)}, {ctx.Out(result)});
-  } else {
-    ctx.Emit("Size", {ctx.In(x)}, {ctx.Out(result)});
-  }
+  ctx.Emit("Size", {ctx.In(x)}, {ctx.Out(result)});
   return Status::Ok();
 }
 
@@ -123,18 +119,18 @@ Status LowerSymArith(const Node& node, const BoundCall& call, LoweringContext& c
   ValueId result;
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const std::string& c = ctx.canonical();
-  const bool logical = c == "sym_not_" || c == "sym_and_" || c == "sym_or_";
+  const bool logical = c == "sym_not" || c == "sym_and" || c == "sym_or";
   const v1::DType d = logical ? v1::BOOL : v1::INT64;
   std::string a, b;
   IVY_RETURN_IF_ERROR(SymOperand(ctx, call.Get("a"), d, &a));
-  const bool unary = c == "sym_neg" || c == "sym_abs" || c == "sym_not_";
+  const bool unary = c == "sym_neg" || c == "sym_abs" || c == "sym_not";
   if (!unary) IVY_RETURN_IF_ERROR(SymOperand(ctx, call.Get("b"), d, &b));
   const std::string out = ctx.Out(result);
   static const std::pair<std::string_view, std::string_view> kDirect[] = {
       {"sym_add", "Add"},   {"sym_sub", "Sub"},     {"sym_mul", "Mul"},     {"sym_pow", "Pow"},
       {"sym_min", "Min"},   {"sym_max", "Max"},     {"sym_eq", "Equal"},    {"sym_lt", "Less"},
-      {"sym_le", "LessOrEqual"}, {"sym_gt", "Greater"}, {"sym_ge", "GreaterOrEqual"}, {"sym_and_", "And"},
-      {"sym_or_", "Or"},
+      {"sym_le", "LessOrEqual"}, {"sym_gt", "Greater"}, {"sym_ge", "GreaterOrEqual"}, {"sym_and", "And"},
+      {"sym_or", "Or"},
   };
   for (const auto& [name, op] : kDirect) {
     if (c == name) {
@@ -144,7 +140,7 @@ Status LowerSymArith(const Node& node, const BoundCall& call, LoweringContext& c
   }
   if (c == "sym_neg") ctx.Emit("Neg", {a}, {out});
   else if (c == "sym_abs") ctx.Emit("Abs", {a}, {out});
-  else if (c == "sym_not_") ctx.Emit("Not", {a}, {out});
+  else if (c == "sym_not") ctx.Emit("Not", {a}, {out});
   else if (c == "sym_ne") ctx.Emit("Not", {ctx.EmitTemp("Equal", {a, b})}, {out});
   else if (c == "sym_mod" || c == "sym_floordiv") {
     // Python's a % b has b's sign (Mod with fmod=0); a // b = (a - a % b) / b, which divides

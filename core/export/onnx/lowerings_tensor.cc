@@ -64,6 +64,9 @@ Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ct
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (const v1::Arg* order = call.Get("order"); order && order->kind_case() == v1::Arg::kS && order->s() != "C") {
+    return Status::Unsupported("reshape in order '" + order->s() + "' (ONNX Reshape reads and writes in C order)");
+  }
   const v1::Arg* s = call.Get("shape");
   if (s && IsSymbolicArg(ctx, *s)) {
     // view(b, t, -1): the sizes the program read from shapes are computed from the inputs. A

@@ -31,6 +31,35 @@ std::string Location(const Node& n) {
   return n.loc.file() + ":" + std::to_string(n.loc.line());
 }
 
+// Each output tensor's path in the returned structure, in ForEachTensor order: dict keys and list
+// indices joined by "."; "" for tensors not under a dict (the caller names those "output.<i>").
+void CollectOutputNames(const v1::Arg& arg, const std::string& path, bool under_dict, std::vector<std::string>* out) {
+  switch (arg.kind_case()) {
+    case v1::Arg::kTensor: out->push_back(under_dict ? path : ""); break;
+    case v1::Arg::kList:
+    case v1::Arg::kTuple: {
+      const auto& items = arg.kind_case() == v1::Arg::kList ? arg.list().items() : arg.tuple().items();
+      for (int i = 0; i < items.size(); ++i) {
+        CollectOutputNames(items[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i), under_dict, out);
+      }
+      break;
+    }
+    case v1::Arg::kDict:
+      for (int i = 0; i < arg.dict().values_size(); ++i) {
+        const std::string key = i < arg.dict().keys_size() ? arg.dict().keys(i) : std::to_string(i);
+        CollectOutputNames(arg.dict().values(i), path.empty() ? key : path + "." + key, true, out);
+      }
+      break;
+    default: ForEachTensor(arg, [&](const v1::TensorRef&) { out->push_back(""); });
+  }
+}
+
+std::vector<std::string> OutputNames(const v1::Arg& outputs) {
+  std::vector<std::string> names;
+  CollectOutputNames(outputs, "", false, &names);
+  return names;
+}
+
 // Nodes whose results reach a graph output; the others cannot affect the ONNX model.
 std::vector<bool> LiveNodes(const Graph& g, const std::vector<ValueId>& extra_roots) {
   std::vector<bool> live_value(g.values.size(), false), live(g.nodes.size(), false);
@@ -319,9 +348,15 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   std::vector<std::string> out_names;
   std::set<ValueId> named_outputs;
   std::vector<bool> needs_identity;
+  const std::vector<std::string> paths = OutputNames(graph.outputs);
+  std::set<std::string> used_names;
+  for (const auto& t : input_tensors) used_names.insert(t.name);
   for (size_t i = 0; i < outs.size(); ++i) {
     IVY_RETURN_IF_ERROR(check_value(outs[i]));
+    // The output's path in the returned structure ("logits", "pair.0"); "output"/"output.<i>" when
+    // the function returned a tensor or a tuple, or a name is taken.
     std::string name = outs.size() == 1 ? "output" : "output." + std::to_string(i);
+    if (i < paths.size() && !paths[i].empty() && used_names.insert(paths[i]).second) name = paths[i];
     IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
     out_names.push_back(name);
     const bool direct = checks.empty() && graph.values[outs[i]].kind == v1::NODE_OUTPUT &&

@@ -185,6 +185,9 @@ class TorchSymInt(_sym.SymInt, torch.SymInt):
 class TorchSymBool(_sym.SymBool, torch.SymBool):
     __slots__ = ()
 
+    def __sym_not__(self):   # torch.sym_not(b)
+        return _sym.not_(self)
+
 
 _sym.SYM_CLASSES.update((TorchSymInt, TorchSymBool))
 _sym._UNWRAP_TYPES[TorchSymSize] = lambda v: torch.Size([_sym.unwrap(x) for x in v])
