@@ -439,3 +439,16 @@ def test_torch_symint_helpers_stay_symbolic():
         for b in (3, 5):
             x = torch.randn(b, 3)
             torch.testing.assert_close(graph(x), fn(x))
+
+
+def test_a_call_returning_python_numbers_from_a_shape_is_guarded():
+    # `n in x` (Tensor.__contains__) reads the shape-derived n and returns a plain bool: the graph
+    # holds the recorded answer, so a replay with another n must raise, not reuse it.
+    def fn(x):
+        return x * (2.0 if x.shape[0] in x else 1.0)
+
+    graph = ivytrace.trace_graph(fn, args=(torch.tensor([[2.0, 0, 0], [0, 0, 0]]),))
+    same = torch.tensor([[2.0, 1, 0], [0, 0, 0]])
+    torch.testing.assert_close(graph(same), fn(same))
+    with pytest.raises(ivytrace.GuardError, match="ivytrace.sym.__index__ gave 2"):
+        graph(torch.tensor([[2.0, 0, 0], [0, 0, 0], [0, 0, 0]]))
