@@ -190,12 +190,14 @@ void DropGuardsOnStaticDims(Graph* graph, const InputDims& dims) {
   graph->guards = std::move(kept);
 }
 
-InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
+InputDims AnalyzeInputDims(const Graph& g, const InputDimsOptions& options, std::vector<bool>* drop_guards) {
+  const Graph* graph = &g;
   const auto ord = InputOrdinals(*graph);
   InputDims dims;
   std::vector<ValueId> by_ordinal(ord.size());
   for (const auto& [v, k] : ord) by_ordinal[k] = v;
   for (ValueId v : by_ordinal) dims.group.emplace_back(graph->values[v].shape.size(), -1);
+  drop_guards->assign(graph->guards.size(), false);
   if (options.all_static) return dims;
 
   // Guards that pin an input dim to its recorded size (`x.shape[1] == 32` recorded True, or `!=`
@@ -261,10 +263,10 @@ InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
     }
   }
   (void)tied;  // equal recorded sizes already share a group
-  // The pinning guards hold by construction now.
-  std::vector<v1::Guard> kept;
+  // The pinning guards hold by construction in a model declaring the dim static.
+  drop_guards->assign(graph->guards.size(), false);
   for (size_t gi = 0; gi < graph->guards.size(); ++gi) {
-    auto& guard = graph->guards[gi];
+    const auto& guard = graph->guards[gi];
     const ValueId v = guard.tensor().value();
     bool drop = pinning_guards.count(gi) > 0;
     if (v < graph->values.size() && graph->values[v].kind == v1::NODE_OUTPUT && graph->values[v].producer >= 0) {
@@ -277,10 +279,55 @@ InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
         }
       }
     }
-    if (!drop) kept.push_back(std::move(guard));
+    (*drop_guards)[gi] = drop;
+  }
+  return dims;
+}
+
+InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
+  std::vector<bool> drop;
+  InputDims dims = AnalyzeInputDims(*graph, options, &drop);
+  std::vector<v1::Guard> kept;
+  for (size_t gi = 0; gi < graph->guards.size(); ++gi) {
+    if (!drop[gi]) kept.push_back(std::move(graph->guards[gi]));
   }
   graph->guards = std::move(kept);
   return dims;
+}
+
+std::vector<std::vector<std::string>> InputDimNames(const std::vector<std::string>& input_names,
+                                                    const std::vector<std::vector<int>>& groups) {
+  std::map<int, std::string> names;
+  bool batch_named = false;
+  std::vector<std::vector<std::string>> out;
+  for (size_t k = 0; k < groups.size(); ++k) {
+    out.emplace_back(groups[k].size());
+    for (size_t d = 0; d < groups[k].size(); ++d) {
+      const int grp = groups[k][d];
+      if (grp < 0) continue;
+      auto it = names.find(grp);
+      if (it == names.end()) {
+        std::string n = d == 0 && !batch_named ? "batch"
+                        : (k < input_names.size() ? input_names[k] : "input" + std::to_string(k)) + "_dim" + std::to_string(d);
+        batch_named = batch_named || n == "batch";
+        it = names.emplace(grp, n).first;
+      }
+      out[k][d] = it->second;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> InputTensorNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const auto& in : graph.inputs) {
+    size_t n = 0;
+    ForEachTensor(in.value(), [&](const v1::TensorRef&) { ++n; });
+    for (size_t i = 0; i < n; ++i) {
+      names.push_back(n == 1 && in.value().kind_case() == v1::Arg::kTensor ? in.name() : in.name() + "." + std::to_string(i));
+    }
+  }
+  return names;
 }
 
 Status SpecializeStaticSymbols(Graph* graph, const InputDims& dims, size_t* replaced) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "core/ir/graph.h"
@@ -49,6 +50,16 @@ struct InputDimsOptions {
 // whose guards it drops (they hold by construction in a model declaring the dim static). Dims
 // recorded with one size share a group.
 InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options);
+// The same choice without touching the graph; `drop_guards[i]` says whether guard i holds by
+// construction under it (ChooseInputDims drops those).
+InputDims AnalyzeInputDims(const Graph& graph, const InputDimsOptions& options, std::vector<bool>* drop_guards);
+// The names of the region's input tensors, in InputDims order: "x", or "x.0", "x.1", ... when an
+// input is a list, tuple or dict of tensors.
+std::vector<std::string> InputTensorNames(const Graph& graph);
+// The dim_param of each dim of each input ("" for a static dim): a group's first dim names it,
+// "batch" for a dim 0, else "<input>_dim<d>".
+std::vector<std::vector<std::string>> InputDimNames(const std::vector<std::string>& input_names,
+                                                    const std::vector<std::vector<int>>& groups);
 
 // Drops the guards on symbolic values computed only from static dims: the exported model accepts
 // only inputs on which such a guard holds (`d ** 0.5` on a feature size, say).

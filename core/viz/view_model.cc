@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/ir/arg.h"
+#include "core/passes/specialize_symbols.h"
 
 namespace ivytrace {
 namespace {
@@ -139,6 +140,92 @@ class GroupBuilder {
   std::vector<std::vector<int>> items_{1};  // per group: node ids, or -(group id + 1)
 };
 
+// Symbolic dims by name. Region input dims the graph follows (AnalyzeInputDims, the dims an ONNX
+// export declares dynamic) show their name beside the recorded size: "[batch=2,
+// input_ids_dim1=8]". A shape-derived int (an ivytrace.sym value) shows its expression over those
+// names: "sym_int = input_ids_dim1 // 4".
+class SymbolicNames {
+ public:
+  explicit SymbolicNames(const Graph& g) : g_(g), expr_(g.values.size()) {
+    std::vector<bool> drop;
+    const InputDims dims = AnalyzeInputDims(g, InputDimsOptions{}, &drop);
+    const auto names = InputDimNames(InputTensorNames(g), dims.group);
+    const std::vector<ValueId> inputs = g.InputValues();
+    for (size_t k = 0; k < inputs.size() && k < names.size(); ++k) dim_names_.emplace(inputs[k], names[k]);
+  }
+
+  std::string InputShape(ValueId v) const {
+    auto it = dim_names_.find(v);
+    const auto& shape = g_.values[v].shape;
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (i) s += ", ";
+      if (it != dim_names_.end() && i < it->second.size() && !it->second[i].empty()) s += it->second[i] + "=";
+      s += std::to_string(shape[i]);
+    }
+    return s + "]";
+  }
+
+  // " = <expression>" for a node defining a sym value, "" otherwise.
+  std::string Defines(const Node& node) {
+    if (node.outputs.empty() || node.op.rfind("ivytrace.sym.", 0) != 0) return "";
+    const std::string e = Expr(node.outputs[0], 0);
+    return e.empty() ? "" : " = " + e;
+  }
+
+ private:
+  std::string Operand(const v1::Arg& a, int depth) {
+    if (a.has_tensor()) {
+      std::string e = Expr(a.tensor().value(), depth + 1);
+      return e.empty() ? "%" + std::to_string(a.tensor().value()) : e;
+    }
+    return ArgToString(a, true);
+  }
+
+  std::string Expr(ValueId v, int depth) {
+    if (v >= expr_.size()) return "";
+    if (!expr_[v].empty()) return expr_[v];
+    const Value& val = g_.values[v];
+    if (depth > 8 || val.kind != v1::NODE_OUTPUT || val.producer < 0) return "";
+    const Node& n = g_.nodes[val.producer];
+    if (n.op.rfind("ivytrace.sym.", 0) != 0) return "";
+    const std::string op = n.op.substr(std::string_view("ivytrace.sym.").size());
+    static const std::map<std::string, std::string> kInfix = {
+        {"add", " + "}, {"sub", " - "},  {"mul", " * "},  {"floordiv", " // "}, {"mod", " % "}, {"pow", " ** "},
+        {"eq", " == "}, {"ne", " != "},  {"lt", " < "},   {"le", " <= "},       {"gt", " > "},  {"ge", " >= "},
+        {"and_", " and "}, {"or_", " or "}};
+    std::string e;
+    if (op == "size" && n.args.size() >= 2 && n.args[0].has_tensor() && n.args[1].kind_case() == v1::Arg::kI) {
+      const ValueId x = n.args[0].tensor().value();
+      int64_t d = n.args[1].i();
+      auto it = dim_names_.find(x);
+      if (d < 0) d += static_cast<int64_t>(g_.values[x].shape.size());
+      if (it != dim_names_.end() && d >= 0 && d < static_cast<int64_t>(it->second.size()) && !it->second[d].empty()) {
+        e = it->second[d];
+      } else {
+        e = "%" + std::to_string(x) + ".shape[" + std::to_string(d) + "]";
+      }
+    } else if (op == "numel" && !n.args.empty()) {
+      e = "numel(" + Operand(n.args[0], depth) + ")";
+    } else if (auto it = kInfix.find(op); it != kInfix.end() && n.args.size() == 2) {
+      e = "(" + Operand(n.args[0], depth) + it->second + Operand(n.args[1], depth) + ")";
+    } else if ((op == "min" || op == "max") && n.args.size() == 2) {
+      e = op + "(" + Operand(n.args[0], depth) + ", " + Operand(n.args[1], depth) + ")";
+    } else if ((op == "neg" || op == "not_" || op == "abs") && n.args.size() == 1) {
+      e = op == "neg" ? "-" + Operand(n.args[0], depth)
+          : op == "not_" ? "not " + Operand(n.args[0], depth) : "abs(" + Operand(n.args[0], depth) + ")";
+    }
+    if (e.size() > 2 && e.front() == '(' && depth == 0) e = e.substr(1, e.size() - 2);
+    if (e.size() > 80) e.clear();  // too long to read: the value's name stands for it
+    if (depth > 0) expr_[v] = e;
+    return e;
+  }
+
+  const Graph& g_;
+  std::vector<std::string> expr_;
+  std::map<ValueId, std::vector<std::string>> dim_names_;
+};
+
 }  // namespace
 
 std::string ValueTypeString(const Value& v) { return std::string(DTypeName(v.dtype)) + ShapeString(v); }
@@ -154,6 +241,7 @@ ViewModel BuildViewModel(const Graph& g) {
     vm.nodes.push_back(std::move(n));
     return static_cast<int>(vm.nodes.size()) - 1;
   };
+  SymbolicNames symbolic(g);
   for (ValueId v : g.InputValues()) {
     const Value& val = g.values[v];
     ViewNode n;
@@ -161,7 +249,7 @@ ViewModel BuildViewModel(const Graph& g) {
     n.name = "%" + std::to_string(v);
     n.op = val.name.empty() ? "input" : val.name;
     n.dtype = DTypeName(val.dtype);
-    n.shape = ShapeString(val);
+    n.shape = symbolic.InputShape(v);
     producer[v] = add(std::move(n));
   }
   GroupBuilder groups(&vm);
@@ -177,7 +265,8 @@ ViewModel BuildViewModel(const Graph& g) {
     n.args = ArgsString(node);
     if (!node.outputs.empty()) {
       n.dtype = DTypeName(g.values[node.outputs[0]].dtype);
-      n.shape = ShapeString(g.values[node.outputs[0]]);
+      const std::string defines = symbolic.Defines(node);
+      n.shape = defines.empty() ? ShapeString(g.values[node.outputs[0]]) : defines;
     }
     n.file = node.loc.file();
     n.line = node.loc.line();

@@ -48,6 +48,27 @@ TEST(ViewModel, EachCallOfAReusedModuleIsItsOwnNestedGroup) {
   EXPECT_EQ(vm.nodes[2].name, "%" + std::to_string(g.nodes[1].outputs[0]));  // as inspect --graph names it
 }
 
+TEST(ViewModel, SymbolicDimsAreShownByName) {
+  // x.view(b, t // 2, -1): the input's dims the graph follows carry their names, and each
+  // shape-derived int shows its expression over them.
+  Graph g;
+  const ValueId x = AddInput(&g, {2, 8, 4});
+  const ValueId b = AddNode(&g, "ivytrace.sym.size", {Ref(g, x), Int(0)}, {}, v1::SYM_INT);
+  const ValueId t = AddNode(&g, "ivytrace.sym.size", {Ref(g, x), Int(1)}, {}, v1::SYM_INT);
+  const ValueId h = AddNode(&g, "ivytrace.sym.floordiv", {Ref(g, t), Int(2)}, {}, v1::SYM_INT);
+  const ValueId y = AddNode(&g, "torch.Tensor.view", {Ref(g, x), Ref(g, b), Ref(g, h), Int(-1)}, {2, 4, 8});
+  const ValueId n = AddNode(&g, "ivytrace.sym.size", {Ref(g, y), Int(2)}, {}, v1::SYM_INT);
+  const ValueId z = AddNode(&g, "torch.Tensor.mul", {Ref(g, y), Ref(g, n)}, {2, 4, 8});
+  Return(&g, {z});
+  const ViewModel vm = BuildViewModel(g);
+  EXPECT_EQ(vm.nodes[0].shape, "[batch=2, x_dim1=8, 4]");  // dim 2 is never read: static
+  EXPECT_EQ(vm.nodes[1].shape, " = batch");
+  EXPECT_EQ(vm.nodes[3].shape, " = x_dim1 // 2");
+  EXPECT_EQ(vm.nodes[4].shape, "[2, 4, 8]");
+  EXPECT_EQ(vm.nodes[5].shape, " = %" + std::to_string(y) + ".shape[2]");  // a computed tensor's dim
+  EXPECT_EQ(vm.nodes[5].dtype + vm.nodes[5].shape, "sym_int = %" + std::to_string(y) + ".shape[2]");
+}
+
 TEST(ViewModel, ConstantsAreFoldedIntoTheirConsumers) {
   Graph g;
   const ValueId x = AddInput(&g, {2});

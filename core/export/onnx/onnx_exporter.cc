@@ -9,6 +9,7 @@
 #include "core/export/onnx/lowerings.h"
 #include "core/export/unsupported_ops.h"
 #include "core/ir/arg.h"
+#include "core/passes/specialize_symbols.h"
 #include "core/schema/binding.h"
 #include "onnx/checker.h"
 #include "onnx/defs/schema.h"
@@ -290,56 +291,38 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   };
 
   // Graph inputs: one per tensor of each region input ("x", or "x.0", "x.1", ... when nested).
-  struct InputTensor {
-    ValueId value;
-    std::string name;
-  };
-  std::vector<InputTensor> input_tensors;
-  for (const auto& in : graph.inputs) {
-    std::vector<ValueId> vs;
-    ForEachTensor(in.value(), [&](const v1::TensorRef& r) { vs.push_back(r.value()); });
-    for (size_t i = 0; i < vs.size(); ++i) {
-      IVY_RETURN_IF_ERROR(check_value(vs[i]));
-      input_tensors.push_back({vs[i], vs.size() == 1 && in.value().kind_case() == v1::Arg::kTensor
-                                          ? in.name() : in.name() + "." + std::to_string(i)});
-    }
-  }
-  // Which dims are dynamic, and their names: a group's first dim names it ("batch" for a dim 0,
-  // else "<input>_dim<d>"); a JAX input specialized on its whole shape stays static.
+  const std::vector<ValueId> input_tensors = graph.InputValues();
+  const std::vector<std::string> input_names = InputTensorNames(graph);
+  for (ValueId v : input_tensors) IVY_RETURN_IF_ERROR(check_value(v));
+  // Which dims are dynamic, and their names (core/passes/specialize_symbols.h); a JAX input
+  // specialized on its whole shape stays static.
   std::vector<std::vector<int>> groups = options.dim_groups;
   if (groups.empty()) {
     int64_t batch = -1;  // recorded size of the first input's dim 0
-    for (const auto& t : input_tensors) {
-      if (batch < 0 && !graph.values[t.value].shape.empty()) batch = graph.values[t.value].shape[0];
+    for (ValueId v : input_tensors) {
+      if (batch < 0 && !graph.values[v].shape.empty()) batch = graph.values[v].shape[0];
     }
-    for (const auto& t : input_tensors) {
-      const auto& shape = graph.values[t.value].shape;
+    for (ValueId v : input_tensors) {
+      const auto& shape = graph.values[v].shape;
       groups.emplace_back(shape.size(), -1);
       if (options.dynamic_batch && !shape.empty() && shape[0] == batch) groups.back()[0] = 0;
     }
   }
-  std::map<int, std::string> group_names;
-  bool batch_named = false, any_dynamic = false;
+  for (size_t k = 0; k < input_tensors.size() && k < groups.size(); ++k) {
+    if (static_inputs.count(input_tensors[k])) std::fill(groups[k].begin(), groups[k].end(), -1);
+  }
+  const std::vector<std::vector<std::string>> dim_names = InputDimNames(input_names, groups);
+  bool any_dynamic = false;
   std::set<ValueId> bound_inputs;
   for (size_t k = 0; k < input_tensors.size(); ++k) {
-    const auto& [value, name] = input_tensors[k];
+    const ValueId value = input_tensors[k];
+    const std::string& name = input_names[k];
     IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
     auto* info = og->add_input();
     info->set_name(name);
-    std::vector<std::string> dim_names(graph.values[value].shape.size());
-    for (size_t d = 0; d < dim_names.size() && k < groups.size() && d < groups[k].size(); ++d) {
-      const int grp = groups[k][d];
-      if (grp < 0 || static_inputs.count(value)) continue;
-      auto it = group_names.find(grp);
-      if (it == group_names.end()) {
-        std::string n = d == 0 && !batch_named ? "batch" : name + "_dim" + std::to_string(d);
-        batch_named = batch_named || n == "batch";
-        it = group_names.emplace(grp, n).first;
-      }
-      dim_names[d] = it->second;
-      any_dynamic = true;
-    }
-    IVY_RETURN_IF_ERROR(ValueType(graph, value, "input '" + name + "'", dim_names, info));
+    const std::vector<std::string> names = k < dim_names.size() ? dim_names[k] : std::vector<std::string>{};
+    for (const auto& n : names) any_dynamic = any_dynamic || !n.empty();
+    IVY_RETURN_IF_ERROR(ValueType(graph, value, "input '" + name + "'", names, info));
     if (bound_inputs.insert(value).second) ctx.BindValue(value, name);
   }
 
@@ -350,7 +333,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   std::vector<bool> needs_identity;
   const std::vector<std::string> paths = OutputNames(graph.outputs);
   std::set<std::string> used_names;
-  for (const auto& t : input_tensors) used_names.insert(t.name);
+  for (const auto& n : input_names) used_names.insert(n);
   for (size_t i = 0; i < outs.size(); ++i) {
     IVY_RETURN_IF_ERROR(check_value(outs[i]));
     // The output's path in the returned structure ("logits", "pair.0"); "output"/"output.<i>" when
