@@ -44,6 +44,12 @@ class StateWarning(UserWarning):
     """The traced call changed state that the replay cannot write back."""
 
 
+class _ModeGuardError(GuardError):
+    """A traced module's train()/eval() mode is not the one it was traced in: a traced module
+    traces again in the new mode whatever `retrace` says (the mode is the module's, not the
+    call's)."""
+
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _TORCH_NN = os.sep + os.path.join("torch", "nn", "")
 
@@ -277,7 +283,7 @@ class _Specialization:
             if m.training is not flag:
                 was, now = ("train", "eval") if flag else ("eval", "train")
                 where = f"submodule {qn!r}" if qn else "the module"
-                raise GuardError(f"ivytrace: {where} was in {was} mode when traced and is in {now} mode now "
+                raise _ModeGuardError(f"ivytrace: {where} was in {was} mode when traced and is in {now} mode now "
                                  f"(module.train()/.eval() decide what forward does); trace again in this mode")
 
     def run(self, sig, args, kwargs):
@@ -373,16 +379,18 @@ class Graph:
         if not self._specs:
             return self._trace_and_keep(args, kwargs)
         failed = None
+        only_modes = True
         for i, spec in enumerate(self._specs):
             try:
                 out = spec.run(self._sig, args, kwargs)
             except GuardError as e:
                 failed = failed or e
+                only_modes = only_modes and isinstance(e, _ModeGuardError)
                 continue
             if i:   # most recently used first
                 self._specs.insert(0, self._specs.pop(i))
             return out
-        if not self.retrace:
+        if not self.retrace and not only_modes:
             raise failed
         if len(self._specs) >= self.max_traces:
             raise GuardError(f"ivytrace: {self.name}: every one of the {len(self._specs)} traced specializations "
@@ -487,9 +495,9 @@ def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idx
     them on every call). Other Python ints passed by a torch program are inputs of the graph
     (symbolic); floats, bools, strings and other Python values are specialized with a guard, as
     are ints in NumPy and JAX programs.
-    `retrace`: an eager Graph traces again when a call fails every guard, instead of raising
-    GuardError (default: on for modules, off for functions); `max_traces`: at most this many
-    specializations.
+    `retrace=True`: an eager Graph traces again when a call fails every guard, instead of raising
+    GuardError (a traced module always traces again when only its train()/eval() mode changed);
+    `max_traces`: at most this many specializations.
     """
     if not isinstance(max_traces, int) or max_traces < 1:
         raise ValueError(f"ivytrace: max_traces must be a positive int, not {max_traces!r}")
@@ -585,8 +593,8 @@ def _trace_python_module(mod, options, max_traces):
 
 def _trace_torch_module(module, name, args, kwargs, options, retrace, max_traces):
     """Install the replay as `module.forward` and return the module (traced now with args)."""
-    if retrace is None:
-        retrace = True   # train()/eval() and new shapes trace again, as torch.compile recompiles
+    # retrace (default off, as for functions) decides what a failed guard does; a change of
+    # train()/eval() mode always traces again (_ModeGuardError).
     g = (Graph if args is not None or kwargs is not None else LazyGraph)
     if g is LazyGraph:
         graph = LazyGraph(module, name, options, max_traces=max_traces)
@@ -771,11 +779,16 @@ def _trace(fn, args, kwargs, *, static_argnums=frozenset(), static_argnames=froz
     try:
         return _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=True, **options)
     except _SymIntsRefused as e:
-        names = ", ".join(e.names)
-        warnings.warn(f"ivytrace: {_name_of(fn)}: the int argument(s) {names} cannot be inputs of the graph "
-                      f"({e.reason}); the graph is specialized on their values (pass them in static_argnums / "
-                      f"static_argnames to skip this attempt)", StateWarning, stacklevel=_user_level()[0])
-        return _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=False, **options)
+        refused = e
+    try:
+        traced = _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=False, **options)
+    except CLIError:
+        raise refused.__cause__ from None   # not the ints: the first attempt's error says why
+    warnings.warn(f"ivytrace: {_name_of(fn)}: the int argument(s) {', '.join(refused.names)} cannot be inputs of "
+                  f"the graph ({refused.reason}); the graph is specialized on their values (pass them in "
+                  f"static_argnums / static_argnames to skip this attempt)", StateWarning,
+                  stacklevel=_user_level()[0])
+    return traced
 
 
 class _SymIntsRefused(Exception):
