@@ -442,3 +442,66 @@ def test_kwarg_stateful_idxs_writes_the_attribute_back():
     assert float(s.total) == 12.0
     g(torch.ones(5), state=s)
     assert float(s.total) == 17.0
+
+
+# -- JAX ---------------------------------------------------------------------------------------------
+def test_jax_return_backend_traced_fn_jits_the_replay_with_static_args():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def f(x, k, scale):
+        return jnp.tanh(x @ x.T) * scale + k
+
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    g = ivytrace.trace_graph(f, args=(x, 2, 0.5), static_argnums=(1,), static_argnames="scale",
+                             return_backend_traced_fn=True)
+    spec = g._latest()
+    assert spec.backend == "jax.jit"
+    np.testing.assert_allclose(np.asarray(g(x, 2, 0.5)), np.asarray(f(x, 2, 0.5)), rtol=1e-5, atol=1e-6)
+    y = jnp.asarray(np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32))
+    np.testing.assert_allclose(np.asarray(g(y, 2, 0.5)), np.asarray(f(y, 2, 0.5)), rtol=1e-5, atol=1e-6)
+    assert spec.fn._cache_size() == 1      # compiled once, reused for same-shaped inputs
+    with pytest.raises(ivytrace.GuardError, match="'k' was 2"):
+        g(x, 3, 0.5)
+
+
+def test_jax_several_callables_and_int_arguments_specialized():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def first(x, n):
+        return x[:n].sum()
+
+    def second(x, n):
+        return x * n
+
+    x = jnp.arange(6.0)
+    g1, g2 = ivytrace.trace_graph(first, second, args=(x, 2))
+    assert float(g1(x, 2)) == 1.0
+    np.testing.assert_array_equal(np.asarray(g2(x + 1, 2)), np.asarray((x + 1) * 2))
+    with pytest.raises(ivytrace.GuardError, match="'n' was 2"):
+        g2(x, 5)
+
+
+def test_flax_apply_keeps_params_as_inputs():
+    pytest.importorskip("flax")
+    import flax.linen as fnn
+    import jax
+    import jax.numpy as jnp
+
+    class MLP(fnn.Module):
+        @fnn.compact
+        def __call__(self, x):
+            return fnn.Dense(3)(fnn.relu(fnn.Dense(8)(x)))
+
+    model = MLP()
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32))
+    params = model.init(jax.random.PRNGKey(0), x)
+    g = ivytrace.trace_graph(model.apply, args=(params, x))
+    np.testing.assert_allclose(np.asarray(g(params, x)), np.asarray(model.apply(params, x)), rtol=1e-5, atol=1e-6)
+    # New weights (as an optimizer step makes them): the replay reads them, nothing was frozen.
+    new = jax.tree_util.tree_map(lambda p: p * 1.5 + 0.1, params)
+    want = model.apply(new, x)
+    assert not np.allclose(np.asarray(want), np.asarray(model.apply(params, x)))
+    np.testing.assert_allclose(np.asarray(g(new, x)), np.asarray(want), rtol=1e-5, atol=1e-6)
+    assert g.traces == 1
