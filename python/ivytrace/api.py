@@ -286,15 +286,37 @@ class _Specialization:
                 raise _ModeGuardError(f"ivytrace: {where} was in {was} mode when traced and is in {now} mode now "
                                  f"(module.train()/.eval() decide what forward does); trace again in this mode")
 
+    def _positional(self, sig) -> bool:
+        """Whether a call with exactly len(arg_names) positional arguments and no keywords binds
+        them, in order, to arg_names (then run() skips Signature.bind, ~10 us a call)."""
+        if self._positional_sig is not sig:
+            ok = sig is not None
+            if ok:
+                params = list(sig.parameters.values())[:len(self.arg_names)]
+                ok = len(params) == len(self.arg_names) and all(
+                    p.name == n and p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                    for p, n in zip(params, self.arg_names))
+            self._positional_sig, self._positional_ok = sig, ok
+        return self._positional_ok
+
+    _positional_sig = None
+    _positional_ok = False
+
     def run(self, sig, args, kwargs):
-        bound = bind_inputs(sig, args, kwargs)
-        names = [n for n, _ in bound]
-        if names != self.arg_names:
-            raise GuardError(f"ivytrace: traced with the arguments ({', '.join(self.arg_names)}), called with "
-                             f"({', '.join(names)}); trace again with these arguments")
+        if not kwargs and len(args) == len(self.arg_names) and self._positional(sig):
+            values = list(args)
+        else:
+            bound = bind_inputs(sig, args, kwargs)
+            names = [n for n, _ in bound]
+            if names != self.arg_names:
+                raise GuardError(f"ivytrace: traced with the arguments ({', '.join(self.arg_names)}), called with "
+                                 f"({', '.join(names)}); trace again with these arguments")
+            values = [v for _, v in bound]
         if self.modes:
             self.check_modes()
-        values = [v for _, v in bound] + [s.get(args, kwargs) for s in self.state_in]
+        if self.state_in:
+            values += [s.get(args, kwargs) for s in self.state_in]
         raw = self.fn(*values)
         if self.state_out:
             result, state = raw
@@ -598,7 +620,7 @@ def _trace_torch_module(module, name, args, kwargs, options, retrace, max_traces
     g = (Graph if args is not None or kwargs is not None else LazyGraph)
     if g is LazyGraph:
         graph = LazyGraph(module, name, options, max_traces=max_traces)
-        graph.retrace = bool(retrace)
+        graph.retrace = retrace is None or bool(retrace)   # lazy: traces again unless told not to
     else:
         graph = Graph(module, name, options, retrace=bool(retrace), max_traces=max_traces)
     installed = module.__dict__.get("forward")
