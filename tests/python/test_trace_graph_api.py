@@ -4,7 +4,6 @@ autograd, train()/eval()), freeze(), static_argnums/static_argnames, return_back
 and the checks on `to`. Every graph is recorded, exported by the real CLI and replayed."""
 import copy
 import inspect
-import sys
 import types
 import warnings
 
