@@ -721,7 +721,16 @@ def _compile_backend(spec, target, static_positions, static_names):
     """return_backend_traced_fn: hand the replay function to the framework's compiler."""
     if target == "torch":
         torch = _torch()
-        spec.fn = torch.compile(spec.plan._fn)
+        # The replay runs with the plan runtime's restricted builtins (the generated code names
+        # only its bound functions and literals). TorchDynamo guards on builtins that the code it
+        # inlines looks up (codegen's guard checks call `int`, say) in that same dict, and fails
+        # with "KeyError: int" on a plan with guards. The compiled copy gets Python's builtins:
+        # the code is the same generated code, which refers to none of them by itself.
+        import builtins
+        fn = spec.plan._fn
+        fn = types.FunctionType(fn.__code__, {**fn.__globals__, "__builtins__": builtins.__dict__}, fn.__name__,
+                                fn.__defaults__, fn.__closure__)
+        spec.fn = torch.compile(fn)
         spec.backend = "torch.compile"
     elif target == "jax":
         import jax
