@@ -875,7 +875,8 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
                 args, kwargs, sym_args = _symbolize_ints(host, sig, args, kwargs, static_argnums, static_argnames)
             inputs = bind_inputs(sig, args, kwargs)
             arg_names = [n for n, _ in inputs]
-            static_positions = {i for i, (_, v) in enumerate(inputs) if not _is_array(v) and not _is_sym(v)}
+            # Plan inputs holding no array (jax.jit's static arguments under return_backend_traced_fn)
+            static_positions = {i for i, (_, v) in enumerate(inputs) if not _holds_array(v) and not _is_sym(v)}
             # State read live on every replay: a traced module's parameters and buffers (frozen:
             # its buffers in train mode only, which the call updates), and the tensor attributes
             # of stateful objects.
