@@ -1,7 +1,11 @@
-"""The public API: trace_graph, Graph, LazyGraph.
+"""The public API: trace_graph, Graph, LazyGraph, freeze, graph_of.
 
 trace_graph records `fn` once under the recorder (one region named after fn), runs the CLI to
-export the region as a plan, loads the plan and hands back a Graph that replays it.
+export the region as a plan, loads the plan and hands back a Graph that replays it. Several
+callables give a tuple of graphs; a Python module a copy with its functions lazily traced; a
+torch.nn.Module comes back itself with its forward replaced by a Graph whose plan takes the
+module's parameters and buffers as inputs, read live on every call (`freeze` bakes them in).
+Python ints among a torch call's arguments are symbolic inputs unless named static.
 
 A Graph replays one or more *specializations*: each is a plan with the guards of the run it came
 from (shape-derived values that decided control flow, tensor values read by Python, input ranks).
