@@ -43,7 +43,7 @@ def bench_capture_to_onnx(repeat, tmp):
     def ivytrace_capture_export():
         trace, out = tmp / "cnn.ivt", tmp / "cnn_ivytrace.onnx"
         with torch.no_grad():
-            graph = ivytrace.trace_graph(model, args=(x,))
+            graph = ivytrace.freeze(model, args=(x,))   # a Graph with the weights as constants
         graph.save(trace)
         subprocess.run([BIN, "export", str(trace), "--to", "onnx", "-o", str(out)], check=True)
 

@@ -121,7 +121,7 @@ def bench_samples(tmp):
         trace = tmp / f"{name.replace(' ', '_')}.ivt"
         with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            ivytrace.trace_graph(model, args=args).save(trace)
+            ivytrace.freeze(model, args=args).save(trace)   # weights as constants, as before
             before, after, wall, *_ = optimize(trace, tmp / "out.ivg")
             model.eval()
             counts = torch_graph_counts(model, args)

@@ -15,7 +15,7 @@ from ivytrace.recorder.recorder import Recorder
 from ivytrace.region import region
 
 __all__ = [
-    "__version__", "Recorder", "region", "boot_dir", "trace_graph", "Graph", "LazyGraph",
+    "__version__", "Recorder", "region", "boot_dir", "trace_graph", "freeze", "graph_of", "Graph", "LazyGraph",
     "load_plan", "PlanError", "GuardError", "CLIError", "read_trace", "RetraceWarning", "StateWarning",
 ]
 
@@ -27,6 +27,8 @@ def boot_dir() -> str:
 
 _LAZY = {
     "trace_graph": ("ivytrace.api", "trace_graph"),
+    "freeze": ("ivytrace.api", "freeze"),
+    "graph_of": ("ivytrace.api", "graph_of"),
     "Graph": ("ivytrace.api", "Graph"),
     "LazyGraph": ("ivytrace.api", "LazyGraph"),
     "CLIError": ("ivytrace.cli_bin", "CLIError"),

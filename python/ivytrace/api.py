@@ -1,7 +1,11 @@
-"""The public API: trace_graph, Graph, LazyGraph.
+"""The public API: trace_graph, Graph, LazyGraph, freeze, graph_of.
 
 trace_graph records `fn` once under the recorder (one region named after fn), runs the CLI to
-export the region as a plan, loads the plan and hands back a Graph that replays it.
+export the region as a plan, loads the plan and hands back a Graph that replays it. Several
+callables give a tuple of graphs; a Python module a copy with its functions lazily traced; a
+torch.nn.Module comes back itself with its forward replaced by a Graph whose plan takes the
+module's parameters and buffers as inputs, read live on every call (`freeze` bakes them in).
+Python ints among a torch call's arguments are symbolic inputs unless named static.
 
 A Graph replays one or more *specializations*: each is a plan with the guards of the run it came
 from (shape-derived values that decided control flow, tensor values read by Python, input ranks).
@@ -20,15 +24,17 @@ This module imports no framework: torch is looked up only when the program has i
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
 import shutil
 import sys
 import tempfile
+import types
 import warnings
 import weakref
 
 from ivytrace.cli_bin import CLIError, run_cli, supports_flag
-from ivytrace.recorder.recorder import Recorder, _has_jax_array
+from ivytrace.recorder.recorder import Recorder, _has_jax_array, _has_ndarray, _has_torch_tensor
 from ivytrace.region import bind_inputs, signature_of
 from ivytrace.runtime.errors import GuardError
 from ivytrace.runtime.plan import load_plan
@@ -40,6 +46,27 @@ class RetraceWarning(UserWarning):
 
 class StateWarning(UserWarning):
     """The traced call changed state that the replay cannot write back."""
+
+
+class _ModeGuardError(GuardError):
+    """A traced module's train()/eval() mode is not the one it was traced in: a traced module
+    traces again in the new mode whatever `retrace` says (the mode is the module's, not the
+    call's)."""
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_TORCH_NN = os.sep + os.path.join("torch", "nn", "")
+
+
+def _user_level():
+    """(warnings stacklevel, frame) of the user's code that led to the caller of this function:
+    the first frame outside ivytrace and torch.nn's module call machinery."""
+    level, f = 1, sys._getframe(1)
+    while f.f_back is not None and (f.f_code.co_filename.startswith(_PACKAGE_DIR)
+                                    or _TORCH_NN in f.f_code.co_filename):
+        f = f.f_back
+        level += 1
+    return level, f
 
 
 def _torch():
@@ -156,6 +183,8 @@ class _StateSlot:
     which: object           # ("arg", path) | ("kwarg", name, path) | ("fixed", obj)
     attr: str               # attribute name, or a module's qualified buffer/parameter name
     module_tensor: bool = False
+    _sub: object = dataclasses.field(default=None, repr=False, compare=False)
+    _leaf: str = dataclasses.field(default="", repr=False, compare=False)
 
     def owner(self, args, kwargs):
         kind = self.which[0]
@@ -172,6 +201,15 @@ class _StateSlot:
         return obj
 
     def get(self, args, kwargs):
+        if self.module_tensor and self.which[0] == "fixed":
+            # A traced module's parameters and buffers, read on every replay: the submodule is
+            # looked up once (a submodule replaced after tracing is not seen), the tensor each
+            # time (a parameter replaced by assignment is).
+            if self._sub is None:
+                mod_name, _, self._leaf = self.attr.rpartition(".")
+                o = self.which[1]
+                self._sub = o.get_submodule(mod_name) if mod_name else o
+            return getattr(self._sub, self._leaf)
         o = self.owner(args, kwargs)
         return _module_tensor(o, self.attr) if self.module_tensor else getattr(o, self.attr)
 
@@ -229,7 +267,7 @@ class _Specialization:
     """One traced run: its plan, how the call's arguments bind to the plan's inputs, the state
     inputs and outputs, and the result's containers."""
 
-    def __init__(self, plan, trace_path, plan_path, arg_names, state_in, state_out, out_spec):
+    def __init__(self, plan, trace_path, plan_path, arg_names, state_in, state_out, out_spec, modes=None):
         self.plan = plan
         self.trace_path = trace_path
         self.plan_path = plan_path
@@ -237,15 +275,53 @@ class _Specialization:
         self.state_in = state_in         # [_StateSlot] read live as the plan's last inputs
         self.state_out = state_out       # [_StateSlot] written from the plan's state outputs
         self.out_spec = out_spec
+        # [(qualified name, submodule, training flag)] of a traced torch module: train()/eval()
+        # decide Python control flow the recorder does not see (dropout, BatchNorm), so the
+        # replay checks them like any other guard.
+        self.modes = modes
+        self.fn = plan._fn               # the replay, or the backend's compiled replay
+        self.backend = None              # "torch.compile" / "jax.jit" when return_backend_traced_fn
+
+    def check_modes(self):
+        for qn, m, flag in self.modes:
+            if m.training is not flag:
+                was, now = ("train", "eval") if flag else ("eval", "train")
+                where = f"submodule {qn!r}" if qn else "the module"
+                raise _ModeGuardError(f"ivytrace: {where} was in {was} mode when traced and is in {now} mode now "
+                                 f"(module.train()/.eval() decide what forward does); trace again in this mode")
+
+    def _positional(self, sig) -> bool:
+        """Whether a call with exactly len(arg_names) positional arguments and no keywords binds
+        them, in order, to arg_names (then run() skips Signature.bind, ~10 us a call)."""
+        if self._positional_sig is not sig:
+            ok = sig is not None
+            if ok:
+                params = list(sig.parameters.values())[:len(self.arg_names)]
+                ok = len(params) == len(self.arg_names) and all(
+                    p.name == n and p.kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                    for p, n in zip(params, self.arg_names))
+            self._positional_sig, self._positional_ok = sig, ok
+        return self._positional_ok
+
+    _positional_sig = None
+    _positional_ok = False
 
     def run(self, sig, args, kwargs):
-        bound = bind_inputs(sig, args, kwargs)
-        names = [n for n, _ in bound]
-        if names != self.arg_names:
-            raise GuardError(f"ivytrace: traced with the arguments ({', '.join(self.arg_names)}), called with "
-                             f"({', '.join(names)}); trace again with these arguments")
-        values = [v for _, v in bound] + [s.get(args, kwargs) for s in self.state_in]
-        raw = self.plan._fn(*values)
+        if not kwargs and len(args) == len(self.arg_names) and self._positional(sig):
+            values = list(args)
+        else:
+            bound = bind_inputs(sig, args, kwargs)
+            names = [n for n, _ in bound]
+            if names != self.arg_names:
+                raise GuardError(f"ivytrace: traced with the arguments ({', '.join(self.arg_names)}), called with "
+                                 f"({', '.join(names)}); trace again with these arguments")
+            values = [v for _, v in bound]
+        if self.modes:
+            self.check_modes()
+        if self.state_in:
+            values += [s.get(args, kwargs) for s in self.state_in]
+        raw = self.fn(*values)
         if self.state_out:
             result, state = raw
             for slot, value in zip(self.state_out, state):
@@ -272,8 +348,17 @@ class Graph:
         self._example = None    # (args, kwargs) of the first trace, for check() without arguments
         self._workdirs: list = []
         self._cleanup = weakref.finalize(self, _remove_all, self._workdirs)
-        self._call = fn.forward if _is_torch_module(fn) else fn
+        self._call = _original_forward(fn) if _is_torch_module(fn) else fn
         self._sig = signature_of(self._call)
+        self.__wrapped__ = self._call    # inspect.signature(graph) shows the traced signature
+        self.__doc__ = getattr(self._call, "__doc__", None)
+        self._saved_forward = None       # a module's own `forward` attribute before trace_graph set it
+
+    def _eager(self, *args, **kwargs):
+        """Call the original function (a module's own forward, not the replay installed on it)."""
+        if _is_torch_module(self._fn):
+            return _call_module_eagerly(self._fn, args, kwargs)
+        return self._fn(*args, **kwargs)
 
     # -- the newest specialization, as before ----------------------------------------------------
     def _latest(self):
@@ -320,16 +405,18 @@ class Graph:
         if not self._specs:
             return self._trace_and_keep(args, kwargs)
         failed = None
+        only_modes = True
         for i, spec in enumerate(self._specs):
             try:
                 out = spec.run(self._sig, args, kwargs)
             except GuardError as e:
                 failed = failed or e
+                only_modes = only_modes and isinstance(e, _ModeGuardError)
                 continue
             if i:   # most recently used first
                 self._specs.insert(0, self._specs.pop(i))
             return out
-        if not self.retrace:
+        if not self.retrace and not only_modes:
             raise failed
         if len(self._specs) >= self.max_traces:
             raise GuardError(f"ivytrace: {self.name}: every one of the {len(self._specs)} traced specializations "
@@ -337,7 +424,7 @@ class Graph:
                              f"{failed}")
         first = str(failed).splitlines()[0] if str(failed) else type(failed).__name__
         warnings.warn(f"ivytrace: tracing {self.name} again ({len(self._specs) + 1} of at most {self.max_traces}): "
-                      f"{first}", RetraceWarning, stacklevel=2)
+                      f"{first}", RetraceWarning, stacklevel=_user_level()[0])
         return self._trace_and_keep(args, kwargs)
 
     def _trace_and_keep(self, args, kwargs):
@@ -401,42 +488,368 @@ def _remove_all(dirs):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def trace_graph(fn=None, args=None, kwargs=None, *, stateful=None, arg_stateful_idxs=None,
-                kwarg_stateful_idxs=None, array_caching: bool = True, include_generators: bool = True,
-                retrace: bool = False, max_traces: int = 8):
-    """Trace `fn` (a function or torch.nn.Module; NumPy and JAX functions too) into a Graph.
+_FRAMEWORKS = ("torch", "numpy", "jax")
+
+
+def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idxs=None, to=None,
+                include_generators: bool = True, array_caching: bool = True,
+                return_backend_traced_fn: bool = False, static_argnums=None, static_argnames=None,
+                args=None, kwargs=None, retrace=None, max_traces: int = 8):
+    """Trace callables into graphs (the seeds' `ivy.trace_graph`, with ivytrace's recorder).
+
+    `objs`: what to trace. A function (torch, NumPy or JAX) gives a Graph; several give a tuple
+    of graphs, one each, traced with the same `args`/`kwargs`. A `torch.nn.Module` comes back
+    itself, with its forward replaced by the replay: its parameters and buffers are inputs of the
+    graph read live on every call (weight updates count, autograd flows through the replay; see
+    `freeze` for a graph with the weights as constants), and train()/eval() are guarded. A Python
+    module (`types.ModuleType`) gives a copy of it with every public function lazily traced. No
+    callable at all: a decorator with these options.
 
     With `args`/`kwargs` the tracing happens now; without, a LazyGraph traces on its first call
     (and again when a later call fails its guards). Shape-derived ints are symbolic; values that
     decide control flow are guards (see README, "Graphs that stay right on new inputs").
+
     `stateful`: objects whose tensor attributes the graph reads live and whose attribute
     assignments it replays; `arg_stateful_idxs` / `kwarg_stateful_idxs`: the same for arguments
     (an index, or a path of indices into nested arguments; a keyword name).
+    `to`: the framework the graph replays in ("torch", "numpy", "jax"; default: the traced one).
+    `include_generators=False` bakes random/array-creation ops into constants;
+    `array_caching=False` keeps constant subexpressions as steps.
+    `return_backend_traced_fn`: the replay is compiled by the target framework's own compiler
+    (torch.compile, jax.jit with `static_argnums`/`static_argnames`); NumPy has none (ValueError).
+    `static_argnums` / `static_argnames`: arguments the graph is specialized on (a guard checks
+    them on every call). Other Python ints passed by a torch program are inputs of the graph
+    (symbolic); floats, bools, strings and other Python values are specialized with a guard, as
+    are ints in NumPy and JAX programs.
+    `retrace=True`: an eager Graph traces again when a call fails every guard, instead of raising
+    GuardError (a traced module always traces again when only its train()/eval() mode changed);
+    `max_traces`: at most this many specializations.
     """
     if not isinstance(max_traces, int) or max_traces < 1:
         raise ValueError(f"ivytrace: max_traces must be a positive int, not {max_traces!r}")
+    if to is not None and to not in _FRAMEWORKS:
+        raise ValueError(f"ivytrace: to={to!r}: expected one of {', '.join(map(repr, _FRAMEWORKS))} or None "
+                         f"(the framework the function was traced in)")
+    if return_backend_traced_fn and to == "numpy":
+        raise ValueError(_NUMPY_BACKEND_FN)
+    nums = _normalize_static(static_argnums, int, "static_argnums", "an int or a list of ints")
+    names = _normalize_static(static_argnames, str, "static_argnames", "a str or a list of strs")
+    if args is not None and not isinstance(args, (tuple, list)):
+        raise TypeError(f"ivytrace: args must be a tuple of positional arguments, not a {type(args).__qualname__} "
+                        f"(write args=(x,) for one argument)")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"ivytrace: kwargs must be a dict of keyword arguments, not a {type(kwargs).__qualname__}")
     options = dict(array_caching=array_caching, include_generators=include_generators, stateful=stateful,
-                   arg_stateful_idxs=arg_stateful_idxs, kwarg_stateful_idxs=kwarg_stateful_idxs)
-    if fn is None:   # @trace_graph(...) with options
-        return lambda f: trace_graph(f, args, kwargs, retrace=retrace, max_traces=max_traces, **options)
-    name = _name_of(fn)
-    if args is None and kwargs is None:
-        return LazyGraph(fn, name, options, max_traces=max_traces)
-    g = Graph(fn, name, options, retrace=retrace, max_traces=max_traces)
+                   arg_stateful_idxs=arg_stateful_idxs, kwarg_stateful_idxs=kwarg_stateful_idxs, to=to,
+                   return_backend_traced_fn=bool(return_backend_traced_fn), static_argnums=nums,
+                   static_argnames=names)
+    if not objs:   # @trace_graph(...) with options
+        def decorate(fn):
+            return trace_graph(fn, args=args, kwargs=kwargs, retrace=retrace, max_traces=max_traces,
+                               **_public_options(options))
+        return decorate
+    for i, obj in enumerate(objs):
+        if not callable(obj) and not isinstance(obj, types.ModuleType):
+            raise TypeError(f"ivytrace: trace_graph: positional argument {i + 1} is a {type(obj).__qualname__}, not "
+                            f"a callable or a Python module; pass the call's arguments as args=(...) and "
+                            f"kwargs={{...}}")
+    graphs = tuple(_trace_one(obj, args, kwargs, options, retrace, max_traces) for obj in objs)
+    return graphs[0] if len(graphs) == 1 else graphs
+
+
+_NUMPY_BACKEND_FN = ("ivytrace: return_backend_traced_fn=True: NumPy has no compiler to hand the replay to "
+                     "(torch.compile and jax.jit are the backends); trace without it, or with to='torch' or to='jax'")
+
+
+def _public_options(options):
+    out = dict(options)
+    out["static_argnums"] = sorted(options["static_argnums"]) or None
+    out["static_argnames"] = sorted(options["static_argnames"]) or None
+    return out
+
+
+def _normalize_static(value, cls, what, expected):
+    if value is None:
+        return frozenset()
+    items = [value] if isinstance(value, cls) else value
+    try:
+        items = list(items)
+    except TypeError:
+        raise TypeError(f"ivytrace: {what} must be {expected}, not {value!r}") from None
+    for v in items:
+        if not isinstance(v, cls) or isinstance(v, bool):
+            raise TypeError(f"ivytrace: {what} must be {expected}, not {value!r}")
+    return frozenset(items)
+
+
+def _trace_one(obj, args, kwargs, options, retrace, max_traces):
+    eager = args is not None or kwargs is not None
+    if isinstance(obj, types.ModuleType):
+        if eager:
+            raise ValueError(f"ivytrace: trace_graph(module {obj.__name__!r}, args=...): a Python module is traced "
+                             f"lazily, each function on its first call; leave out args and kwargs")
+        return _trace_python_module(obj, options, max_traces)
+    name = _name_of(obj)
+    if _is_torch_module(obj):
+        return _trace_torch_module(obj, name, args, kwargs, options, retrace, max_traces)
+    if not eager:
+        return LazyGraph(obj, name, options, max_traces=max_traces)
+    g = Graph(obj, name, options, retrace=bool(retrace), max_traces=max_traces)
     g._trace_and_keep(tuple(args or ()), dict(kwargs or {}))
     return g
 
 
-def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, stateful=None,
-           arg_stateful_idxs=None, kwarg_stateful_idxs=None):
-    """Record one call of `fn`; returns (specialization, what the call returned, its workdir)."""
+def _trace_python_module(mod, options, max_traces):
+    """A copy of `mod` whose public functions are LazyGraphs (the module itself is untouched)."""
+    copy = types.ModuleType(mod.__name__, mod.__doc__)
+    copy.__dict__.update(mod.__dict__)
+    public = getattr(mod, "__all__", None)
+    names = list(public) if public is not None else [n for n in vars(mod) if not n.startswith("_")]
+    for n in names:
+        v = getattr(mod, n, None)
+        # Functions the module defines (or exports by __all__), not ones it imported.
+        if inspect.isfunction(v) and (public is not None or v.__module__ == mod.__name__):
+            g = LazyGraph(v, n, options, max_traces=max_traces)
+            g.__name__ = n
+            g.__qualname__ = getattr(v, "__qualname__", n)
+            g.__module__ = mod.__name__
+            copy.__dict__[n] = g
+    return copy
+
+
+def _trace_torch_module(module, name, args, kwargs, options, retrace, max_traces):
+    """Install the replay as `module.forward` and return the module (traced now with args)."""
+    # retrace (default off, as for functions) decides what a failed guard does; a change of
+    # train()/eval() mode always traces again (_ModeGuardError).
+    g = (Graph if args is not None or kwargs is not None else LazyGraph)
+    if g is LazyGraph:
+        graph = LazyGraph(module, name, options, max_traces=max_traces)
+        graph.retrace = retrace is None or bool(retrace)   # lazy: traces again unless told not to
+    else:
+        graph = Graph(module, name, options, retrace=bool(retrace), max_traces=max_traces)
+    installed = module.__dict__.get("forward")
+    graph._saved_forward = installed._saved_forward if isinstance(installed, Graph) else installed
+    if g is Graph:
+        graph._trace_and_keep(tuple(args or ()), dict(kwargs or {}))
+    module.forward = graph
+    return module
+
+
+def _original_forward(module):
+    installed = module.__dict__.get("forward")
+    if isinstance(installed, Graph):
+        installed = installed._saved_forward
+    return installed if installed is not None else type(module).forward.__get__(module)
+
+
+def _call_module_eagerly(module, args, kwargs):
+    """module(*args, **kwargs) through its own forward (hooks included), not an installed replay."""
+    d = module.__dict__
+    installed = d.get("forward")
+    if not isinstance(installed, Graph):
+        return module(*args, **kwargs)
+    if installed._saved_forward is None:
+        del d["forward"]
+    else:
+        d["forward"] = installed._saved_forward
+    try:
+        return module(*args, **kwargs)
+    finally:
+        d["forward"] = installed
+
+
+def graph_of(obj):
+    """The Graph behind what trace_graph returned: a Graph itself, or the one installed as a
+    traced torch module's forward."""
+    if isinstance(obj, Graph):
+        return obj
+    installed = getattr(obj, "__dict__", {}).get("forward")
+    if isinstance(installed, Graph):
+        return installed
+    raise TypeError(f"ivytrace: graph_of: a {type(obj).__qualname__} is neither a Graph nor a module traced by "
+                    f"trace_graph")
+
+
+def freeze(obj, args=None, kwargs=None):
+    """A Graph of a torch module with its parameters (and, in eval mode, its buffers) baked into
+    the plan as constants: the graph for inference and export, which later weight updates do not
+    change. `obj`: a module (traced by trace_graph or not) or its Graph. Traced now with
+    `args`/`kwargs`, or with the arguments the module was first traced with."""
+    graph = obj if isinstance(obj, Graph) else None
+    module = graph._fn if graph is not None else obj
+    if graph is None and _is_torch_module(module):
+        installed = module.__dict__.get("forward")
+        graph = installed if isinstance(installed, Graph) else None
+    if not _is_torch_module(module):
+        raise TypeError(f"ivytrace: freeze: expected a torch.nn.Module or the Graph of one, not a "
+                        f"{type(obj).__qualname__}")
+    options = dict(graph._options) if graph is not None else dict(
+        array_caching=True, include_generators=True, stateful=None, arg_stateful_idxs=None,
+        kwarg_stateful_idxs=None, to=None, return_backend_traced_fn=False, static_argnums=frozenset(),
+        static_argnames=frozenset())
+    options["freeze"] = True
+    if args is None and kwargs is None:
+        if graph is None or graph._example is None:
+            return LazyGraph(module, _name_of(module), options)
+        args, kwargs = graph._example
+    g = Graph(module, _name_of(module), options)
+    g._trace_and_keep(tuple(args or ()), dict(kwargs or {}))
+    return g
+
+
+def _source_framework(fn, args, kwargs) -> str:
+    if _is_torch_module(fn) or _has_torch_tensor((args, kwargs)):
+        return "torch"
+    if _has_jax_array((args, kwargs)):
+        return "jax"
+    if _has_ndarray((args, kwargs)):
+        return "numpy"
+    return "torch" if _torch() is not None else "numpy"
+
+
+def _load(plan_path, to, source):
+    """Load the exported plan, for framework `to` when given (retargeting: the runtime's
+    `load_plan(path, target=...)`)."""
+    if to is None:
+        return load_plan(plan_path)
+    if "target" in inspect.signature(load_plan).parameters:
+        return load_plan(plan_path, target=to)
+    if to == source:
+        return load_plan(plan_path)
+    raise NotImplementedError(f"ivytrace: to={to!r}: this graph was traced in {source}, and this ivytrace cannot "
+                              f"replay a {source} graph in {to} (its plan runtime has no retargeting); trace "
+                              f"without to=, or in {to} itself")
+
+
+def _compile_backend(spec, target, static_positions, static_names):
+    """return_backend_traced_fn: hand the replay function to the framework's compiler."""
+    if target == "torch":
+        torch = _torch()
+        # The replay runs with the plan runtime's restricted builtins (the generated code names
+        # only its bound functions and literals). TorchDynamo guards on builtins that the code it
+        # inlines looks up (codegen's guard checks call `int`, say) in that same dict, and fails
+        # with "KeyError: int" on a plan with guards. The compiled copy gets Python's builtins:
+        # the code is the same generated code, which refers to none of them by itself.
+        import builtins
+        fn = spec.plan._fn
+        fn = types.FunctionType(fn.__code__, {**fn.__globals__, "__builtins__": builtins.__dict__}, fn.__name__,
+                                fn.__defaults__, fn.__closure__)
+        spec.fn = torch.compile(fn)
+        spec.backend = "torch.compile"
+    elif target == "jax":
+        import jax
+        # Non-array inputs of the plan (the static arguments, and every other Python value the
+        # graph was specialized on) stay Python values under jit.
+        spec.fn = jax.jit(spec.plan._fn, static_argnums=tuple(sorted(static_positions)))
+        spec.backend = "jax.jit"
+    else:
+        raise ValueError(_NUMPY_BACKEND_FN)
+
+
+def _positional_names(sig, n):
+    """Names of the first n positional parameters (None past *args or without a signature)."""
+    if sig is None:
+        return [None] * n
+    out = []
+    for p in sig.parameters.values():
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            out.append(p.name)
+    return (out + [None] * n)[:n]
+
+
+def _static_sets(sig, nargs, static_argnums, static_argnames):
+    """(positions, names) of the static arguments, each completed from the other through the
+    signature, as jax.jit does."""
+    names = set(static_argnames)
+    pos_names = _positional_names(sig, max(nargs, 0) + 64)
+    nums = set()
+    for i in static_argnums:
+        j = i + nargs if i < 0 else i
+        nums.add(j)
+        if 0 <= j < len(pos_names) and pos_names[j] is not None:
+            names.add(pos_names[j])
+    for j, n in enumerate(pos_names):
+        if n is not None and n in names:
+            nums.add(j)
+    return nums, names
+
+
+def _symbolize_ints(host, sig, args, kwargs, static_argnums, static_argnames):
+    """Python ints among the call's top-level arguments become symbolic inputs of the graph
+    (the recorder's stand-ins), except the static ones. Returns (args, kwargs, {name: int})."""
+    nums, names = _static_sets(sig, len(args), static_argnums, static_argnames)
+    made = {}
+    pos_names = _positional_names(sig, len(args))
+    new_args = list(args)
+    for i, v in enumerate(args):
+        if type(v) is int and i not in nums:
+            new_args[i] = host._sym_input(v)
+            made[pos_names[i] or f"arg{i}"] = v
+    new_kwargs = dict(kwargs)
+    for k, v in kwargs.items():
+        if type(v) is int and k not in names:
+            new_kwargs[k] = host._sym_input(v)
+            made[k] = v
+    return tuple(new_args), new_kwargs, made
+
+
+def _unsym(v):
+    """What the traced call returned, with the stand-ins of Python ints made plain again."""
+    if _is_sym(v):
+        return v.value
+    t = type(v)
+    if t in (list, tuple):
+        return t(_unsym(x) for x in v)
+    if t is dict:
+        return {k: _unsym(x) for k, x in v.items()}
+    return v
+
+
+def _trace(fn, args, kwargs, *, static_argnums=frozenset(), static_argnames=frozenset(), **options):
+    """Record one call of `fn`; returns (specialization, what the call returned, its workdir).
+
+    Python ints among the arguments are traced as symbolic inputs; when the CLI cannot export
+    the graph with them (an op that needs the number as a constant), they are specialized like
+    the static arguments and the call is traced again."""
+    try:
+        return _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=True, **options)
+    except _SymIntsRefused as e:
+        refused = e
+    try:
+        traced = _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=False, **options)
+    except CLIError:
+        raise refused.__cause__ from None   # not the ints: the first attempt's error says why
+    warnings.warn(f"ivytrace: {_name_of(fn)}: the int argument(s) {', '.join(refused.names)} cannot be inputs of "
+                  f"the graph ({refused.reason}); the graph is specialized on their values (pass them in "
+                  f"static_argnums / static_argnames to skip this attempt)", StateWarning,
+                  stacklevel=_user_level()[0])
+    return traced
+
+
+class _SymIntsRefused(Exception):
+    def __init__(self, names, reason):
+        super().__init__(reason)
+        self.names = names
+        self.reason = reason
+
+
+def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_ints, array_caching=True,
+                include_generators=True, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idxs=None,
+                to=None, return_backend_traced_fn=False, freeze=False):
     name = _name_of(fn)
+    is_module = _is_torch_module(fn)
+    source = _source_framework(fn, args, kwargs)
+    target = to or source
+    if to is not None and to != source and "target" not in inspect.signature(load_plan).parameters:
+        _load(None, to, source)   # raises: no retargeting in this runtime (before recording anything)
+    if return_backend_traced_fn and target == "numpy":
+        raise ValueError(_NUMPY_BACKEND_FN)
     workdir = tempfile.mkdtemp(prefix="ivytrace-")
     try:
         trace_path = os.path.join(workdir, "trace.ivytrace")
         plan_path = os.path.join(workdir, "graph.ivyplan")
-        is_module = _is_torch_module(fn)
-        call = fn.forward if is_module else fn
+        call = _original_forward(fn) if is_module else fn
+        sig = signature_of(call)
         # Buffered: the trace lives only for this call, so per-call writes (for crash safety)
         # would only cost time.
         np = sys.modules.get("numpy")
@@ -453,26 +866,36 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
         holders = _stateful_objects(fn, args, kwargs, stateful, arg_stateful_idxs, kwarg_stateful_idxs)
         before = [(which, obj, _attrs(obj)) for which, obj in holders]
         module_state = _module_state(fn) if is_module else []
+        modes = [(qn, m, m.training) for qn, m in fn.named_modules()] if is_module else None
+        sym_args = {}
         rec.start()
         try:
             args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
-            inputs = bind_inputs(signature_of(call), args, kwargs)
+            host = rec.torch   # region inputs that are Python ints: the torch recorder's
+            if host is not None and not hasattr(host, "_sym_input"):
+                host = None
+            torch_region = source == "torch"
+            if symbolic_ints and host is not None and torch_region:
+                args, kwargs, sym_args = _symbolize_ints(host, sig, args, kwargs, static_argnums, static_argnames)
+            inputs = bind_inputs(sig, args, kwargs)
             arg_names = [n for n, _ in inputs]
-            # State read live on every replay: a module's buffers in train mode (the call
-            # updates them) and the tensor attributes of stateful objects.
+            # Plan inputs holding no array (jax.jit's static arguments under return_backend_traced_fn)
+            static_positions = {i for i, (_, v) in enumerate(inputs) if not _holds_array(v) and not _is_sym(v)}
+            # State read live on every replay: a traced module's parameters and buffers (frozen:
+            # its buffers in train mode only, which the call updates), and the tensor attributes
+            # of stateful objects.
             extra = []
             for qn, t, is_buffer in module_state:
-                if is_buffer and fn.training:
+                if not freeze or (is_buffer and fn.training):
                     state_in.append(_StateSlot(("fixed", fn), qn, module_tensor=True))
-                    extra.append((f"buffer:{qn}", t))
+                    extra.append((f"{'buffer' if is_buffer else 'param'}:{qn}", t))
             stand_ins = []   # (object, attribute, plain int) replaced by a symbolic input
-            host = rec.torch   # region inputs that are Python ints: the torch recorder's
             for (which, obj, attrs) in before:
                 for a, v in attrs.items():
                     if _is_array(v):
                         state_in.append(_StateSlot(which, a))
                         extra.append((f"state:{a}", v))
-                    elif type(v) is int and host is not None and hasattr(host, "_sym_input"):
+                    elif type(v) is int and host is not None:
                         # An int attribute is an input of the graph (`self.count += 1` then
                         # computes the new count from the live one on every replay).
                         s = host._sym_input(v)
@@ -482,11 +905,11 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
                         extra.append((f"state:{a}", s))
             if is_module:
                 rec.add_root_module(fn)
-            f = sys._getframe(3)
+            f = _user_level()[1]
             versions = {qn: t._version for qn, t, _ in module_state}
             rid = rec.region_begin(name, inputs + extra, f.f_code.co_filename, f.f_lineno)
             try:
-                out = fn(*args, **kwargs)
+                out = _call_module_eagerly(fn, args, kwargs) if is_module else fn(*args, **kwargs)
             except BaseException as e:
                 _put_back_plain_ints(stand_ins)
                 rec.region_end(rid, raised=True)
@@ -504,7 +927,7 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
                         warnings.warn(f"ivytrace: {name} wrote {'buffer' if is_buffer else 'parameter'} {qn} in place; "
                                       f"the graph reads it as a constant, so replays do not update it (call "
                                       f"module.train() before tracing to make buffers live state)",
-                                      StateWarning, stacklevel=3)
+                                      StateWarning, stacklevel=_user_level()[0])
             for (which, obj, old) in before:
                 new = _attrs(obj)
                 for a, v in new.items():
@@ -517,16 +940,16 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
                     else:
                         warnings.warn(f"ivytrace: {name} set attribute {a!r} of a stateful "
                                       f"{type(obj).__qualname__} to a {type(v).__qualname__}; replays set it to the "
-                                      f"same object", StateWarning, stacklevel=3)
+                                      f"same object", StateWarning, stacklevel=_user_level()[0])
                         state_out.append(_StateSlot(which, a))
                         state_values.append(v)
                 for a in old:
                     if a not in new:
                         warnings.warn(f"ivytrace: {name} deleted attribute {a!r} of a stateful object; replays "
-                                      f"do not", StateWarning, stacklevel=3)
+                                      f"do not", StateWarning, stacklevel=_user_level()[0])
             result = (plain, state_values) if state_out else plain
             rec.region_end(rid, result)
-            out = _plain_arrays(out)
+            out = _plain_arrays(_unsym(out))
         finally:
             rec.stop()
         cmd = ["export", trace_path, "--to", "plan", "-o", plan_path]
@@ -534,13 +957,28 @@ def _trace(fn, args, kwargs, *, array_caching=True, include_generators=True, sta
             cmd.append("--no-array-caching")
         if not include_generators and supports_flag("export", "--bake-generators"):
             cmd.append("--bake-generators")
-        run_cli(*cmd)
-        spec = _Specialization(load_plan(plan_path), trace_path, plan_path, arg_names, state_in, state_out,
-                               out_spec)
+        try:
+            run_cli(*cmd)
+        except CLIError as e:
+            if sym_args:
+                raise _SymIntsRefused(list(sym_args), _first_error_line(e)) from e
+            raise
+        spec = _Specialization(_load(plan_path, to, source), trace_path, plan_path, arg_names, state_in,
+                               state_out, out_spec, modes)
+        if return_backend_traced_fn:
+            _compile_backend(spec, target, static_positions, static_argnames)
         return spec, out, workdir
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+
+
+def _first_error_line(e) -> str:
+    text = (getattr(e, "stderr", "") or str(e)).strip()
+    for line in text.splitlines():
+        if "error" in line.lower():
+            return line.strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _put_back_plain_ints(stand_ins) -> dict:
@@ -576,4 +1014,4 @@ def _module_state(module):
     return out
 
 
-__all__ = ["trace_graph", "Graph", "LazyGraph", "CLIError", "RetraceWarning", "StateWarning"]
+__all__ = ["trace_graph", "freeze", "graph_of", "Graph", "LazyGraph", "CLIError", "RetraceWarning", "StateWarning"]

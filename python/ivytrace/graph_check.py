@@ -130,7 +130,7 @@ def check_graph(graph, args, kwargs, *, rtol, atol, seed=0):
             raise RuntimeError("ivytrace: graph.check() without arguments needs a traced graph")
         rng = np.random.default_rng(seed)
         args, kwargs = random_like(example[0], rng), random_like(example[1], rng)
-    expected = graph._fn(*args, **kwargs)
+    expected = graph._eager(*args, **kwargs)
     guards = []
     got = None
     for spec in graph._specs:

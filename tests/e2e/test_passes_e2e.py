@@ -89,7 +89,7 @@ def sample(request, cli, tmp_path_factory):
     d = tmp_path_factory.mktemp(f"passes_{name}")
     model, x = make_model(name), make_input(name)
     with torch.no_grad():
-        graph = ivytrace.trace_graph(model, args=(x,))
+        graph = ivytrace.freeze(model, args=(x,))   # parameters as constants, as the passes expect
         expected = model(x)
     return dict(name=name, dir=d, trace=graph.save(d / f"{name}.ivt"), x=x, expected=expected, model=model)
 
@@ -251,7 +251,7 @@ def test_attention_block_drops_contiguous_and_replays_exactly(cli, tmp_path):
     makes the .view() after it a reshape: the transposed tensor it now reads is not contiguous."""
     model, x = make_model("gpt"), make_input("gpt")
     with torch.no_grad():
-        graph = ivytrace.trace_graph(model, args=(x,))
+        graph = ivytrace.freeze(model, args=(x,))   # parameters as constants, as the passes expect
         trace = graph.save(tmp_path / "gpt.ivt")
         fresh = torch.randn(4, 8, 32)
         assert torch.equal(graph(x), model(x))

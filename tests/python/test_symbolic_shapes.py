@@ -396,8 +396,16 @@ def test_a_buffer_written_in_eval_mode_is_a_warning_not_silence():
         def forward(self, x):
             self.steps.add_(1)
             return x * 2
+    # A frozen graph reads buffers as constants in eval mode: the write is a warning.
     with pytest.warns(ivytrace.StateWarning, match="steps"):
-        ivytrace.trace_graph(Steps().eval(), args=(torch.ones(2),))
+        ivytrace.freeze(Steps().eval(), args=(torch.ones(2),))
+    # trace_graph(module) keeps buffers live in either mode: the replay writes the buffer back.
+    m = Steps().eval()
+    ivytrace.trace_graph(m, args=(torch.ones(2),))
+    assert float(m.steps) == 1.0
+    m(torch.ones(2))
+    m(torch.ones(2))
+    assert float(m.steps) == 3.0
 
 
 # -- check() -------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 """trace_graph end to end: recorder -> CLI export -> plan runtime. Skipped without the CLI binary."""
+import copy
 import sys
 import warnings
 
@@ -54,12 +55,14 @@ def test_lazy_graph_traces_on_first_call():
 def test_module_with_parameters_replays_exactly():
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).eval()
+    eager = copy.deepcopy(model)   # trace_graph(model) replaces model.forward by the replay
     x = torch.randn(3, 8)
     with torch.no_grad():
         graph = ivytrace.trace_graph(model, args=(x,))
-        assert torch.equal(graph(x), model(x))
+        assert graph is model
+        assert torch.equal(graph(x), eager(x))
         fresh = torch.randn(5, 8)
-        torch.testing.assert_close(graph(fresh), model(fresh))
+        torch.testing.assert_close(graph(fresh), eager(fresh))
 
 
 def test_array_caching_folds_constant_subexpressions():
