@@ -80,7 +80,7 @@ def run(name, repeat, tmp):
 
     def ivy():
         with torch.no_grad():
-            graph = ivytrace.trace_graph(wrapped, args=args)
+            graph = ivytrace.freeze(wrapped, args=args)   # frozen weights: an inference export
         trace = graph.save(tmp / f"{name}.ivt")
         subprocess.run([BIN, "export", str(trace), "--to", "onnx", "-o", str(out), "--allow-specialized"],
                        check=True, capture_output=True)
