@@ -289,6 +289,14 @@ def _torch_cases():
     # second batch size changes every value below, so a constant in the model fails the case.
     b = lambda x: x.shape[0]  # noqa: E731
     case("torch", "sym_size", lambda x: x.reshape(x.shape[0], -1), X)
+    # sizes the lowering must read from the run-time shape, not the recorded one (the batch changes):
+    case("torch", "sort", lambda x: torch.sort(x, dim=0), X, variant="over_batch")
+    case("torch", "flatten", lambda x: torch.flatten(x * x.shape[-1], 0, 1), f32(2, 3, "B"), variant="trailing_dynamic")
+    case("torch", "one_hot", lambda x: F.one_hot(x), i64("B", 3, lo=0, hi=4), variant="inferred_classes", static=True)
+    case("torch", "interpolate", lambda x: F.interpolate(x, size=(x.shape[2] * 2, x.shape[3] + 1), mode="nearest"),
+         f32(2, 3, "B", "B"), variant="symbolic_size")
+    case("torch", "interpolate", lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest", recompute_scale_factor=True)
+         * x.shape[2], f32(2, 3, "B", "B"), variant="recompute_scale")
     case("torch", "sym_numel", lambda x: x / x.numel(), X)
     case("torch", "sym_add", lambda x: x * (b(x) + 2), X)
     case("torch", "sym_sub", lambda x: x.reshape(b(x), -1)[:, : b(x) - 1], X)
@@ -383,6 +391,7 @@ def _numpy_cases():
     case("numpy", "all", lambda x: np.logical_and.reduce(x, axis=1), boolean("B", 3), variant="ufunc")
     case("numpy", "std", lambda x: np.std(x, axis=1), X)
     case("numpy", "var", lambda x: np.var(x, axis=-1), X)
+    case("numpy", "var", lambda x: np.var(x, axis=0, ddof=1), X, variant="over_batch")   # the count is the batch
     case("numpy", "cumsum", lambda x: np.cumsum(x, axis=1), X)
     case("numpy", "cumsum", lambda x: np.add.accumulate(x, axis=2), X, variant="ufunc")
     case("numpy", "argmax", lambda x: np.argmax(x, axis=1), X)

@@ -676,10 +676,44 @@ Status LowerInterpolate(const Node& node, const BoundCall& call, LoweringContext
     ins.push_back(ctx.AddInitializer(std::move(t), "interpolate.scales"));
   } else {
     const auto& out_shape = ctx.Shape(result);
-    std::vector<int64_t> spatial(out_shape.begin() + 2, out_shape.end());
-    std::string nc = ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({0}), ctx.Int64s({2})});
+    std::vector<int64_t> recorded(out_shape.begin() + 2, out_shape.end());
+    std::string shape_x = ctx.EmitTemp("Shape", {ctx.In(x)});
+    std::string nc = ctx.EmitTemp("Slice", {shape_x, ctx.Int64s({0}), ctx.Int64s({2})});
+    std::string spatial = ctx.Int64s(recorded);  // size given as ints: the program's literals
+    const v1::Arg* size = call.Get("size");
+    if (size && !IsNone(*size) && IsSymbolicArg(ctx, *size)) {
+      // interpolate(x, size=(h * 2, w * 2)) with h, w read from shapes: computed at run time.
+      v1::Arg list;
+      if (size->kind_case() == v1::Arg::kList || size->kind_case() == v1::Arg::kTuple) {
+        list = *size;
+      } else {
+        for (int i = 0; i < n; ++i) *list.mutable_list()->add_items() = *size;
+      }
+      IVY_RETURN_IF_ERROR(DynamicInts(ctx, list, &spatial));
+    } else if (!call.IsNone("scale_factor")) {
+      // recompute_scale_factor: the output size is floor(in * scale), from the run-time input size.
+      std::vector<double> s;
+      const v1::Arg* sf = call.Get("scale_factor");
+      if (auto f = AsDouble(*sf)) s.assign(n, *f);
+      else if (const v1::ArgList* l = Items(sf)) {
+        for (const auto& it : l->items()) s.push_back(AsDouble(it).value_or(0.0));
+      }
+      if (static_cast<int>(s.size()) != n) return Status::Unsupported("scale_factor " + ArgToString(*sf, true));
+      std::vector<Number> scales;
+      for (double v : s) scales.push_back(Number::Float(v));
+      onnx::TensorProto t;
+      t.set_data_type(onnx::TensorProto::DOUBLE);
+      t.add_dims(n);
+      std::string raw;
+      IVY_RETURN_IF_ERROR(EncodeNumbers(scales, v1::FLOAT64, &raw));
+      t.set_raw_data(raw);
+      std::string in_spatial = ctx.CastTo(ctx.EmitTemp("Slice", {shape_x, ctx.Int64s({2}), ctx.Int64s({rank})}),
+                                          v1::INT64, v1::FLOAT64);
+      std::string scaled = ctx.EmitTemp("Mul", {in_spatial, ctx.AddInitializer(std::move(t), "interpolate.scales")});
+      spatial = ctx.CastTo(ctx.EmitTemp("Floor", {scaled}), v1::FLOAT64, v1::INT64);
+    }
     onnx::NodeProto* c = nullptr;
-    std::string sizes = ctx.EmitTemp("Concat", {nc, ctx.Int64s(spatial)}, &c);
+    std::string sizes = ctx.EmitTemp("Concat", {nc, spatial}, &c);
     SetAttr(c, "axis", int64_t{0});
     ins.push_back("");
     ins.push_back(sizes);

@@ -117,8 +117,6 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
     axes.resize(rank);
     std::iota(axes.begin(), axes.end(), 0);
   }
-  int64_t count = 1;
-  for (int64_t a : axes) count *= ctx.Shape(x)[a];
   const double ddof = call.Double("ddof").value_or(call.Double("correction").value_or(0.0));
   const v1::DType d = ctx.DType(result);
   if (!IsFloating(d)) return Status::Unsupported("std/var with a non-float result");
@@ -132,7 +130,13 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
   std::string sq = ctx.EmitTemp("Mul", {dev, dev});
   std::string s = ctx.EmitTemp("ReduceSum", {sq, ctx.Int64s(axes)}, &m);
   SetAttr(m, "keepdims", int64_t{keepdim ? 1 : 0});
-  std::string var = ctx.EmitTemp("Div", {s, ctx.Scalar(Number::Float(static_cast<double>(count) - ddof), d)});
+  // The count of reduced elements from the input's run-time shape (a reduced dim may be dynamic).
+  onnx::NodeProto* g = nullptr;
+  std::string dims = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Int64s(axes)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  std::string count = ctx.CastTo(ctx.EmitTemp("ReduceProd", {dims}, &m), v1::INT64, d);
+  SetAttr(m, "keepdims", int64_t{0});
+  std::string var = ctx.EmitTemp("Div", {s, ctx.EmitTemp("Sub", {count, ctx.Scalar(Number::Float(ddof), d)})});
   ctx.Emit(ctx.canonical() == "std" ? "Sqrt" : "Identity", {var}, {ctx.Out(result)});
   return Status::Ok();
 }
@@ -206,7 +210,7 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
     largest = call.Bool("largest").value_or(true);
     if (results.size() != 2) return Status::Unsupported("topk without (values, indices)");
   } else {
-    k = ctx.Shape(x)[axis];
+    k = -1;  // every element along the axis: read from the run-time shape below
     largest = call.Bool("descending").value_or(false);
     if (call.Bool("stable").value_or(false)) {
       // TopK orders equal values by index, as a stable sort does.
@@ -220,7 +224,13 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   if (d == v1::BOOL) in = ctx.CastTo(in, d, v1::INT32);
   std::string values = c == "argsort" ? ctx.Temp("values") : ctx.Temp("values");
   std::string indices = ctx.Temp("indices");
-  auto* n = ctx.Emit("TopK", {in, ctx.Int64s({k})}, {values, indices});
+  std::string kk = ctx.Int64s({k});
+  if (k < 0) {
+    onnx::NodeProto* g = nullptr;
+    kk = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Int64s({axis})}, &g);
+    SetAttr(g, "axis", int64_t{0});
+  }
+  auto* n = ctx.Emit("TopK", {in, kk}, {values, indices});
   SetAttr(n, "axis", axis);
   SetAttr(n, "largest", int64_t{largest ? 1 : 0});
   SetAttr(n, "sorted", int64_t{1});
@@ -685,9 +695,19 @@ Status LowerOneHot(const Node& node, const BoundCall& call, LoweringContext& ctx
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  const int64_t depth = ctx.Shape(result).back();
-  auto* n = ctx.Emit("OneHot", {ctx.In(x), ctx.Scalar(Number::Int(depth), v1::INT64), ctx.Int64s({0, 1})},
-                     {ctx.Out(result)});
+  // num_classes=-1 (torch's default) is one more than the largest index: read from the data at
+  // run time, not the recorded depth.
+  std::string depth;
+  const auto classes = call.Int("num_classes");
+  if (classes && *classes >= 0) {
+    depth = ctx.Scalar(Number::Int(*classes), v1::INT64);
+  } else {
+    onnx::NodeProto* m = nullptr;
+    std::string mx = ctx.EmitTemp("ReduceMax", {ctx.CastTo(ctx.In(x), ctx.DType(x), v1::INT64)}, &m);
+    SetAttr(m, "keepdims", int64_t{0});
+    depth = ctx.EmitTemp("Add", {mx, ctx.Scalar(Number::Int(1), v1::INT64)});
+  }
+  auto* n = ctx.Emit("OneHot", {ctx.In(x), depth, ctx.Int64s({0, 1})}, {ctx.Out(result)});
   SetAttr(n, "axis", int64_t{-1});
   return Status::Ok();
 }

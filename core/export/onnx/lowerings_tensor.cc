@@ -52,11 +52,20 @@ Status LowerFlatten(const Node& node, const BoundCall& call, LoweringContext& ct
     SetAttr(n, "axis", int64_t{1});
     return Status::Ok();
   }
-  // Leading dims are copied (0), the flattened run is inferred (-1), trailing dims are as recorded.
+  // Leading dims are copied (0), the flattened run is inferred (-1), trailing dims are read from
+  // the input's run-time shape (one of them may be dynamic).
   std::vector<int64_t> target(static_cast<size_t>(start), 0);
   target.push_back(-1);
-  for (int i = static_cast<int>(end) + 1; i < rank; ++i) target.push_back(shape[i]);
-  EmitReshape(ctx, ctx.In(x), target, false, ctx.Out(result));
+  if (end + 1 >= rank) {
+    EmitReshape(ctx, ctx.In(x), target, false, ctx.Out(result));
+    return Status::Ok();
+  }
+  std::string trailing = ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({end + 1}),
+                                                ctx.Int64s({rank})});
+  onnx::NodeProto* c = nullptr;
+  std::string shape_in = ctx.EmitTemp("Concat", {ctx.Int64s(target), trailing}, &c);
+  SetAttr(c, "axis", int64_t{0});
+  ctx.Emit("Reshape", {ctx.In(x), shape_in}, {ctx.Out(result)});
   return Status::Ok();
 }
 
