@@ -17,6 +17,7 @@ import linecache
 import weakref
 import itertools
 
+from ivytrace.runtime import retarget
 from ivytrace.runtime.errors import GuardError, PlanError
 from ivytrace.runtime.values import array_from_proto, literal, same_value, tensor_from_proto
 from ivytrace.v1 import common_pb2
@@ -68,10 +69,16 @@ def _has_slot(arg) -> bool:
 
 
 class _Gen:
-    def __init__(self, plan, allow, filename):
+    def __init__(self, plan, allow, filename, target=None, convert_inputs=True):
         self.plan = plan
         self.allow = allow
         self.filename = filename
+        # Retargeting: steps of other frameworks call `target`'s implementation of their canonical
+        # op (retarget.py); None replays every step with the function it names.
+        self.to = target if target and target != plan.framework else None
+        self.convert_inputs = convert_inputs
+        self.unsupported: dict = {}   # op -> [count, reason, sites]
+        self.temps: list = []
         # Only __import__: C functions that import lazily on first use (numpy's ndarray.mean imports
         # numpy._core._methods) look it up in the calling frame's builtins. The generated code never
         # names it (it uses only names this module makes up).
@@ -87,7 +94,9 @@ class _Gen:
         self.guards_by_slot: dict[int, list] = {}
         self.freed: set[int] = set()
         # JAX primitive params need their own decoding (numpy dtypes, dimension-number records).
-        if plan.framework == "jax":
+        if self.to:
+            self.literal = retarget.literal_for(self.to)
+        elif plan.framework == "jax":
             from ivytrace.runtime import jax_values
             self.literal = jax_values.literal
         else:
@@ -208,6 +217,12 @@ class _Gen:
                 raise PlanError(f"{where_plan}: plan targets framework {fw!r}; this runtime "
                                 f"replays {', '.join(sorted(self.allow.frameworks))}")
         default_fw = plan.framework if plan.framework in ("numpy", "jax") else "torch"
+        if self.to:
+            if self.to not in self.allow.targets:
+                raise PlanError(f"{where_plan}: cannot retarget to {self.to!r}: the schemas describe "
+                                f"{', '.join(sorted(self.allow.targets))}")
+            make_target = retarget.constant_maker(self.to)
+            self.cv = self.bind("cv", retarget.converter(self.to))
         for c in plan.constants:
             where = f"{where_plan}: constant for slot {c.slot}"
             if c.slot in self.names:
@@ -216,6 +231,10 @@ class _Gen:
                 raise PlanError(f"{where}: slot {c.slot} is out of range (num_slots = {self.plan.num_slots})")
             var = self.names[c.slot] = f"c{c.slot}"
             fw = c.value.framework or default_fw
+            if self.to:   # converted once, here
+                self.ns[var] = make_target(c.value, where)
+                self.constants.add(c.slot)
+                continue
             if fw == "jax":
                 from ivytrace.runtime.jax_values import array_from_tensor_proto as make
             elif fw in ("torch", "numpy"):
@@ -243,6 +262,8 @@ class _Gen:
             kind = gi.value.WhichOneof("kind")
             if kind == "tensor":
                 params.append(self.define(gi.value.tensor.value, where))
+                if self.to and self.convert_inputs:
+                    body.append(f"    {params[-1]} = {self.cv}({params[-1]})")
                 continue
             pname = f"a{i}"
             params.append(pname)
@@ -258,12 +279,22 @@ class _Gen:
 
         for i, step in enumerate(plan.steps):
             where = f"{where_plan}: step {i} ({step.function})"
-            f = self.fn(step.function, where)
-            args = [self.expr(a, where) for a in step.args]
-            if step.kwargs:
-                kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
-                args.append("**{" + kw + "}")
-            call = f"{f}({', '.join(args)})"
+            retargeted = self.to and retarget.framework_of(step.function) not in (self.to, "ivytrace")
+            if retargeted:
+                self.temps = []
+                call = self.retarget_call(i, step, where)
+                if call is None:   # refused (listed at the end); its results stay defined for the rest
+                    call = "None"
+                if step.written:
+                    body.append(f"    r{i} = {call}")
+                    call = f"r{i}"
+            else:
+                f = self.fn(step.function, where)
+                args = [self.expr(a, where) for a in step.args]
+                if step.kwargs:
+                    kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
+                    args.append("**{" + kw + "}")
+                call = f"{f}({', '.join(args)})"
             # The slots this step defines, for their guards. (Diffing a copy of every name so far,
             # as before, made loading quadratic: 82 s for a plan of 100k steps.)
             self.defined.clear()
@@ -284,8 +315,10 @@ class _Gen:
             else:
                 body.append(f"    {call}")
             for w in step.written:   # a tensor written in place and not returned: the argument object
-                src = self.slot(common_pb2.TensorRef(value=w.arg), where)
+                src = f"r{i}" if retargeted else self.slot(common_pb2.TensorRef(value=w.arg), where)
                 body.append(f"    {self.define(w.slot, where)} = {src}")
+            if retargeted and (step.written or self.temps):
+                body.append(f"    del {', '.join(([f'r{i}'] if step.written else []) + self.temps)}")
             for slot in self.defined:
                 self.emit_guards(slot)
             free = []
@@ -296,6 +329,8 @@ class _Gen:
             if free:
                 body.append(f"    del {', '.join(free)}")
 
+        if self.unsupported:
+            raise PlanError(self.unsupported_message())
         if self.guards_by_slot:
             slots = sorted(self.guards_by_slot)
             raise PlanError(f"{where_plan}: guard on slot {slots[0]}, which the plan never defines")
@@ -303,9 +338,134 @@ class _Gen:
         body.append(f"    return {ret}")
         return "def forward(" + ", ".join(params) + "):\n" + "\n".join(body) + "\n"
 
+    # -- retargeting ----------------------------------------------------------------------------
+    def _refuse(self, step, reason):
+        e = self.unsupported.setdefault(step.function, [0, reason, []])
+        e[0] += 1
+        if step.loc.file:
+            site = f"{step.loc.file}:{step.loc.line}"
+            if site not in e[2]:
+                e[2].append(site)
+
+    def unsupported_message(self) -> str:
+        total = sum(e[0] for e in self.unsupported.values())
+        lines = [f"{self.filename}: cannot replay in {self.to}: {total} call{'s' if total != 1 else ''} of "
+                 f"{len(self.unsupported)} op{'s' if len(self.unsupported) != 1 else ''} have no "
+                 f"{self.to} implementation (TargetImpl in the {self.to} schema):"]
+        for op, (count, reason, sites) in sorted(self.unsupported.items()):
+            line = f"  {op}  x{count}  ({reason})"
+            if sites:
+                line += "  at " + ", ".join(sites[:5]) + (", ..." if len(sites) > 5 else "")
+            lines.append(line)
+        return "\n".join(lines)
+
+    def retarget_call(self, i, step, where):
+        """The expression calling the target's implementation of this step's op (with temporaries
+        appended to the body first), or None after recording why there is none."""
+        if step.function not in self.allow.functions:
+            raise PlanError(f"{where}: function {step.function!r} is not in the allow-list "
+                            f"(the op names in {', '.join(self.allow.sources)}); refusing to load the plan")
+        op = self.allow.ops.get(step.function)
+        if op is None or not op.canonical:
+            self._refuse(step, "no canonical op in its schema")
+            return None
+        impls = self.allow.impls.get(self.to, {}).get(op.canonical)
+        if not impls:
+            self._refuse(step, f"canonical op {op.canonical!r} has no {self.to} implementation")
+            return None
+        try:
+            bound = retarget.bind_step(step, op, _list_arg, where)
+            impl = retarget.choose_impl(impls, retarget.framework_of(step.function), bound, op, _has_slot)
+            if impl is None:
+                raise retarget.Unsupported(f"no {self.to} implementation of {op.canonical!r} takes these arguments")
+            if step.written:
+                if len(step.written) > 1 or not op.writes or op.writes > len(op.param) or \
+                        step.written[0].arg != _slot_of(bound.get(op.param[op.writes - 1].name)):
+                    raise retarget.Unsupported("writes in place through a view")
+            return self._impl_calls(i, impl, bound, where)
+        except retarget.Unsupported as e:
+            self._refuse(step, str(e))
+            return None
+
+    def _impl_calls(self, i, impl, bound, where):
+        uses = [0] * len(impl.call)
+        for call in impl.call:
+            for a in call.arg:
+                if a.result:
+                    if not 0 < a.result <= len(uses):
+                        raise PlanError(f"{where}: schema impl of {list(impl.canonical)} refers to call {a.result}")
+                    uses[a.result - 1] += 1
+        results: list = []
+        temps = []
+        expr = None
+        for ci, call in enumerate(impl.call):
+            f = self.fn(call.function, where)
+            pos, kws = [], []
+            for a in call.arg:
+                e = self._impl_arg(a, bound, results, where)
+                if a.keyword == "-":   # checked by its conversion, not passed
+                    continue
+                if e is None:
+                    if not a.keyword:
+                        raise retarget.Unsupported(f"{call.function} needs {'/'.join(a.param) or 'a value'}")
+                    continue
+                if a.keyword:
+                    kws.append(f"{a.keyword}={e}")
+                elif kws:
+                    raise PlanError(f"{where}: schema impl of {list(impl.canonical)}: positional after keyword")
+                else:
+                    pos.append(e)
+            expr = f"{f}({', '.join(pos + kws)})"
+            if ci < len(impl.call) - 1 and uses[ci] > 1:
+                t = f"t{i}_{ci}"
+                self.lines.append(f"    {t} = {expr}")
+                temps.append(t)
+                expr = t
+            results.append(expr)
+        self.temps = temps   # deleted after the step's result is assigned
+        return expr
+
+    def _impl_arg(self, a, bound, results, where):
+        if a.result:
+            return results[a.result - 1]
+        star = False
+        if a.HasField("value"):
+            arg = a.value
+        else:
+            arg = None
+            for p in a.param:
+                star = p.startswith("*")
+                name, _, item = p.lstrip("*").partition("[")
+                if name in bound:
+                    arg = bound[name]
+                    if item:   # "cases[1]": an item of a list parameter
+                        items = arg.list.items if arg.WhichOneof("kind") == "list" else arg.tuple.items
+                        k = int(item.rstrip("]"))
+                        if k >= len(items):
+                            raise retarget.Unsupported(f"{name} has {len(items)} items, the impl reads item {k}")
+                        arg = items[k]
+                    break
+            if arg is None and a.HasField("default"):
+                arg = a.default
+        if a.convert:
+            fn = retarget.CONVERSIONS.get(a.convert)
+            if fn is None:
+                raise PlanError(f"{where}: the schemas name conversion {a.convert!r}, which this runtime lacks")
+            inputs = [arg] + [bound.get(n) for n in getattr(a, "with")]
+            if not any(x is not None and _has_slot(x) for x in inputs):
+                vals = [None if x is None else self.literal(x, self.allow, where) for x in inputs]
+                return self.lit(fn(*vals))
+            exprs = [self.lit(None) if x is None else self.expr(x, where) for x in inputs]
+            return f"{self.bind('x', fn)}({', '.join(exprs)})"
+        if arg is None:
+            return None
+        return ("*" if star else "") + self.expr(arg, where)
+
     def _bind_input(self, arg, base, name, path, where):
         kind = arg.WhichOneof("kind")
         if kind == "tensor":
+            if self.to:
+                base = f"{self.cv}({base})"
             self.lines.append(f"    {self.define(arg.tensor.value, where)} = {base}")
         elif kind in ("list", "tuple"):
             for j, a in enumerate(getattr(arg, kind).items):
@@ -332,6 +492,14 @@ class _Gen:
                 self._collect_outputs(a)
 
 
+def _list_arg(items):
+    return common_pb2.Arg(list=common_pb2.ArgList(items=items))
+
+
+def _slot_of(arg):
+    return arg.tensor.value if arg is not None and arg.WhichOneof("kind") == "tensor" else None
+
+
 def _needs_paths(arg) -> bool:
     kind = arg.WhichOneof("kind")
     if kind == "dict":
@@ -352,8 +520,8 @@ class Generated:
         self.filename = filename
 
 
-def generate(plan, allow, filename: str = "<plan>") -> Generated:
-    g = _Gen(plan, allow, filename)
+def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True) -> Generated:
+    g = _Gen(plan, allow, filename, target, convert_inputs)
     source = g.run()
     code_name = f"<ivytrace plan {next(_counter)}>"
     try:
