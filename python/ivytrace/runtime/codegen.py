@@ -5,7 +5,9 @@
         del v0
         return v2
 
-Only names this module makes up appear in the source (slot variables vN, constant tensors cN,
+Only names this module makes up appear in the source (slot variables vN, constant tensors cN
+(and sN: what a retargeted op computes from constants alone, at load), temporaries tN/rN, input
+converters cvN, argument conversions xN,
 functions fN, literals kN, guard checks gN, input containers aN). Every function object and every
 literal value from the plan - ints, strings, dtypes, slices, dict keys, keyword names - is bound
 in the exec namespace, so no string from the plan file is ever compiled.
@@ -291,7 +293,14 @@ class _Gen:
             else:
                 f = self.fn(step.function, where)
                 args = [self.expr(a, where) for a in step.args]
-                if step.kwargs:
+                if step.kwargs and not any(_has_slot(k.value) for k in step.kwargs) and \
+                        all(k.value.WhichOneof("kind") not in ("dict", "list") for k in step.kwargs):
+                    # Keywords of literal values: one dict, built here, not a new one per call (the
+                    # callee gets its own **kwargs copy; lists and dicts, which it could change,
+                    # are still made per call).
+                    kw = {k.name: self.ns[self.expr(k.value, where)] for k in step.kwargs}
+                    args.append("**" + self.bind("k", kw))
+                elif step.kwargs:
                     kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
                     args.append("**{" + kw + "}")
                 call = f"{f}({', '.join(args)})"
@@ -396,13 +405,16 @@ class _Gen:
                         raise PlanError(f"{where}: schema impl of {list(impl.canonical)} refers to call {a.result}")
                     uses[a.result - 1] += 1
         results: list = []
+        static: list = []
         temps = []
         expr = None
         for ci, call in enumerate(impl.call):
             f = self.fn(call.function, where)
             pos, kws = [], []
+            is_static = True
             for a in call.arg:
-                e = self._impl_arg(a, bound, results, where)
+                e, st = self._impl_arg(a, bound, results, static, where)
+                is_static = is_static and st
                 if a.keyword == "-":   # checked by its conversion, not passed
                     continue
                 if e is None:
@@ -416,6 +428,18 @@ class _Gen:
                 else:
                     pos.append(e)
             expr = f"{f}({', '.join(pos + kws)})"
+            if is_static and ci < len(impl.call) - 1:
+                # Reads only constants (a linear layer's transposed weight): computed once, here.
+                try:
+                    value = eval(expr, self.ns)   # noqa: S307 - names this module bound, see the module doc
+                except Exception as e:  # noqa: BLE001
+                    raise PlanError(f"{where}: computing {call.function} on the plan's constants failed: "
+                                    f"{type(e).__name__}: {e}") from None
+                expr = self.bind("s", value)
+                static.append(True)
+                results.append(expr)
+                continue
+            static.append(False)
             if ci < len(impl.call) - 1 and uses[ci] > 1:
                 t = f"t{i}_{ci}"
                 self.lines.append(f"    {t} = {expr}")
@@ -425,9 +449,14 @@ class _Gen:
         self.temps = temps   # deleted after the step's result is assigned
         return expr
 
-    def _impl_arg(self, a, bound, results, where):
+    def _static(self, arg) -> bool:
+        """Whether an Arg reads no slot but constants."""
+        return all(s in self.constants for s in _slots_in(arg))
+
+    def _impl_arg(self, a, bound, results, static, where):
+        """(expression, whether it reads only constants and literals)."""
         if a.result:
-            return results[a.result - 1]
+            return results[a.result - 1], static[a.result - 1]
         star = False
         if a.HasField("value"):
             arg = a.value
@@ -454,12 +483,12 @@ class _Gen:
             inputs = [arg] + [bound.get(n) for n in getattr(a, "with")]
             if not any(x is not None and _has_slot(x) for x in inputs):
                 vals = [None if x is None else self.literal(x, self.allow, where) for x in inputs]
-                return self.lit(fn(*vals))
+                return self.lit(fn(*vals)), True
             exprs = [self.lit(None) if x is None else self.expr(x, where) for x in inputs]
-            return f"{self.bind('x', fn)}({', '.join(exprs)})"
+            return f"{self.bind('x', fn)}({', '.join(exprs)})", all(x is None or self._static(x) for x in inputs)
         if arg is None:
-            return None
-        return ("*" if star else "") + self.expr(arg, where)
+            return None, True
+        return ("*" if star else "") + self.expr(arg, where), self._static(arg)
 
     def _bind_input(self, arg, base, name, path, where):
         kind = arg.WhichOneof("kind")
@@ -494,6 +523,22 @@ class _Gen:
 
 def _list_arg(items):
     return common_pb2.Arg(list=common_pb2.ArgList(items=items))
+
+
+def _slots_in(arg):
+    kind = arg.WhichOneof("kind")
+    if kind == "tensor":
+        yield arg.tensor.value
+    elif kind in ("list", "tuple"):
+        for a in getattr(arg, kind).items:
+            yield from _slots_in(a)
+    elif kind == "dict":
+        for a in arg.dict.values:
+            yield from _slots_in(a)
+    elif kind == "slice":
+        for f in ("start", "stop", "step"):
+            if arg.slice.HasField(f):
+                yield from _slots_in(getattr(arg.slice, f))
 
 
 def _slot_of(arg):
