@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import re
 import weakref
 import itertools
 
@@ -282,7 +283,16 @@ class _Gen:
         for i, step in enumerate(plan.steps):
             where = f"{where_plan}: step {i} ({step.function})"
             retargeted = self.to and retarget.framework_of(step.function) not in (self.to, "ivytrace")
-            if retargeted:
+            # A JAX primitive with a public jax.numpy function (impls with source "jax" in the JAX
+            # schema): called through it, not through Primitive.bind.
+            public = None
+            if not retargeted and self.to is None and step.function.startswith("jax.") and not step.written:
+                self.temps = []
+                public = self.public_jax_call(i, step, where)
+            if public is not None:
+                call = public
+                retargeted = True
+            elif retargeted:
                 self.temps = []
                 call = self.retarget_call(i, step, where)
                 if call is None:   # refused (listed at the end); its results stay defined for the rest
@@ -345,6 +355,8 @@ class _Gen:
             raise PlanError(f"{where_plan}: guard on slot {slots[0]}, which the plan never defines")
         ret = self.expr(self.plan.outputs, f"{where_plan}: outputs") if plan.HasField("outputs") else "None"
         body.append(f"    return {ret}")
+        if len(body) > CHUNK_LINES:
+            return _chunked(params, body)
         return "def forward(" + ", ".join(params) + "):\n" + "\n".join(body) + "\n"
 
     # -- retargeting ----------------------------------------------------------------------------
@@ -394,6 +406,18 @@ class _Gen:
             return self._impl_calls(i, impl, bound, where)
         except retarget.Unsupported as e:
             self._refuse(step, str(e))
+            return None
+
+    def public_jax_call(self, i, step, where):
+        op = self.allow.ops.get(step.function)
+        impls = self.allow.impls.get("jax", {}).get(op.canonical) if op is not None and op.canonical else None
+        if not impls:
+            return None
+        try:
+            bound = retarget.bind_step(step, op, _list_arg, where)
+            impl = retarget.choose_impl([m for m in impls if "jax" in m.source], "jax", bound, op, _has_slot)
+            return None if impl is None else self._impl_calls(i, impl, bound, where)
+        except retarget.Unsupported:
             return None
 
     def _impl_calls(self, i, impl, bound, where):
@@ -523,6 +547,65 @@ class _Gen:
 
 def _list_arg(items):
     return common_pb2.Arg(list=common_pb2.ArgList(items=items))
+
+
+# CPython compiles one function in time that grows faster than its length (a 1M-step forward took
+# most of load_plan's 19 s): a plan longer than this runs as a chain of functions of this many lines.
+CHUNK_LINES = 4000
+# The names a body line can read or write: slot variables, input containers, temporaries. Every
+# other name in the generated code is a global of its namespace, and it has no string literals.
+_LOCAL = re.compile(r"\b(?:v\d+|a\d+|r\d+t?|t\d+_\d+)\b")
+
+
+def _chunked(params, body):
+    """The body as functions _c0, _c1, ... of CHUNK_LINES lines each, called in turn by forward:
+    each takes the locals it reads that earlier lines made, and returns those later lines read.
+    forward drops a value after the last chunk that reads it, as the single function did."""
+    ret = body[-1]
+    lines = body[:-1]
+    chunks = [lines[i:i + CHUNK_LINES] for i in range(0, len(lines), CHUNK_LINES)]
+    reads, writes = [], []
+    for chunk in chunks:
+        r, w = [], set()
+        for line in chunk:
+            stmt = line.strip()
+            if stmt.startswith("del "):
+                for n in _LOCAL.findall(stmt):
+                    w.discard(n)
+                continue
+            lhs, eq, rhs = stmt.partition(" = ")
+            if not eq or "(" in lhs.replace("(v", "v").replace("(_", "_"):   # a call statement: reads only
+                lhs, rhs = "", stmt
+            for n in _LOCAL.findall(rhs):
+                if n not in w and n not in r:
+                    r.append(n)
+            w.update(_LOCAL.findall(lhs))
+        reads.append(r)
+        writes.append(w)
+    ret_reads = _LOCAL.findall(ret)
+    last_read = {}
+    for j, r in enumerate(reads):
+        for n in r:
+            last_read[n] = j
+    for n in ret_reads:
+        last_read[n] = len(chunks)
+    out = []
+    fwd = ["def forward(" + ", ".join(params) + "):"]
+    for j, chunk in enumerate(chunks):
+        later = {n for k in range(j + 1, len(chunks)) for n in reads[k]} | set(ret_reads)
+        outs = sorted(writes[j] & later)
+        ins = reads[j]
+        out.append(f"def _c{j}({', '.join(ins)}):")
+        out.extend(chunk)
+        tup = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        out.append(f"    return ({tup})")
+        out.append("")
+        fwd.append(f"    ({tup}) = _c{j}({', '.join(ins)})" if outs else f"    _c{j}({', '.join(ins)})")
+        dead = sorted(n for n in set(ins) | set(outs) if last_read.get(n, -1) <= j)
+        if dead:
+            fwd.append(f"    del {', '.join(dead)}")
+    fwd.append(ret)
+    return "\n".join(out + fwd) + "\n"
 
 
 def _slots_in(arg):

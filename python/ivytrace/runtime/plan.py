@@ -82,17 +82,20 @@ class CompiledPlan:
     are converted to the target's arrays, outputs are the target's, constants are converted once,
     here. An op the target does not implement is refused here, all of them in one PlanError.
 
-    jit: a JAX replay runs under one jax.jit of the whole plan when the plan allows it (array
-    inputs only, guards on shapes only): None (default) = when allowed, False = op by op.
+    jit: run a JAX replay under one jax.jit of the whole plan (the plan must allow it: array inputs
+    only, guards on shapes only; PlanError otherwise). The default replays op by op, each primitive
+    through its public jax.numpy function where the JAX schema names one: bit for bit what the
+    program computed un-jitted. Under jit XLA fuses ops, and results can differ in the last bits
+    (as jax.jit of the original program's do); `return_backend_traced_fn` is the place for it.
     """
 
     def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None,
-                 target: str | None = None, jit: bool | None = None):
+                 target: str | None = None, jit: bool = False):
         self.plan = plan
         self.path = path
         target = target or plan.target or None
         self.framework = target or plan.framework
-        use_jit = self.framework == "jax" and jit is not False and _jit_allowed(plan)
+        use_jit = bool(jit) and self.framework == "jax" and _jit_allowed(plan)
         if jit and not use_jit:
             raise PlanError(f"{path}: jit=True, but this plan cannot run under jax.jit (framework "
                             f"{self.framework!r}, or non-array inputs, or guards on values)")
@@ -100,6 +103,7 @@ class CompiledPlan:
         gen = generate(plan, allow or default_allowlist(), filename=path, target=target,
                        convert_inputs=not use_jit)
         self.source = gen.source
+        self.namespace = gen.namespace   # what the generated code's names are bound to
         self._fn = gen.function
         self.jitted = use_jit
         if use_jit:
@@ -141,7 +145,7 @@ class CompiledPlan:
 
 
 def load_plan(path, allow: AllowList | None = None, target: str | None = None,
-              jit: bool | None = None) -> CompiledPlan:
+              jit: bool = False) -> CompiledPlan:
     """Read a plan file and compile it. Never executes anything from the file: functions and
     symbols are resolved through the schema allow-list (PlanError otherwise).
 
