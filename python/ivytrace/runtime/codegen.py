@@ -167,12 +167,12 @@ class _Gen:
         raise PlanError(f"{where}: unexpected argument kind {kind!r}")
 
     # -- definitions ------------------------------------------------------------------------------
-    def define(self, slot, where) -> str:
+    def define(self, slot, where, var=None) -> str:
         if slot in self.names:
             raise PlanError(f"{where}: slot {slot} is defined twice")
         if self.plan.num_slots and slot >= self.plan.num_slots:
             raise PlanError(f"{where}: slot {slot} is out of range (num_slots = {self.plan.num_slots})")
-        var = self.names[slot] = f"v{slot}"
+        var = self.names[slot] = var or f"v{slot}"
         self.defined.append(slot)
         return var
 
@@ -325,6 +325,13 @@ class _Gen:
                     self.paths(step.result, tmp, where, out)
                     body.extend(f"    {var} = {expr}" for var, expr in out)
                     body.append(f"    del {tmp}")
+                elif step.result.WhichOneof("kind") == "tensor" and not step.written and \
+                        (reuse := self._freeable(step)) is not None:
+                    # x = f(x): the result takes the variable of an argument this step reads last,
+                    # which drops the old value as eager code does, without a `del` line.
+                    self.freed.add(reuse)
+                    target = self.define(step.result.tensor.value, where, var=self.names[reuse])
+                    body.append(f"    {target} = {call}")
                 else:
                     target = self.target(step.result, where)
                     kind = step.result.WhichOneof("kind")
@@ -358,6 +365,14 @@ class _Gen:
         if len(body) > CHUNK_LINES:
             return _chunked(params, body)
         return "def forward(" + ", ".join(params) + "):\n" + "\n".join(body) + "\n"
+
+    def _freeable(self, step):
+        """The first slot this step frees that holds an ordinary value (not a constant, an output
+        or a slot already freed), or None."""
+        for s in step.free_after:
+            if s in self.names and s not in self.constants and s not in self.outputs and s not in self.freed:
+                return s
+        return None
 
     # -- retargeting ----------------------------------------------------------------------------
     def _refuse(self, step, reason):
