@@ -604,14 +604,20 @@ def _chunked(params, body):
     lines = body[:-1]
     chunks = [lines[i:i + CHUNK_LINES] for i in range(0, len(lines), CHUNK_LINES)]
     reads, writes = [], []
-    for chunk in chunks:
+    for j, chunk in enumerate(chunks):
         r, w = [], set()
+        kept_lines = []
         for line in chunk:
             stmt = line.strip()
             if stmt.startswith("del "):
-                for n in _LOCAL.findall(stmt):
+                # A value whose last reader ended the previous chunk is forward's to drop.
+                names = [n for n in _LOCAL.findall(stmt) if n in w or n in r]
+                for n in names:
                     w.discard(n)
+                if names:
+                    kept_lines.append(f"    del {', '.join(names)}")
                 continue
+            kept_lines.append(line)
             lhs, eq, rhs = stmt.partition(" = ")
             if not eq or "(" in lhs.replace("(v", "v").replace("(_", "_"):   # a call statement: reads only
                 lhs, rhs = "", stmt
@@ -619,6 +625,7 @@ def _chunked(params, body):
                 if n not in w and n not in r:
                     r.append(n)
             w.update(_LOCAL.findall(lhs))
+        chunks[j] = kept_lines
         reads.append(r)
         writes.append(w)
     ret_reads = _LOCAL.findall(ret)
