@@ -4,8 +4,8 @@
 
 The plan is a chain of torch steps as a long recorded program gives them (x = x + c; x = tanh(x);
 ... with a free_after on each step), written with write_plan_file to a temporary directory. Each
-size is loaded in a fresh process (so peak RSS is that load's alone), once; time is
-wall-clock of load_plan, memory the process's peak RSS minus its RSS before the load. The
+size is loaded in a fresh process, once; time is wall-clock of load_plan, memory the peak RSS
+during the load (VmHWM, reset just before it) minus the RSS before it. The
 replay of the loaded plan is run once and checked against the same chain run eagerly.
 """
 from __future__ import annotations
@@ -38,15 +38,20 @@ def make_plan(n, path):
 
 
 def child(path, n):
-    import resource
-
     import torch
     from ivytrace.runtime.plan import load_plan
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def status(field):
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+    # Reset the peak (VmHWM) to the current RSS, so imports' transient peaks do not hide the load's.
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    base = status("VmRSS")
     t0 = time.perf_counter()
     plan = load_plan(path)
     t = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = status("VmHWM")
     x = torch.randn(4)
     want = x
     for i in range(n):

@@ -697,16 +697,26 @@ class Generated:
 def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True) -> Generated:
     g = _Gen(plan, allow, filename, target, convert_inputs)
     source = g.run()
-    code_name = f"<ivytrace plan {next(_counter)}>"
-    try:
-        code = compile(source, code_name, "exec")
-    except SyntaxError as e:  # a bug in this module, not in the plan
-        raise PlanError(f"{filename}: internal error generating code: {e}\n{source}") from None
-    # Tracebacks through the generated function show its lines, for as long as the function
-    # lives: the linecache entry goes with it (one entry per load_plan, kept forever, grew
-    # without bound in a process that loads many plans).
-    linecache.cache[code_name] = (len(source), None, source.splitlines(True), code_name)
-    exec(code, g.ns)
+    plan_no = next(_counter)
+    # A chunked plan's functions are compiled one by one: compiling them as one module would hold
+    # the syntax tree of the whole plan at once.
+    pieces = source.split("\n\n") if source.startswith("def _c") else [source]
+    names = []
+    for k, piece in enumerate(pieces):
+        code_name = f"<ivytrace plan {plan_no}>" if len(pieces) == 1 else f"<ivytrace plan {plan_no} part {k}>"
+        piece = piece if piece.endswith("\n") else piece + "\n"
+        try:
+            code = compile(piece, code_name, "exec")
+        except SyntaxError as e:  # a bug in this module, not in the plan
+            raise PlanError(f"{filename}: internal error generating code: {e}\n{piece}") from None
+        # Tracebacks through the generated function show its lines, for as long as the function
+        # lives: the linecache entry goes with it (one entry per load_plan, kept forever, grew
+        # without bound in a process that loads many plans).
+        linecache.cache[code_name] = (len(piece), None, piece.splitlines(True), code_name)
+        names.append(code_name)
+        exec(code, g.ns)
+        del code
     fn = g.ns["forward"]
-    weakref.finalize(fn, linecache.cache.pop, code_name, None)
+    for code_name in names:
+        weakref.finalize(fn, linecache.cache.pop, code_name, None)
     return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename)
