@@ -638,8 +638,7 @@ def _chunked(params, body):
     out = []
     fwd = ["def forward(" + ", ".join(params) + "):"]
     for j, chunk in enumerate(chunks):
-        later = {n for k in range(j + 1, len(chunks)) for n in reads[k]} | set(ret_reads)
-        outs = sorted(writes[j] & later)
+        outs = sorted(n for n in writes[j] if last_read.get(n, -1) > j)   # read by a later chunk
         ins = reads[j]
         out.append(f"def _c{j}({', '.join(ins)}):")
         out.extend(chunk)
