@@ -386,18 +386,6 @@ def _einsum_of_dot_general(dn, lhs, rhs):
     return _dot_general_subscripts(_freeze(dn), len(lhs.shape), len(rhs.shape))
 
 
-def _select_pred(pred):
-    return pred
-
-
-def _neg_inf(_):
-    return -math.inf
-
-
-def _reciprocal_sqrt_two(_):
-    return 1 / math.sqrt(2)
-
-
 CONVERSIONS = {
     "tuple": _tuple,
     "axes": _axes,
@@ -426,5 +414,4 @@ CONVERSIONS = {
     "window_pad": _window_pad,
     "no_dilation": _no_dilation,
     "einsum_of_dot_general": _einsum_of_dot_general,   # (dimension_numbers, lhs, rhs), on each call
-    "neg_inf": _neg_inf,
 }
