@@ -19,6 +19,7 @@ struct ExportOptions {
   std::string to;
   std::string output;
   std::string region;
+  std::string framework;  // plan: replay in this framework (retargeting)
   int opset = 17;
   bool no_optimize = false;
   bool static_batch = false;
@@ -30,6 +31,9 @@ struct ExportOptions {
 };
 
 int RunExport(const ExportOptions& o) {
+  if (!o.framework.empty() && o.to != "plan") {
+    return Fail("export", Status::InvalidArgument("--framework applies to --to plan only"), kExitUsage);
+  }
   Status st = CheckWritable(o.output);
   if (!st.ok()) return Fail("export", st, kExitOutput);
   Progress progress = PhaseProgress("export", o.file, o.progress);
@@ -57,7 +61,9 @@ int RunExport(const ExportOptions& o) {
   progress.Report("lowering " + Thousands(lg.graph.LiveNodeCount()) + " nodes and writing " + o.output, /*now=*/true);
   if (o.to == "plan") {
     // Lowered and written step by step (no whole v1::Plan); Unsupported comes before any write.
-    st = ExportPlanFile(lg.graph, o.output);
+    PlanOptions plan_options;
+    plan_options.target = o.framework;
+    st = ExportPlanFile(lg.graph, o.output, plan_options);
     if (!st.ok()) return Fail("export", st, st.kind() == Status::Kind::kUnsupported ? kExitUnsupported : kExitOutput);
     return kExitOk;
   }
@@ -117,6 +123,10 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_option("--to", opts->to, "Output format")->required()->check(CLI::IsMember({"onnx", "plan"}));
   sub->add_option("-o,--output", opts->output, "File to write")->required();
   sub->add_option("--region", opts->region, "Region to export: NAME or NAME:K (default: the first)");
+  sub->add_option("--framework", opts->framework,
+                  "Plan: replay in this framework instead of the recorded one (torch, numpy, jax); ops it "
+                  "does not implement are refused")
+      ->check(CLI::IsMember({"torch", "numpy", "jax"}));
   sub->add_option("--opset", opts->opset, "ONNX opset (default 17, the newest libonnx 1.12 checks)")
       ->check(CLI::Range(13, 17));
   sub->add_flag("--no-optimize", opts->no_optimize, "Export a trace's graph without running the default passes");

@@ -48,13 +48,15 @@ std::string DisallowedSymbol(const v1::Arg& arg, const SchemaRegistry& reg) {
 // making the parts cannot fail.
 class PlanLowering {
  public:
-  explicit PlanLowering(const Graph& g) : g_(g) {}
+  PlanLowering(const Graph& g, const PlanOptions& o) : g_(g), target_(o.target) {}
 
   // Unsupported if the graph has ops the runtime cannot replay.
   Status Prepare();
 
   const Graph& graph() const { return g_; }
   const std::string& framework() const { return framework_; }
+  // The framework to replay in, when not the recorded one (PlanOptions::target); else empty.
+  const std::string& target() const { return target_; }
   uint32_t num_slots() const { return static_cast<uint32_t>(g_.values.size()); }
   // The slots of the constants the plan carries (those something reads), in slot order; the
   // tensor of slot s is g.constants[g.values[s].constant].
@@ -75,6 +77,7 @@ class PlanLowering {
   Status PrepareWritten();
 
   const Graph& g_;
+  std::string target_;
   std::string framework_;
   std::vector<uint32_t> constant_slots_;
   std::vector<ValueId> alias_;
@@ -111,6 +114,24 @@ Status PlanLowering::Prepare() {
     if (!bad.empty()) unsupported.Add(n, "argument " + bad + " cannot be replayed");
   }
   if (!unsupported.empty()) return Status::Unsupported(unsupported.Message("a plan"));
+  if (!target_.empty()) {
+    if (!reg.IsFramework(target_)) {
+      return Status::InvalidArgument("cannot export a plan for framework '" + target_ +
+                                     "': the schemas describe torch, numpy and jax");
+    }
+    for (const Node& n : g.nodes) {
+      if (n.erased) continue;
+      std::string f = n.op.substr(0, n.op.find('.'));
+      if (f == "ivytrace" || f == target_) continue;
+      const std::string& canonical = n.schema->canonical();
+      if (canonical.empty()) {
+        unsupported.Add(n, "no canonical op in its schema");
+      } else if (!reg.HasImpl(target_, canonical, f)) {
+        unsupported.Add(n, "canonical op '" + canonical + "' has no " + target_ + " implementation");
+      }
+    }
+    if (!unsupported.empty()) return Status::Unsupported(unsupported.Message("a " + target_ + " plan"));
+  }
 
   // The frameworks the steps call into: the first component of the live ops' names
   // ("numpy.add" -> "numpy"), in order of first use and joined by "," when a mixed program
@@ -287,6 +308,7 @@ Status WritePlan(const PlanLowering& p, const std::string& path, CodedOutputStre
   out->WriteRaw(kPlanMagic, 8);
   if (!g.name.empty()) WFL::WriteString(P::kNameFieldNumber, g.name, out);
   WFL::WriteString(P::kFrameworkFieldNumber, p.framework(), out);  // never empty
+  if (!p.target().empty() && p.target() != p.framework()) WFL::WriteString(P::kTargetFieldNumber, p.target(), out);
   if (p.num_slots() != 0) WFL::WriteUInt32(P::kNumSlotsFieldNumber, p.num_slots(), out);
   for (const auto& in : g.inputs) {
     if (!WriteMessageField(P::kInputsFieldNumber, in, out)) return too_big("input '" + in.name() + "'");
@@ -316,12 +338,13 @@ Status WritePlan(const PlanLowering& p, const std::string& path, CodedOutputStre
 
 }  // namespace
 
-Status ExportPlan(const Graph& g, v1::Plan* plan) {
-  PlanLowering p(g);
+Status ExportPlan(const Graph& g, v1::Plan* plan, const PlanOptions& options) {
+  PlanLowering p(g, options);
   IVY_RETURN_IF_ERROR(p.Prepare());
   plan->Clear();
   plan->set_name(g.name);
   plan->set_framework(p.framework());
+  if (!p.target().empty() && p.target() != p.framework()) plan->set_target(p.target());
   plan->set_num_slots(p.num_slots());
   *plan->mutable_source() = g.source;
   for (const auto& in : g.inputs) *plan->add_inputs() = in;
@@ -336,8 +359,8 @@ Status ExportPlan(const Graph& g, v1::Plan* plan) {
   return Status::Ok();
 }
 
-Status ExportPlanFile(const Graph& g, const std::string& path) {
-  PlanLowering p(g);
+Status ExportPlanFile(const Graph& g, const std::string& path, const PlanOptions& options) {
+  PlanLowering p(g, options);
   IVY_RETURN_IF_ERROR(p.Prepare());
   return streamed_file::Write(path, [&](CodedOutputStream* out) { return WritePlan(p, path, out); });
 }

@@ -11,8 +11,17 @@
 
 namespace ivytrace {
 
+struct PlanOptions {
+  // Replay in this framework ("torch", "numpy", "jax") instead of the recorded one: the plan's
+  // steps still name the recorded functions and the plan records `target`; the runtime calls each
+  // step's canonical op through the target's TargetImpl (schemas/). Ops whose canonical op has no
+  // impl in the target are all listed in one Unsupported error, before anything is written. An
+  // impl's conditions on argument values are checked by the runtime at load time. Empty: none.
+  std::string target;
+};
+
 // Builds the whole plan in memory (tests, small graphs).
-Status ExportPlan(const Graph& graph, v1::Plan* plan);
+Status ExportPlan(const Graph& graph, v1::Plan* plan, const PlanOptions& options = {});
 
 // Writes the plan of `graph` to the plan file `path` (8 bytes "IVYPLN01", then exactly the bytes
 // of ExportPlan's v1::Plan serialized; the Python runtime reads them) without building the
@@ -20,6 +29,6 @@ Status ExportPlan(const Graph& graph, v1::Plan* plan);
 // protobuf's 2 GB message limit and memory holds one step, not the plan. Graph that cannot be
 // exported: Unsupported, before anything is written. The write is atomic (core/util/atomic_file.h):
 // on failure nothing is left at `path` and an existing file keeps its contents.
-Status ExportPlanFile(const Graph& graph, const std::string& path);
+Status ExportPlanFile(const Graph& graph, const std::string& path, const PlanOptions& options = {});
 
 }  // namespace ivytrace

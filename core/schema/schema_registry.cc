@@ -53,7 +53,16 @@ Status SchemaRegistry::AddFile(std::string_view origin, std::string_view text) {
   // Pointers into files_ must stay valid: rebuild the index over every file.
   by_name_.clear();
   symbols_.clear();
+  impls_.clear();
+  frameworks_.clear();
   for (const auto& f : files_) {
+    if (!f.framework().empty()) frameworks_.insert(f.framework());
+    for (const auto& impl : f.impl()) {
+      for (const auto& c : impl.canonical()) {
+        if (impl.source().empty()) impls_.insert(f.framework() + "|" + c + "|");
+        for (const auto& src : impl.source()) impls_.insert(f.framework() + "|" + c + "|" + src);
+      }
+    }
     for (const auto& op : f.op()) {
       for (const auto& n : op.name()) {
         if (!by_name_.emplace(n, &op).second) {
@@ -74,6 +83,15 @@ const v1::OpSchema* SchemaRegistry::Find(std::string_view qualified_name) const 
 
 bool SchemaRegistry::IsAllowedSymbol(std::string_view symbol) const {
   return symbols_.count(std::string(symbol)) > 0;
+}
+
+bool SchemaRegistry::HasImpl(std::string_view target, std::string_view canonical, std::string_view source) const {
+  std::string key = std::string(target) + "|" + std::string(canonical) + "|";
+  return impls_.count(key) > 0 || impls_.count(key + std::string(source)) > 0;
+}
+
+bool SchemaRegistry::IsFramework(std::string_view framework) const {
+  return frameworks_.count(std::string(framework)) > 0;
 }
 
 }  // namespace ivytrace

@@ -24,6 +24,10 @@ class SchemaRegistry {
   // Null when no schema covers `qualified_name`.
   const v1::OpSchema* Find(std::string_view qualified_name) const;
   bool IsAllowedSymbol(std::string_view symbol) const;
+  // Whether `target`'s schema file has a TargetImpl of canonical op `canonical` for ops recorded
+  // in framework `source` (retargeting; the impl's argument conditions are checked at load time).
+  bool HasImpl(std::string_view target, std::string_view canonical, std::string_view source) const;
+  bool IsFramework(std::string_view framework) const;
   size_t size() const { return by_name_.size(); }
   const std::vector<v1::SchemaFile>& files() const { return files_; }
 
@@ -33,6 +37,8 @@ class SchemaRegistry {
   std::vector<v1::SchemaFile> files_;
   std::unordered_map<std::string, const v1::OpSchema*> by_name_;
   std::unordered_set<std::string> symbols_;
+  std::unordered_set<std::string> impls_;  // "target|canonical|source", source "" = any
+  std::unordered_set<std::string> frameworks_;
 };
 
 }  // namespace ivytrace

@@ -220,5 +220,63 @@ TEST(PlanFile, AnUnwritablePathLeavesNothingAndNamesTheFile) {
   EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), std::filesystem::directory_iterator()), 1);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Retargeting (PlanOptions::target, `export --to plan --framework X`).
+
+TEST(PlanExporter, ARetargetedPlanKeepsItsStepsAndRecordsTheTarget) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(testing::WriteSeedsTrace(TempPath("seeds_target.ivt")), {}, &g).ok());
+  PlanOptions o;
+  o.target = "numpy";
+  v1::Plan plan;
+  Status st = ExportPlan(g, &plan, o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(plan.framework(), "torch");
+  EXPECT_EQ(plan.target(), "numpy");
+  v1::Plan native;
+  ASSERT_TRUE(ExportPlan(g, &native).ok());
+  EXPECT_EQ(native.target(), "");
+  ASSERT_EQ(plan.steps_size(), native.steps_size());
+  for (int i = 0; i < plan.steps_size(); ++i) EXPECT_EQ(plan.steps(i).function(), native.steps(i).function());
+  // The streamed file says the same.
+  const std::string path = TempPath("seeds_target.plan");
+  std::filesystem::remove(path);
+  st = ExportPlanFile(g, path, o);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  v1::Plan got;
+  ASSERT_TRUE(got.ParseFromString(ReadBytes(path).substr(8)));
+  EXPECT_EQ(got.target(), "numpy");
+  EXPECT_EQ(got.framework(), "torch");
+}
+
+TEST(PlanExporter, RetargetingRefusesEveryOpTheTargetLacksBeforeWritingAnything) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(WriteInPlaceTrace(TempPath("inplace_target.ivt")), {}, &g).ok());
+  PlanOptions o;
+  o.target = "jax";
+  const std::string path = TempPath("inplace_target.plan");
+  std::filesystem::remove(path);
+  Status st = ExportPlanFile(g, path, o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.kind(), Status::Kind::kUnsupported);
+  EXPECT_NE(st.message().find("cannot export to a jax plan"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("torch.Tensor.__setitem__"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("has no jax implementation"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // In torch itself the same graph exports.
+  EXPECT_TRUE(ExportPlanFile(g, path).ok());
+}
+
+TEST(PlanExporter, RetargetingToAFrameworkTheSchemasDoNotDescribeIsRefused) {
+  Graph g;
+  ASSERT_TRUE(BuildGraphFromTrace(testing::WriteSeedsTrace(TempPath("seeds_tf.ivt")), {}, &g).ok());
+  PlanOptions o;
+  o.target = "tensorflow";
+  v1::Plan plan;
+  Status st = ExportPlan(g, &plan, o);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("tensorflow"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace ivytrace

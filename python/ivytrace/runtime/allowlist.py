@@ -16,10 +16,25 @@ from ivytrace.schema import Schemas, load_schemas
 
 class AllowList:
     def __init__(self, schemas: Schemas):
-        self.functions = frozenset(schemas.ops)
-        self.symbols = frozenset(schemas.symbols)
-        self.frameworks = frozenset(schemas.frameworks) or frozenset({"torch"})
+        self.ops = schemas.ops
         self.sources = [p for p, _ in schemas.files]
+        # Retargeting (TargetImpl in the schemas): framework -> canonical op -> its impls, in file
+        # order. The functions they call join the allow-list: they are named by a schema file too.
+        self.impls: dict = {}
+        impl_functions = set()
+        for _, sf in schemas.files:
+            for impl in sf.impl:
+                by_op = self.impls.setdefault(sf.framework, {})
+                for c in impl.canonical:
+                    by_op.setdefault(c, []).append(impl)
+                impl_functions.update(call.function for call in impl.call)
+        self.functions = frozenset(schemas.ops) | frozenset(impl_functions)
+        self.symbols = frozenset(schemas.symbols)
+        # An impl may call a companion library its framework has no function for (NumPy has no
+        # erf: scipy.special.erf); its top-level module is then resolvable too, for those names only.
+        self.frameworks = (frozenset(schemas.frameworks) or frozenset({"torch"})) | frozenset(
+            f.split(".", 1)[0] for f in impl_functions)
+        self.targets = frozenset(schemas.frameworks) or frozenset({"torch"})
         self._cache: dict = {}
 
     def function(self, name: str, where: str):

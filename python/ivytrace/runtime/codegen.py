@@ -5,18 +5,24 @@
         del v0
         return v2
 
-Only names this module makes up appear in the source (slot variables vN, constant tensors cN,
+Only names this module makes up appear in the source (slot variables vN, constant tensors cN
+(and sN: what a retargeted op computes from constants alone, at load), temporaries tN/rN, input
+converters cvN, argument conversions xN,
 functions fN, literals kN, guard checks gN, input containers aN). Every function object and every
 literal value from the plan - ints, strings, dtypes, slices, dict keys, keyword names - is bound
-in the exec namespace, so no string from the plan file is ever compiled.
+in the exec namespace, so no string from the plan file is ever compiled. Array methods that are
+Python operators (torch.Tensor.mul, numpy.ndarray.__getitem__...) are written as the operator
+(`v3 = v1 * k2`), from this module's own table.
 """
 from __future__ import annotations
 
 import builtins
 import linecache
+import re
 import weakref
 import itertools
 
+from ivytrace.runtime import retarget
 from ivytrace.runtime.errors import GuardError, PlanError
 from ivytrace.runtime.values import array_from_proto, literal, same_value, tensor_from_proto
 from ivytrace.v1 import common_pb2
@@ -68,10 +74,16 @@ def _has_slot(arg) -> bool:
 
 
 class _Gen:
-    def __init__(self, plan, allow, filename):
+    def __init__(self, plan, allow, filename, target=None, convert_inputs=True):
         self.plan = plan
         self.allow = allow
         self.filename = filename
+        # Retargeting: steps of other frameworks call `target`'s implementation of their canonical
+        # op (retarget.py); None replays every step with the function it names.
+        self.to = target if target and target != plan.framework else None
+        self.convert_inputs = convert_inputs
+        self.unsupported: dict = {}   # op -> [count, reason, sites]
+        self.temps: list = []
         # Only __import__: C functions that import lazily on first use (numpy's ndarray.mean imports
         # numpy._core._methods) look it up in the calling frame's builtins. The generated code never
         # names it (it uses only names this module makes up).
@@ -87,7 +99,9 @@ class _Gen:
         self.guards_by_slot: dict[int, list] = {}
         self.freed: set[int] = set()
         # JAX primitive params need their own decoding (numpy dtypes, dimension-number records).
-        if plan.framework == "jax":
+        if self.to:
+            self.literal = retarget.literal_for(self.to)
+        elif plan.framework == "jax":
             from ivytrace.runtime import jax_values
             self.literal = jax_values.literal
         else:
@@ -155,12 +169,12 @@ class _Gen:
         raise PlanError(f"{where}: unexpected argument kind {kind!r}")
 
     # -- definitions ------------------------------------------------------------------------------
-    def define(self, slot, where) -> str:
+    def define(self, slot, where, var=None) -> str:
         if slot in self.names:
             raise PlanError(f"{where}: slot {slot} is defined twice")
         if self.plan.num_slots and slot >= self.plan.num_slots:
             raise PlanError(f"{where}: slot {slot} is out of range (num_slots = {self.plan.num_slots})")
-        var = self.names[slot] = f"v{slot}"
+        var = self.names[slot] = var or f"v{slot}"
         self.defined.append(slot)
         return var
 
@@ -208,6 +222,12 @@ class _Gen:
                 raise PlanError(f"{where_plan}: plan targets framework {fw!r}; this runtime "
                                 f"replays {', '.join(sorted(self.allow.frameworks))}")
         default_fw = plan.framework if plan.framework in ("numpy", "jax") else "torch"
+        if self.to:
+            if self.to not in self.allow.targets:
+                raise PlanError(f"{where_plan}: cannot retarget to {self.to!r}: the schemas describe "
+                                f"{', '.join(sorted(self.allow.targets))}")
+            make_target = retarget.constant_maker(self.to)
+            self.cv = self.bind("cv", retarget.converter(self.to))
         for c in plan.constants:
             where = f"{where_plan}: constant for slot {c.slot}"
             if c.slot in self.names:
@@ -216,6 +236,10 @@ class _Gen:
                 raise PlanError(f"{where}: slot {c.slot} is out of range (num_slots = {self.plan.num_slots})")
             var = self.names[c.slot] = f"c{c.slot}"
             fw = c.value.framework or default_fw
+            if self.to:   # converted once, here
+                self.ns[var] = make_target(c.value, where)
+                self.constants.add(c.slot)
+                continue
             if fw == "jax":
                 from ivytrace.runtime.jax_values import array_from_tensor_proto as make
             elif fw in ("torch", "numpy"):
@@ -243,6 +267,8 @@ class _Gen:
             kind = gi.value.WhichOneof("kind")
             if kind == "tensor":
                 params.append(self.define(gi.value.tensor.value, where))
+                if self.to and self.convert_inputs:
+                    body.append(f"    {params[-1]} = {self.cv}({params[-1]})")
                 continue
             pname = f"a{i}"
             params.append(pname)
@@ -258,12 +284,45 @@ class _Gen:
 
         for i, step in enumerate(plan.steps):
             where = f"{where_plan}: step {i} ({step.function})"
-            f = self.fn(step.function, where)
-            args = [self.expr(a, where) for a in step.args]
-            if step.kwargs:
-                kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
-                args.append("**{" + kw + "}")
-            call = f"{f}({', '.join(args)})"
+            retargeted = self.to and retarget.framework_of(step.function) not in (self.to, "ivytrace")
+            # A JAX primitive with a public jax.numpy function (impls with source "jax" in the JAX
+            # schema): called through it, not through Primitive.bind.
+            public = None
+            if not retargeted and self.to is None and step.function.startswith("jax.") and not step.written:
+                self.temps = []
+                public = self.public_jax_call(i, step, where)
+            if public is not None:
+                call = public
+                retargeted = True
+            elif retargeted:
+                self.temps = []
+                call = self.retarget_call(i, step, where)
+                if call is None:   # refused (listed at the end); its results stay defined for the rest
+                    call = "None"
+                if step.written:
+                    body.append(f"    r{i} = {call}")
+                    call = f"r{i}"
+            else:
+                f = self.fn(step.function, where)
+                args = [self.expr(a, where) for a in step.args]
+                op = _OPERATORS.get(step.function)
+                if op and not step.kwargs and len(args) == len(op) - 1 and step.args[0].WhichOneof("kind") == "tensor":
+                    # x * y rather than torch.Tensor.mul(x, y), as eager code wrote it: calling the
+                    # unbound method descriptor costs 0.7 us more per call. The operator comes
+                    # from this module's table, keyed by the (allow-listed) function name.
+                    call = op[0].format(*args)
+                else:
+                    if step.kwargs and not any(_has_slot(k.value) for k in step.kwargs) and \
+                            all(k.value.WhichOneof("kind") not in ("dict", "list") for k in step.kwargs):
+                        # Keywords of literal values: one dict, built here, not a new one per call
+                        # (the callee gets its own **kwargs copy; lists and dicts, which it could
+                        # change, are still made per call).
+                        kw = {k.name: self.ns[self.expr(k.value, where)] for k in step.kwargs}
+                        args.append("**" + self.bind("k", kw))
+                    elif step.kwargs:
+                        kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
+                        args.append("**{" + kw + "}")
+                    call = f"{f}({', '.join(args)})"
             # The slots this step defines, for their guards. (Diffing a copy of every name so far,
             # as before, made loading quadratic: 82 s for a plan of 100k steps.)
             self.defined.clear()
@@ -275,6 +334,13 @@ class _Gen:
                     self.paths(step.result, tmp, where, out)
                     body.extend(f"    {var} = {expr}" for var, expr in out)
                     body.append(f"    del {tmp}")
+                elif step.result.WhichOneof("kind") == "tensor" and not step.written and \
+                        (reuse := self._freeable(step)) is not None:
+                    # x = f(x): the result takes the variable of an argument this step reads last,
+                    # which drops the old value as eager code does, without a `del` line.
+                    self.freed.add(reuse)
+                    target = self.define(step.result.tensor.value, where, var=self.names[reuse])
+                    body.append(f"    {target} = {call}")
                 else:
                     target = self.target(step.result, where)
                     kind = step.result.WhichOneof("kind")
@@ -284,8 +350,10 @@ class _Gen:
             else:
                 body.append(f"    {call}")
             for w in step.written:   # a tensor written in place and not returned: the argument object
-                src = self.slot(common_pb2.TensorRef(value=w.arg), where)
+                src = f"r{i}" if retargeted else self.slot(common_pb2.TensorRef(value=w.arg), where)
                 body.append(f"    {self.define(w.slot, where)} = {src}")
+            if retargeted and (step.written or self.temps):
+                body.append(f"    del {', '.join(([f'r{i}'] if step.written else []) + self.temps)}")
             for slot in self.defined:
                 self.emit_guards(slot)
             free = []
@@ -296,16 +364,185 @@ class _Gen:
             if free:
                 body.append(f"    del {', '.join(free)}")
 
+        if self.unsupported:
+            raise PlanError(self.unsupported_message())
         if self.guards_by_slot:
             slots = sorted(self.guards_by_slot)
             raise PlanError(f"{where_plan}: guard on slot {slots[0]}, which the plan never defines")
         ret = self.expr(self.plan.outputs, f"{where_plan}: outputs") if plan.HasField("outputs") else "None"
         body.append(f"    return {ret}")
+        if len(body) > CHUNK_LINES:
+            return _chunked(params, body)
         return "def forward(" + ", ".join(params) + "):\n" + "\n".join(body) + "\n"
+
+    def _freeable(self, step):
+        """The first slot this step frees that holds an ordinary value (not a constant, an output
+        or a slot already freed), or None."""
+        for s in step.free_after:
+            if s in self.names and s not in self.constants and s not in self.outputs and s not in self.freed:
+                return s
+        return None
+
+    # -- retargeting ----------------------------------------------------------------------------
+    def _refuse(self, step, reason):
+        e = self.unsupported.setdefault(step.function, [0, reason, []])
+        e[0] += 1
+        if step.loc.file:
+            site = f"{step.loc.file}:{step.loc.line}"
+            if site not in e[2]:
+                e[2].append(site)
+
+    def unsupported_message(self) -> str:
+        total = sum(e[0] for e in self.unsupported.values())
+        lines = [f"{self.filename}: cannot replay in {self.to}: {total} call{'s' if total != 1 else ''} of "
+                 f"{len(self.unsupported)} op{'s' if len(self.unsupported) != 1 else ''} have no "
+                 f"{self.to} implementation (TargetImpl in the {self.to} schema):"]
+        for op, (count, reason, sites) in sorted(self.unsupported.items()):
+            line = f"  {op}  x{count}  ({reason})"
+            if sites:
+                line += "  at " + ", ".join(sites[:5]) + (", ..." if len(sites) > 5 else "")
+            lines.append(line)
+        return "\n".join(lines)
+
+    def retarget_call(self, i, step, where):
+        """The expression calling the target's implementation of this step's op (with temporaries
+        appended to the body first), or None after recording why there is none."""
+        if step.function not in self.allow.functions:
+            raise PlanError(f"{where}: function {step.function!r} is not in the allow-list "
+                            f"(the op names in {', '.join(self.allow.sources)}); refusing to load the plan")
+        op = self.allow.ops.get(step.function)
+        if op is None or not op.canonical:
+            self._refuse(step, "no canonical op in its schema")
+            return None
+        impls = self.allow.impls.get(self.to, {}).get(op.canonical)
+        if not impls:
+            self._refuse(step, f"canonical op {op.canonical!r} has no {self.to} implementation")
+            return None
+        try:
+            bound = retarget.bind_step(step, op, _list_arg, where)
+            impl = retarget.choose_impl(impls, retarget.framework_of(step.function), bound, op, _has_slot)
+            if impl is None:
+                raise retarget.Unsupported(f"no {self.to} implementation of {op.canonical!r} takes these arguments")
+            if step.written:
+                if len(step.written) > 1 or not op.writes or op.writes > len(op.param) or \
+                        step.written[0].arg != _slot_of(bound.get(op.param[op.writes - 1].name)):
+                    raise retarget.Unsupported("writes in place through a view")
+            return self._impl_calls(i, impl, bound, where)
+        except retarget.Unsupported as e:
+            self._refuse(step, str(e))
+            return None
+
+    def public_jax_call(self, i, step, where):
+        op = self.allow.ops.get(step.function)
+        impls = self.allow.impls.get("jax", {}).get(op.canonical) if op is not None and op.canonical else None
+        if not impls:
+            return None
+        try:
+            bound = retarget.bind_step(step, op, _list_arg, where)
+            impl = retarget.choose_impl([m for m in impls if "jax" in m.source], "jax", bound, op, _has_slot)
+            return None if impl is None else self._impl_calls(i, impl, bound, where)
+        except retarget.Unsupported:
+            return None
+
+    def _impl_calls(self, i, impl, bound, where):
+        uses = [0] * len(impl.call)
+        for call in impl.call:
+            for a in call.arg:
+                if a.result:
+                    if not 0 < a.result <= len(uses):
+                        raise PlanError(f"{where}: schema impl of {list(impl.canonical)} refers to call {a.result}")
+                    uses[a.result - 1] += 1
+        results: list = []
+        static: list = []
+        temps = []
+        expr = None
+        for ci, call in enumerate(impl.call):
+            f = self.fn(call.function, where)
+            pos, kws = [], []
+            is_static = True
+            for a in call.arg:
+                e, st = self._impl_arg(a, bound, results, static, where)
+                is_static = is_static and st
+                if a.keyword == "-":   # checked by its conversion, not passed
+                    continue
+                if e is None:
+                    if not a.keyword:
+                        raise retarget.Unsupported(f"{call.function} needs {'/'.join(a.param) or 'a value'}")
+                    continue
+                if a.keyword:
+                    kws.append(f"{a.keyword}={e}")
+                elif kws:
+                    raise PlanError(f"{where}: schema impl of {list(impl.canonical)}: positional after keyword")
+                else:
+                    pos.append(e)
+            expr = f"{f}({', '.join(pos + kws)})"
+            if is_static and ci < len(impl.call) - 1:
+                # Reads only constants (a linear layer's transposed weight): computed once, here.
+                try:
+                    value = eval(expr, self.ns)   # noqa: S307 - names this module bound, see the module doc
+                except Exception as e:  # noqa: BLE001
+                    raise PlanError(f"{where}: computing {call.function} on the plan's constants failed: "
+                                    f"{type(e).__name__}: {e}") from None
+                expr = self.bind("s", value)
+                static.append(True)
+                results.append(expr)
+                continue
+            static.append(False)
+            if ci < len(impl.call) - 1 and uses[ci] > 1:
+                t = f"t{i}_{ci}"
+                self.lines.append(f"    {t} = {expr}")
+                temps.append(t)
+                expr = t
+            results.append(expr)
+        self.temps = temps   # deleted after the step's result is assigned
+        return expr
+
+    def _static(self, arg) -> bool:
+        """Whether an Arg reads no slot but constants."""
+        return all(s in self.constants for s in _slots_in(arg))
+
+    def _impl_arg(self, a, bound, results, static, where):
+        """(expression, whether it reads only constants and literals)."""
+        if a.result:
+            return results[a.result - 1], static[a.result - 1]
+        star = False
+        if a.HasField("value"):
+            arg = a.value
+        else:
+            arg = None
+            for p in a.param:
+                star = p.startswith("*")
+                name, _, item = p.lstrip("*").partition("[")
+                if name in bound:
+                    arg = bound[name]
+                    if item:   # "cases[1]": an item of a list parameter
+                        items = arg.list.items if arg.WhichOneof("kind") == "list" else arg.tuple.items
+                        k = int(item.rstrip("]"))
+                        if k >= len(items):
+                            raise retarget.Unsupported(f"{name} has {len(items)} items, the impl reads item {k}")
+                        arg = items[k]
+                    break
+            if arg is None and a.HasField("default"):
+                arg = a.default
+        if a.convert:
+            fn = retarget.CONVERSIONS.get(a.convert)
+            if fn is None:
+                raise PlanError(f"{where}: the schemas name conversion {a.convert!r}, which this runtime lacks")
+            inputs = [arg] + [bound.get(n) for n in getattr(a, "with")]
+            if not any(x is not None and _has_slot(x) for x in inputs):
+                vals = [None if x is None else self.literal(x, self.allow, where) for x in inputs]
+                return self.lit(fn(*vals)), True
+            exprs = [self.lit(None) if x is None else self.expr(x, where) for x in inputs]
+            return f"{self.bind('x', fn)}({', '.join(exprs)})", all(x is None or self._static(x) for x in inputs)
+        if arg is None:
+            return None, True
+        return ("*" if star else "") + self.expr(arg, where), self._static(arg)
 
     def _bind_input(self, arg, base, name, path, where):
         kind = arg.WhichOneof("kind")
         if kind == "tensor":
+            if self.to:
+                base = f"{self.cv}({base})"
             self.lines.append(f"    {self.define(arg.tensor.value, where)} = {base}")
         elif kind in ("list", "tuple"):
             for j, a in enumerate(getattr(arg, kind).items):
@@ -332,6 +569,110 @@ class _Gen:
                 self._collect_outputs(a)
 
 
+def _list_arg(items):
+    return common_pb2.Arg(list=common_pb2.ArgList(items=items))
+
+
+# CPython compiles one function in time that grows faster than its length (a 1M-step forward took
+# most of load_plan's 19 s): a plan longer than this runs as a chain of functions of this many lines.
+CHUNK_LINES = 4000
+# The names a body line can read or write: slot variables, input containers, temporaries. Every
+# other name in the generated code is a global of its namespace, and it has no string literals.
+# Array methods that are Python operators: written as the operator (format string, then one entry
+# per argument the step must have), with no keywords.
+_OPERATORS = {}
+for _names, _fmt in (
+        (("mul", "__mul__"), "{0} * {1}"), (("add", "__add__"), "{0} + {1}"), (("sub", "__sub__"), "{0} - {1}"),
+        (("div", "__truediv__"), "{0} / {1}"), (("matmul", "__matmul__"), "{0} @ {1}"),
+        (("pow", "__pow__"), "{0} ** {1}"), (("__floordiv__",), "{0} // {1}"), (("__mod__",), "{0} % {1}"),
+        (("__eq__",), "{0} == {1}"), (("__ne__",), "{0} != {1}"), (("__lt__",), "{0} < {1}"),
+        (("__le__",), "{0} <= {1}"), (("__gt__",), "{0} > {1}"), (("__ge__",), "{0} >= {1}"),
+        (("__and__",), "{0} & {1}"), (("__or__",), "{0} | {1}"), (("__xor__",), "{0} ^ {1}"),
+        (("neg", "__neg__"), "-{0}"), (("__invert__",), "~{0}"), (("__getitem__",), "{0}[{1}]")):
+    for _n in _names:
+        _OPERATORS[f"torch.Tensor.{_n}"] = (_fmt,) + (None,) * _fmt.count("{")
+        if _n.startswith("__"):
+            _OPERATORS[f"numpy.ndarray.{_n}"] = _OPERATORS[f"torch.Tensor.{_n}"]
+_LOCAL = re.compile(r"\b(?:v\d+|a\d+|r\d+t?|t\d+_\d+)\b")
+
+
+def _chunked(params, body):
+    """The body as functions _c0, _c1, ... of CHUNK_LINES lines each, called in turn by forward:
+    each takes the locals it reads that earlier lines made, and returns those later lines read.
+    forward drops a value after the last chunk that reads it, as the single function did."""
+    ret = body[-1]
+    lines = body[:-1]
+    chunks = [lines[i:i + CHUNK_LINES] for i in range(0, len(lines), CHUNK_LINES)]
+    reads, writes = [], []
+    for j, chunk in enumerate(chunks):
+        r, w = [], set()
+        kept_lines = []
+        for line in chunk:
+            stmt = line.strip()
+            if stmt.startswith("del "):
+                # A value whose last reader ended the previous chunk is forward's to drop.
+                names = [n for n in _LOCAL.findall(stmt) if n in w or n in r]
+                for n in names:
+                    w.discard(n)
+                if names:
+                    kept_lines.append(f"    del {', '.join(names)}")
+                continue
+            kept_lines.append(line)
+            lhs, eq, rhs = stmt.partition(" = ")
+            if not eq or "(" in lhs.replace("(v", "v").replace("(_", "_"):   # a call statement: reads only
+                lhs, rhs = "", stmt
+            for n in _LOCAL.findall(rhs):
+                if n not in w and n not in r:
+                    r.append(n)
+            w.update(_LOCAL.findall(lhs))
+        chunks[j] = kept_lines
+        reads.append(r)
+        writes.append(w)
+    ret_reads = _LOCAL.findall(ret)
+    last_read = {}
+    for j, r in enumerate(reads):
+        for n in r:
+            last_read[n] = j
+    for n in ret_reads:
+        last_read[n] = len(chunks)
+    out = []
+    fwd = ["def forward(" + ", ".join(params) + "):"]
+    for j, chunk in enumerate(chunks):
+        outs = sorted(n for n in writes[j] if last_read.get(n, -1) > j)   # read by a later chunk
+        ins = reads[j]
+        out.append(f"def _c{j}({', '.join(ins)}):")
+        out.extend(chunk)
+        tup = ", ".join(outs) + ("," if len(outs) == 1 else "")
+        out.append(f"    return ({tup})")
+        out.append("")
+        fwd.append(f"    ({tup}) = _c{j}({', '.join(ins)})" if outs else f"    _c{j}({', '.join(ins)})")
+        dead = sorted(n for n in set(ins) | set(outs) if last_read.get(n, -1) <= j)
+        if dead:
+            fwd.append(f"    del {', '.join(dead)}")
+    fwd.append(ret)
+    return "\n".join(out + fwd) + "\n"
+
+
+def _slots_in(arg):
+    kind = arg.WhichOneof("kind")
+    if kind == "tensor":
+        yield arg.tensor.value
+    elif kind in ("list", "tuple"):
+        for a in getattr(arg, kind).items:
+            yield from _slots_in(a)
+    elif kind == "dict":
+        for a in arg.dict.values:
+            yield from _slots_in(a)
+    elif kind == "slice":
+        for f in ("start", "stop", "step"):
+            if arg.slice.HasField(f):
+                yield from _slots_in(getattr(arg.slice, f))
+
+
+def _slot_of(arg):
+    return arg.tensor.value if arg is not None and arg.WhichOneof("kind") == "tensor" else None
+
+
 def _needs_paths(arg) -> bool:
     kind = arg.WhichOneof("kind")
     if kind == "dict":
@@ -352,19 +693,29 @@ class Generated:
         self.filename = filename
 
 
-def generate(plan, allow, filename: str = "<plan>") -> Generated:
-    g = _Gen(plan, allow, filename)
+def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True) -> Generated:
+    g = _Gen(plan, allow, filename, target, convert_inputs)
     source = g.run()
-    code_name = f"<ivytrace plan {next(_counter)}>"
-    try:
-        code = compile(source, code_name, "exec")
-    except SyntaxError as e:  # a bug in this module, not in the plan
-        raise PlanError(f"{filename}: internal error generating code: {e}\n{source}") from None
-    # Tracebacks through the generated function show its lines, for as long as the function
-    # lives: the linecache entry goes with it (one entry per load_plan, kept forever, grew
-    # without bound in a process that loads many plans).
-    linecache.cache[code_name] = (len(source), None, source.splitlines(True), code_name)
-    exec(code, g.ns)
+    plan_no = next(_counter)
+    # A chunked plan's functions are compiled one by one: compiling them as one module would hold
+    # the syntax tree of the whole plan at once.
+    pieces = source.split("\n\n") if source.startswith("def _c") else [source]
+    names = []
+    for k, piece in enumerate(pieces):
+        code_name = f"<ivytrace plan {plan_no}>" if len(pieces) == 1 else f"<ivytrace plan {plan_no} part {k}>"
+        piece = piece if piece.endswith("\n") else piece + "\n"
+        try:
+            code = compile(piece, code_name, "exec")
+        except SyntaxError as e:  # a bug in this module, not in the plan
+            raise PlanError(f"{filename}: internal error generating code: {e}\n{piece}") from None
+        # Tracebacks through the generated function show its lines, for as long as the function
+        # lives: the linecache entry goes with it (one entry per load_plan, kept forever, grew
+        # without bound in a process that loads many plans).
+        linecache.cache[code_name] = (len(piece), None, piece.splitlines(True), code_name)
+        names.append(code_name)
+        exec(code, g.ns)
+        del code
     fn = g.ns["forward"]
-    weakref.finalize(fn, linecache.cache.pop, code_name, None)
+    for code_name in names:
+        weakref.finalize(fn, linecache.cache.pop, code_name, None)
     return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename)

@@ -60,15 +60,61 @@ def write_plan_file(path, plan: plan_pb2.Plan) -> None:
     os.replace(tmp, path)
 
 
-class CompiledPlan:
-    """A loaded plan: call it like the traced function."""
+# Guards a jax.jit'ed replay can check while tracing: shapes and ranks are static under jit, and
+# ivytrace.sym.* values are Python ints computed from them. Anything else (bool(t), t.item()) needs
+# a concrete value, so such a plan replays op by op.
+_STATIC_GUARDS = ("dim", "ndim", "shape")
 
-    def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None):
+
+def _jit_allowed(plan) -> bool:
+    if any(gi.value.WhichOneof("kind") != "tensor" for gi in plan.inputs):
+        return False   # non-array inputs are checked against their traced values in Python
+    return all(g.op.startswith("ivytrace.sym.") or g.op.rsplit(".", 1)[-1] in _STATIC_GUARDS
+               for g in plan.guards)
+
+
+class CompiledPlan:
+    """A loaded plan: call it like the traced function.
+
+    target: replay in this framework ("torch", "numpy", "jax") instead of the one the plan was
+    recorded in (plan.target if the CLI wrote one, else plan.framework). Each step then calls the
+    target's implementation of its canonical op (TargetImpl in schemas/); inputs of any framework
+    are converted to the target's arrays, outputs are the target's, constants are converted once,
+    here. An op the target does not implement is refused here, all of them in one PlanError.
+
+    jit: run a JAX replay under one jax.jit of the whole plan (the plan must allow it: array inputs
+    only, guards on shapes only; PlanError otherwise). The default replays op by op, each primitive
+    through its public jax.numpy function where the JAX schema names one: bit for bit what the
+    program computed un-jitted. Under jit XLA fuses ops, and results can differ in the last bits
+    (as jax.jit of the original program's do); `return_backend_traced_fn` is the place for it.
+    """
+
+    def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None,
+                 target: str | None = None, jit: bool = False):
         self.plan = plan
         self.path = path
-        gen = generate(plan, allow or default_allowlist(), filename=path)
+        target = target or plan.target or None
+        self.framework = target or plan.framework
+        use_jit = bool(jit) and self.framework == "jax" and _jit_allowed(plan)
+        if jit and not use_jit:
+            raise PlanError(f"{path}: jit=True, but this plan cannot run under jax.jit (framework "
+                            f"{self.framework!r}, or non-array inputs, or guards on values)")
+        # Under jit the inputs are converted before the jitted function sees them.
+        gen = generate(plan, allow or default_allowlist(), filename=path, target=target,
+                       convert_inputs=not use_jit)
         self.source = gen.source
+        self.namespace = gen.namespace   # what the generated code's names are bound to
         self._fn = gen.function
+        self.jitted = use_jit
+        if use_jit:
+            import jax
+            jitted = jax.jit(gen.function)
+            if target and target != plan.framework:
+                from ivytrace.runtime.retarget import converter
+                cv = converter("jax")
+                self._fn = lambda *a: jitted(*map(cv, a))
+            else:
+                self._fn = jitted
         self.input_names = gen.input_names
         try:
             self.signature = inspect.Signature(
@@ -98,8 +144,12 @@ class CompiledPlan:
         return f"<ivytrace plan {self.plan.name!r} from {self.path}: {len(self.plan.steps)} steps>"
 
 
-def load_plan(path, allow: AllowList | None = None) -> CompiledPlan:
+def load_plan(path, allow: AllowList | None = None, target: str | None = None,
+              jit: bool = False) -> CompiledPlan:
     """Read a plan file and compile it. Never executes anything from the file: functions and
-    symbols are resolved through the schema allow-list (PlanError otherwise)."""
+    symbols are resolved through the schema allow-list (PlanError otherwise).
+
+    target: the framework to replay in ("torch", "numpy", "jax"); default: the plan's own (see
+    CompiledPlan)."""
     path = os.fspath(path)
-    return CompiledPlan(read_plan_file(path), path, allow)
+    return CompiledPlan(read_plan_file(path), path, allow, target=target, jit=jit)
