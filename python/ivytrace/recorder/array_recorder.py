@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import warnings
 
 import numpy as np
 
+from ivytrace.recorder import opevent as _op
+from ivytrace.recorder.encode import ld, varint
+from ivytrace.recorder.tags import REF
 from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
@@ -141,6 +145,62 @@ class ArrayRecorder:
         for k in [k for k, r in self._ids.items() if r[0]() is None]:
             del self._ids[k]
         self._sweep_at = max(2 * len(self._ids), 4096)
+
+    # -- finishing an op ----------------------------------------------------------------------------
+    # Entries are the framework's tuples (array, tensor id, ...) that `_tensor_ref(*entry)` takes.
+    def _is_const(self, entry) -> bool:
+        """The current frame holds `entry`'s value as a constant (at its version)."""
+        raise NotImplementedError
+
+    def _set_known(self, entry, const: bool):
+        """An op made `entry`: the frame knows it, as a constant if `const`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _nbytes(a) -> int:
+        return a.nbytes
+
+    def _finish_op(self, parts, name, ins, result, start, raised=False, mutated=()):
+        """Everything after the call of a recorded op: the result, the writes, the flags, where the
+        call came from, the clocks; then the OpEvent and the values the graph needs (foldable
+        outputs of constant inputs, random draws). `parts` holds the op and argument fields."""
+        end = time.perf_counter_ns()
+        random = self._schemas.is_random(name)
+        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
+        outs = []
+        if not raised:
+            parts.append(_op.result_field(self._enc_out.encode(result, outs)))
+        if mutated:
+            flags |= INPLACE
+            for e in mutated:
+                parts.append(_op.mutated_field(self._tensor_ref(*e, full=False)))
+            outs.extend(mutated)
+        has_value = self._has_value
+        foldable = (not random and not raised and all(self._is_const(e) for e in ins)
+                    and all(has_value(e[0]) for e in outs))
+        values = None
+        if foldable and outs:
+            nbytes = self._nbytes
+            if all(nbytes(e[0]) <= FOLD_LIMIT for e in outs):
+                flags |= FOLDABLE_OP
+                values = FOLDABLE
+            for e in outs:
+                self._set_known(e, True)
+        else:
+            if random:
+                values = RANDOM_OUTPUT
+            for e in outs:
+                self._set_known(e, False)
+        fid, line = self._location(self._intern)
+        parts.append(_op.tail(flags, fid, line, threading.get_ident(), start - self._t0, end - start))
+        _op.write_op(self.w, parts)
+        if values is not None:
+            done = set()
+            for e in outs:
+                if e[1] not in done and has_value(e[0]):
+                    done.add(e[1])
+                    self._write_value(e[0], self._tensor_ref(*e), values)
+        self.w.emit()
 
     # -- values ------------------------------------------------------------------------------------
     def _host_array(self, a) -> np.ndarray:

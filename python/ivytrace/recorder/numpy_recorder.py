@@ -61,6 +61,8 @@ from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES as _DTYPES, FOLD_
                                               caller_location)
 from ivytrace.recorder import sym as _sym
 from ivytrace.recorder.encode import A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint
+from ivytrace.recorder import opevent as _op
+from ivytrace.recorder.tags import REF
 from ivytrace.recorder.writer import TAG_GUARD
 from ivytrace.v1 import common_pb2, trace_pb2
 
@@ -108,6 +110,7 @@ _UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
 _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
 
 _shapes: dict = {}          # shape -> TensorRef.shape field bytes
+_REF_ID, _REF_VERSION, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.DTYPE, REF.SHAPE
 _state, _busy, _Busy = busy_flag()
 _REC = None   # the installed NumpyRecorder
 
@@ -409,15 +412,15 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         return out
 
     def _tensor_ref(self, a, tid, sid, v, full=True) -> bytes:
-        b = b"\x08" + varint(tid) + (b"\x10" + varint(v) if v else b"") + b"\x18" + varint(sid)
+        b = _REF_ID + varint(tid) + (_REF_VERSION + varint(v) if v else b"") + _REF_STORAGE + varint(sid)
         if full:
             dt = _DTYPES.get(a.dtype)
             if dt:
-                b += b"\x20" + varint(dt)
+                b += _REF_DTYPE + varint(dt)
             if a.ndim:
                 sh = _shapes.get(a.shape)
                 if sh is None:
-                    sh = _shapes[a.shape] = ld(b"\x2a", b"".join(varint(int(d)) for d in a.shape))
+                    sh = _shapes[a.shape] = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in a.shape))
                 b += sh
         return b
 
@@ -452,13 +455,12 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
     # -- recording -------------------------------------------------------------------------------
     def record(self, name, func, args, kwargs, pargs, pkw, out):
         ins = []
-        parts = [b"\x08" + varint(self._intern(name))]
+        parts = [_op.op_field(self._intern(name))]
         with _Busy():
             for a in args:
-                parts.append(ld(b"\x12", self._enc.encode(a, ins)))
+                parts.append(_op.arg_field(self._enc.encode(a, ins)))
             for k, a in kwargs.items():
-                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc.encode(a, ins))
-                parts.append(ld(b"\x1a", kw))
+                parts.append(_op.kwarg_field(k, self._enc.encode(a, ins)))
             written = self._written(name, args, kwargs, out)
             start = time.perf_counter_ns()
             try:
@@ -480,9 +482,6 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         return ws
 
     def _finish(self, parts, name, ins, written, result, start, raised=False):
-        end = time.perf_counter_ns()
-        random = self._schemas.is_random(name)
-        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
         # Writes: bump the storage versions first, so the result is seen at its new version.
         # Every known array on a written storage (the written array and its views) is listed as
         # mutated at the new version, so later reads of any of them resolve to this op.
@@ -500,46 +499,19 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
                 if tid not in seen:
                     seen.add(tid)
                     mutated.append((a, tid, sid2, v))
-        outs = []
-        if not raised:
-            parts.append(ld(b"\x22", self._enc_out.encode(result, outs)))
-        if mutated:
-            flags |= INPLACE
-            for a, tid, sid, v in mutated:
-                parts.append(ld(b"\x2a", self._tensor_ref(a, tid, sid, v, full=False)))
-            outs.extend(mutated)
-        foldable = not random and not raised and all(self._const.get(t) == v for _, t, _, v in ins)
-        values = None
-        if foldable and outs:
-            if all(a.nbytes <= FOLD_LIMIT for a, *_ in outs):
-                flags |= FOLDABLE_OP
-                values = FOLDABLE
-            for a, tid, sid, v in outs:
-                self._known[tid] = v
-                self._const[tid] = v
-        else:
-            if random:
-                values = RANDOM_OUTPUT
-            for a, tid, sid, v in outs:
-                self._known[tid] = v
-                self._const.pop(tid, None)
-        if flags:
-            parts.append(b"\x30" + varint(flags))
-        fid, line = _location(self._intern)
-        if fid:
-            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
-        parts.append(b"\x50" + varint(threading.get_ident()))
-        parts.append(b"\x58" + varint(start - self._t0) + b"\x60" + varint(end - start))
-        self.w.add(b"\x0a", b"".join(parts), op=True)
-        if values is not None:
-            done = set()
-            for a, tid, sid, v in outs:
-                if tid not in done:
-                    done.add(tid)
-                    self._write_value(a, self._tensor_ref(a, tid, sid, v), values)
-        self.w.emit()
+        self._finish_op(parts, name, ins, result, start, raised, mutated)
         if self._links and sids and not raised:
             _convert().after_numpy_write(self, sids)
+
+    def _is_const(self, entry):
+        return self._const.get(entry[1]) == entry[3]
+
+    def _set_known(self, entry, const):
+        self._known[entry[1]] = entry[3]
+        if const:
+            self._const[entry[1]] = entry[3]
+        else:
+            self._const.pop(entry[1], None)
 
     # -- regions ----------------------------------------------------------------------------------
     def wrap(self, v):
