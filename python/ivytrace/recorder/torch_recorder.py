@@ -39,7 +39,9 @@ from torch.overrides import TorchFunctionMode
 from ivytrace.recorder import names as _names
 from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, V,
                                       _int_cache, enc_int, ld, varint)
+from ivytrace.recorder import opevent as _op
 from ivytrace.recorder import sym as _sym
+from ivytrace.recorder.tags import OP, REF, TDATA, TENSOR, tags_of
 from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
                                       TAG_SHAPE_READ, TAG_TENSOR)
 from ivytrace.v1 import common_pb2, trace_pb2
@@ -78,7 +80,7 @@ _DTYPE_NAMES = {
     "uint16": common_pb2.UINT16, "uint32": common_pb2.UINT32, "uint64": common_pb2.UINT64,
 }
 DTYPES = {getattr(torch, n): v for n, v in _DTYPE_NAMES.items() if hasattr(torch, n)}
-_DTYPE_FIELD = {dt: b"\x20" + V[e] for dt, e in DTYPES.items()}   # TensorRef.dtype = 4
+_DTYPE_FIELD = {dt: REF.DTYPE + V[e] for dt, e in DTYPES.items()}
 _DTYPE_ARG = {dt: A_DTYPE + V[e] for dt, e in DTYPES.items()}     # Arg.dtype = 7
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -90,25 +92,29 @@ _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
 _CONVERT = _names.CONVERT
 _SMALL = len(V)
-_VERSION = [b""] + [b"\x10" + V[n] for n in range(1, _SMALL)]   # TensorRef.version = 2
+_VERSION = [b""] + [REF.VERSION + V[n] for n in range(1, _SMALL)]
 _shapes: dict = {}
 # Ops whose result aliases their first argument's memory and version counter without being a
 # view (`_base` is None): recorded with the argument's storage id.
 _ALIAS_OPS = frozenset({"torch.Tensor.detach", "torch.detach"})
-# OpEvent.args (2) / OpEvent.result (4) headers around an Arg{tensor = 1} whose TensorRef is k bytes.
-_ARG_TENSOR = [b"\x12" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
-_RESULT_TENSOR = [b"\x22" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+# OpEvent.args / OpEvent.result headers around an Arg{tensor} whose TensorRef is k bytes.
+_ARG_TENSOR = [OP.ARGS + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+_RESULT_TENSOR = [OP.RESULT + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+_SR = tags_of(trace_pb2.ShapeRead)
+_REF_ID, _REF_VERSION, _REF_STORAGE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.SHAPE
+_OP_ARGS, _OP_RESULT, _OP_FLAGS, _OP_FILE, _OP_LINE = OP.ARGS, OP.RESULT, OP.FLAGS, OP.FILE, OP.LINE
+_OP_SCOPE, _OP_THREAD, _OP_START, _OP_DURATION = OP.SCOPE, OP.THREAD, OP.START_NS, OP.DURATION_NS
 
 
 def _version_field(v: int) -> bytes:
-    return _VERSION[v] if v < _SMALL else b"\x10" + varint(v)
+    return _VERSION[v] if v < _SMALL else _REF_VERSION + varint(v)
 
 
 def _shape_field(shape) -> bytes:
     """TensorRef.shape = 5 (packed); cached per shape."""
     b = _shapes.get(shape)
     if b is None:
-        b = ld(b"\x2a", b"".join(varint(int(d)) for d in shape)) if len(shape) else b""
+        b = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in shape)) if len(shape) else b""
         if len(_shapes) < 100000:
             _shapes[shape] = b
     return b
@@ -228,7 +234,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         self._scopes = {}          # thread ident -> [(module, names, scope id, scope name, scope field)]
         self._internal_code = {}   # code object -> 0 if inside torch/ivytrace, else {f_lasti: file+line fields}
         self._files = {}           # filename -> OpEvent.file field bytes
-        self._lines = [b""] + [b"\x40" + V[n] for n in range(1, _SMALL)]
+        self._lines = [b""] + [_OP_LINE + V[n] for n in range(1, _SMALL)]
         self._threads = {}         # thread ident -> OpEvent.thread field bytes
         self._warned = set()
         self._regions = []         # open region ids
@@ -291,7 +297,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         self._next_tid = tid + 1
         b = t._base
         sid = tid if b is None else self._ref_of(b)[1]
-        r = (_weakref(t), tid, sid, b"\x08" + varint(tid), b"\x18" + varint(sid))
+        r = (_weakref(t), tid, sid, _REF_ID + varint(tid), _REF_STORAGE + varint(sid))
         ids[id(t)] = r
         if len(ids) > self._sweep_at:
             self._sweep()
@@ -307,7 +313,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         sid = self._ref_of(src)[2]
         tid = self._next_tid
         self._next_tid = tid + 1
-        r = (_weakref(t), tid, sid, b"\x08" + varint(tid), b"\x18" + varint(sid))
+        r = (_weakref(t), tid, sid, _REF_ID + varint(tid), _REF_STORAGE + varint(sid))
         self._ids[id(t)] = r
         return r
 
@@ -389,12 +395,12 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 return 0
         total = arr.nbytes
         mv = memoryview(arr)
-        # Tensor: dtype = 1, shape = 2 (packed), data = 3, name = 4, role = 5
-        head = (b"\x08" + varint(dtype) if dtype else b"") + (
-            ld(b"\x12", b"".join(varint(d) for d in shape)) if shape else b"")
-        tail = (ld(b"\x22", name.encode()) if name else b"") + b"\x28" + varint(role)
-        ref_field = ld(b"\x0a", ref)   # TensorData.ref = 1
-        total_field = b"\x20" + varint(total)
+        # TensorData{ref, value = Tensor{dtype, shape, data, name, role}, offset, total_bytes}
+        head = (TENSOR.DTYPE + varint(dtype) if dtype else b"") + (
+            ld(TENSOR.SHAPE, b"".join(varint(d) for d in shape)) if shape else b"")
+        tail = (ld(TENSOR.NAME, name.encode()) if name else b"") + TENSOR.ROLE + varint(role)
+        ref_field = ld(TDATA.REF, ref)
+        total_field = TDATA.TOTAL_BYTES + varint(total)
         add = self.w.add_parts
         at_once = getattr(self.w, "writes_at_once", False)
         for off in range(0, max(total, 1), CHUNK_BYTES):
@@ -406,10 +412,10 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             if not at_once:
                 chunk = chunk.tobytes()
             n = len(chunk)
-            data_tag = b"\x1a" + varint(n)
+            data_tag = TENSOR.DATA + varint(n)
             tensor_len = len(head) + len(data_tag) + n + len(tail)
-            parts = [ref_field, b"\x12", varint(tensor_len), head, data_tag, chunk, tail,
-                     (b"\x18" + varint(off) if off else b""), total_field]
+            parts = [ref_field, TDATA.VALUE, varint(tensor_len), head, data_tag, chunk, tail,
+                     (TDATA.OFFSET + varint(off) if off else b""), total_field]
             add(TAG_TENSOR, parts, tensor_bytes=n)
             if total > CHUNK_BYTES:
                 self.w.emit()   # bounded memory: do not queue several 64 MiB chunks
@@ -434,9 +440,9 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 if b is None:
                     fb = self._files.get(c.co_filename)
                     if fb is None:
-                        fb = self._files[c.co_filename] = b"\x38" + varint(self._intern(c.co_filename))
+                        fb = self._files[c.co_filename] = _OP_FILE + varint(self._intern(c.co_filename))
                     n = f.f_lineno or 0
-                    b = lines[f.f_lasti] = fb + (self._lines[n] if n < _SMALL else b"\x40" + varint(n))
+                    b = lines[f.f_lasti] = fb + (self._lines[n] if n < _SMALL else _OP_LINE + varint(n))
                 return b
             f = f.f_back
         return b""
@@ -460,7 +466,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         ident = self._get_ident()
         tb = self._threads.get(ident)
         if tb is None:
-            tb = self._threads[ident] = b"\x50" + varint(ident)
+            tb = self._threads[ident] = _op.thread_field(ident)
         st = self._scopes.get(ident)
         if st and st[-1][2]:
             return st[-1][4] + tb
@@ -486,7 +492,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         return info
 
     def _make_info(self, kind, name, obj):
-        op = b"\x08" + varint(self._intern(name)) if kind != _SKIP else b""
+        op = _op.op_field(self._intern(name)) if kind != _SKIP else b""
         return (kind, op, self._schemas.is_random(name), name, obj)
 
     def handle(self, func, types, args=(), kwargs=None, invoke=None):
@@ -542,14 +548,13 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             else:
                 b = enc(a, ins)
             n = len(b)
-            append(b"\x12")   # OpEvent.args = 2
+            append(_OP_ARGS)
             append(V[n] if n < _SMALL else varint(n))
             append(b)
         if kwargs:
             for k, a in kwargs.items():
                 b = enc(a, ins)
-                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", b)   # KwArg name = 1, value = 2
-                append(ld(b"\x1a", kw))                           # OpEvent.kwargs = 3
+                append(_op.kwarg_field(k, b))
         if self._sym_seen:   # symbolic ints among the arguments: the call gets plain ints
             self._sym_seen = 0
             args, kwargs = self._unwrap_call(args, kwargs)
@@ -594,11 +599,11 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 append(ref)
             else:
                 b = A_TENSOR + varint(k) + ref
-                append(b"\x22" + varint(len(b)))
+                append(_OP_RESULT + varint(len(b)))
                 append(b)
         else:
             b = self._out.encode(result, outs)
-            append(b"\x22")   # OpEvent.result = 4
+            append(_OP_RESULT)
             append(varint(len(b)))
             append(b)
         random = info[2]
@@ -607,7 +612,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         if mutated:
             flags |= INPLACE
             for t, r, v in mutated:
-                append(ld(b"\x2a", r[3] + _version_field(v) + r[4]))   # OpEvent.mutated = 5
+                append(_op.mutated_field(r[3] + _version_field(v) + r[4]))
             outs.extend(mutated)
 
         const = self._const
@@ -647,7 +652,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
 
         # file/line, scope, thread, timing
         if flags:
-            append(b"\x30" + V[flags])   # OpEvent.flags = 6
+            append(_OP_FLAGS + V[flags])
         if f is None:   # called from C: the caller of the recorded function is the next frame
             f = _getframe(1)
         lines = self._internal_code.get(f.f_code)
@@ -659,15 +664,13 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             append(st[-1][4])
         tb = self._threads.get(ident)
         if tb is None:
-            tb = self._threads[ident] = b"\x50" + varint(ident)
+            tb = self._threads[ident] = _op.thread_field(ident)
         append(tb)
-        append(b"\x58" + varint(start - self._t0))   # start_ns = 11
-        d = end - start
-        append(b"\x60" + (V[d] if d < _SMALL else varint(d)))   # duration_ns = 12
+        append(_op.time_fields(start - self._t0, end - start))
         if values is None:
             self.w.emit_op(b"".join(parts))
             return result
-        self.w.add(b"\x0a", b"".join(parts), op=True)   # Record.op, then the values
+        _op.write_op(self.w, parts)   # Record.op, then the values
         done = set()
         for t, r, v in outs:
             if r[1] not in done:
@@ -684,19 +687,16 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         if mutated:
             flags |= INPLACE
             for t, r, v in mutated:
-                parts.append(ld(b"\x2a", r[3] + _version_field(v) + r[4]))
+                parts.append(_op.mutated_field(r[3] + _version_field(v) + r[4]))
         self.w.emit_op(self._payload(parts, flags, start, end))
 
     __torch_function__ = handle
 
     def _payload(self, parts, flags, start, end) -> bytes:
-        if flags:
-            parts.append(b"\x30" + V[flags])          # OpEvent.flags = 6
+        parts.append(_op.flags_field(flags))
         parts.append(self._file_line(_getframe(1)))
         parts.append(self._scope_thread())
-        parts.append(b"\x58" + varint(start - self._t0))   # start_ns = 11
-        d = end - start
-        parts.append(b"\x60" + (V[d] if d < _SMALL else varint(d)))   # duration_ns = 12
+        parts.append(_op.time_fields(start - self._t0, end - start))
         return b"".join(parts)
 
     def _mutations(self, ins):
@@ -721,9 +721,9 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         if isinstance(t, _Tensor):
             r = self._ref_of(t)
             fid, line = self._location()
-            # ShapeRead: tensor = 1, op = 2, value = 3, file = 4, line = 5
-            payload = (ld(b"\x0a", r[3] + _version_field(t._version) + r[4]) + b"\x10" + info[1][1:]
-                       + ld(b"\x1a", self._ref.encode(result, [])) + b"\x20" + varint(fid) + b"\x28" + varint(line))
+            # ShapeRead{tensor, op, value, file, line}; info[1] is the OpEvent.op field: its id after the tag
+            payload = (ld(_SR.TENSOR, r[3] + _version_field(t._version) + r[4]) + _SR.OP + info[1][len(OP.OP):]
+                       + ld(_SR.VALUE, self._ref.encode(result, [])) + _SR.FILE + varint(fid) + _SR.LINE + varint(line))
             self.w.emit(TAG_SHAPE_READ, payload)
             if self._regions and self._get_ident() == self._thread and self._sym_known(t) is not None:
                 return self._symbolic(info[3], t, args, kwargs, result)
@@ -895,7 +895,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             ps = parent[3]
             qn = f"{ps}.{type(module).__name__}" if ps else type(module).__name__
         sid = self._intern(qn) if qn else 0
-        st.append((module, parent[1], sid, qn, b"\x48" + varint(sid) if sid else b""))
+        st.append((module, parent[1], sid, qn, _OP_SCOPE + varint(sid) if sid else b""))
         return None
 
     def _post_hook(self, module, args, output):
