@@ -373,6 +373,50 @@ typedef struct {
   PyObject *last_ident_obj, *last_thread_field;
 } Rec;
 
+/* Field tags, handed over from the generated descriptors by set_tags() (ivytrace/recorder/tags.py
+ * c_tags()): the .proto files are the one place a field number is written. Every tag the C path
+ * writes is one byte (field numbers below 16). */
+static struct {
+  uint8_t record_op, op_args, op_kwargs, op_result, op_mutated, op_flags, op_thread, op_start_ns,
+      op_duration_ns, ref_id, ref_version, ref_storage, arg_tensor, arg_none, arg_b, arg_i, arg_f, arg_list,
+      arg_tuple, list_items, kw_name, kw_value;
+  uint64_t inplace;   /* the OpFlag INPLACE */
+  int set;
+} T;
+
+static const struct { const char *name; size_t offset; } tag_names[] = {
+#define TAG(field, name) {name, offsetof(__typeof__(T), field)}
+    TAG(record_op, "record.op"), TAG(op_args, "op.args"), TAG(op_kwargs, "op.kwargs"),
+    TAG(op_result, "op.result"), TAG(op_mutated, "op.mutated"), TAG(op_flags, "op.flags"),
+    TAG(op_thread, "op.thread"), TAG(op_start_ns, "op.start_ns"), TAG(op_duration_ns, "op.duration_ns"),
+    TAG(ref_id, "ref.id"), TAG(ref_version, "ref.version"), TAG(ref_storage, "ref.storage"),
+    TAG(arg_tensor, "arg.tensor"), TAG(arg_none, "arg.none"), TAG(arg_b, "arg.b"), TAG(arg_i, "arg.i"),
+    TAG(arg_f, "arg.f"), TAG(arg_list, "arg.list"), TAG(arg_tuple, "arg.tuple"), TAG(list_items, "list.items"),
+    TAG(kw_name, "kw.name"), TAG(kw_value, "kw.value"),
+#undef TAG
+};
+
+/* set_tags(tags: dict[str, int], inplace: int) */
+static PyObject *set_tags(PyObject *mod, PyObject *args) {
+  PyObject *d;
+  unsigned long long inplace;
+  if (!PyArg_ParseTuple(args, "O!K", &PyDict_Type, &d, &inplace)) return NULL;
+  for (size_t i = 0; i < sizeof tag_names / sizeof tag_names[0]; ++i) {
+    PyObject *v = PyDict_GetItemString(d, tag_names[i].name);
+    long t = v ? PyLong_AsLong(v) : -1;
+    if (t == -1 && PyErr_Occurred()) return NULL;
+    if (t < 1 || t > 127) {
+      PyErr_Format(PyExc_ValueError, "ivytrace._speedups.set_tags: tag '%s' must be a one-byte field tag "
+                   "(1..127), got %ld", tag_names[i].name, t);
+      return NULL;
+    }
+    ((uint8_t *)&T)[tag_names[i].offset] = (uint8_t)t;
+  }
+  T.inplace = inplace;
+  T.set = 1;
+  Py_RETURN_NONE;
+}
+
 static PyObject *s_version, *s_base, *s_dtype, *s_shape, *s_known, *s_written, *s_classify, *s_handle,
     *s_in, *s_encode, *s_constant_key, *s_finish, *s_raised, *s_file_line, *s_emit_op, *s_unwrap_call;
 
@@ -437,7 +481,7 @@ static PyObject *rec_ref_of(Rec *r, PyObject *t) {
   Py_DECREF(b);
   PyObject *wr = PyWeakref_NewRef(t, NULL);
   PyObject *ptid = PyLong_FromLongLong(tid), *psid = PyLong_FromLongLong(sid);
-  PyObject *fid = bytes_varint_field(0x08, (uint64_t)tid), *fsid = bytes_varint_field(0x18, (uint64_t)sid);
+  PyObject *fid = bytes_varint_field(T.ref_id, (uint64_t)tid), *fsid = bytes_varint_field(T.ref_storage, (uint64_t)sid);
   e = (wr && ptid && psid && fid && fsid) ? PyTuple_Pack(5, wr, ptid, psid, fid, fsid) : NULL;
   if (e) {
     /* Neither can be part of a reference cycle (a weakref without callback owns nothing): the
@@ -466,10 +510,10 @@ static PyObject *Rec_ref_of(Rec *r, PyObject *t) {
   return e;
 }
 
-/* TensorRef fields id + version + storage: [r3][0x10 varint(v) if v][r4] */
+/* TensorRef fields id + version + storage: [r3][version tag, varint(v) if v][r4] */
 static int put_ref(Buf *b, PyObject *e, long long v) {
   if (buf_bytes_obj(b, PyTuple_GET_ITEM(e, 3))) return -1;
-  if (v > 0 && (buf_byte(b, 0x10) || buf_varint(b, (uint64_t)v))) return -1;
+  if (v > 0 && (buf_byte(b, T.ref_version) || buf_varint(b, (uint64_t)v))) return -1;
   return buf_bytes_obj(b, PyTuple_GET_ITEM(e, 4));
 }
 
@@ -556,7 +600,7 @@ static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v,
     if (!sfield) return -1;
     k += (dfield ? (size_t)PyBytes_GET_SIZE(dfield) : 0) + (size_t)PyBytes_GET_SIZE(sfield);
   }
-  int bad = buf_byte(b, 0x0a) || buf_varint(b, k) || put_ref(b, e, v) ||
+  int bad = buf_byte(b, T.arg_tensor) || buf_varint(b, k) || put_ref(b, e, v) ||
             (dfield && buf_bytes_obj(b, dfield)) || (sfield && buf_bytes_obj(b, sfield));
   Py_XDECREF(sfield);
   return bad ? -1 : 0;
@@ -633,15 +677,15 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(a, &overflow);
     if (!overflow) {   /* Arg.int = 4, zigzag */
-      return buf_byte(b, 0x20) || buf_varint(b, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63)) ? -1 : 0;
+      return buf_byte(b, T.arg_i) || buf_varint(b, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63)) ? -1 : 0;
     }
   } else if (tp == &PyFloat_Type) {
     double d = PyFloat_AS_DOUBLE(a);   /* Arg.float = 5, fixed64: little-endian hosts (x86-64, arm64) */
-    return buf_byte(b, 0x29) || buf_put(b, &d, 8) ? -1 : 0;
+    return buf_byte(b, T.arg_f) || buf_put(b, &d, 8) ? -1 : 0;
   } else if (a == Py_None) {
-    return buf_put(b, "\x10\x01", 2);
+    return buf_byte(b, T.arg_none) || buf_byte(b, 1) ? -1 : 0;
   } else if (tp == &PyBool_Type) {
-    return buf_put(b, a == Py_True ? "\x18\x01" : "\x18\x00", 2);
+    return buf_byte(b, T.arg_b) || buf_byte(b, a == Py_True) ? -1 : 0;
   } else if ((tp == &PyTuple_Type || tp == &PyList_Type) && depth < 8) {
     /* Arg.list = 9 / Arg.tuple = 10: ArgList{items = 1} */
     Py_ssize_t n = tp == &PyTuple_Type ? PyTuple_GET_SIZE(a) : PyList_GET_SIZE(a);
@@ -655,11 +699,11 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
       PyObject *x = tp == &PyTuple_Type ? PyTuple_GET_ITEM(a, i) : PyList_GET_ITEM(a, i);
       Py_INCREF(x);
       one.n = 0;
-      bad = put_arg_d(r, &one, x, known, ins, encode, depth + 1) || buf_byte(&items, 0x0a) ||
+      bad = put_arg_d(r, &one, x, known, ins, encode, depth + 1) || buf_byte(&items, T.list_items) ||
             buf_varint(&items, one.n) || buf_put(&items, one.p, one.n);
       Py_DECREF(x);
     }
-    bad = bad || buf_byte(b, tp == &PyTuple_Type ? 0x52 : 0x4a) || buf_varint(b, items.n) ||
+    bad = bad || buf_byte(b, tp == &PyTuple_Type ? T.arg_tuple : T.arg_list) || buf_varint(b, items.n) ||
           buf_put(b, items.p, items.n);
     buf_free(&items);
     buf_free(&one);
@@ -769,7 +813,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     ab.n = 0;
     if (put_arg(r, &ab, PyTuple_GET_ITEM(args, i), known, ins, &encode)) goto fail;
     /* OpEvent.args = 2 */
-    if (buf_byte(&b, 0x12) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n)) goto fail;
+    if (buf_byte(&b, T.op_args) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n)) goto fail;
   }
   if (kwargs) {
     Py_ssize_t pos = 0;
@@ -782,8 +826,8 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       if (put_arg(r, &ab, val, known, ins, &encode)) goto fail;
       /* OpEvent.kwargs = 3: KwArg{name = 1, value = 2} */
       size_t kw = 1 + varint_len((uint64_t)kn) + (size_t)kn + 1 + varint_len(ab.n) + ab.n;
-      if (buf_byte(&b, 0x1a) || buf_varint(&b, kw) || buf_byte(&b, 0x0a) || buf_varint(&b, (uint64_t)kn) ||
-          buf_put(&b, ks, (size_t)kn) || buf_byte(&b, 0x12) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n))
+      if (buf_byte(&b, T.op_kwargs) || buf_varint(&b, kw) || buf_byte(&b, T.kw_name) || buf_varint(&b, (uint64_t)kn) ||
+          buf_put(&b, ks, (size_t)kn) || buf_byte(&b, T.kw_value) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n))
         goto fail;
     }
   }
@@ -856,7 +900,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     long long v = tensor_version(result);
     if (v < 0 && PyErr_Occurred()) goto fail;
     ab.n = 0;
-    if (put_tensor_arg(r, &ab, result, e, v, 1) || buf_byte(&b, 0x22) || buf_varint(&b, ab.n) ||
+    if (put_tensor_arg(r, &ab, result, e, v, 1) || buf_byte(&b, T.op_result) || buf_varint(&b, ab.n) ||
         buf_put(&b, ab.p, ab.n))   /* OpEvent.result = 4 */
       goto fail;
     /* Arguments written in place (TorchRecorder._mutations): OpEvent.mutated = 5 at their new
@@ -882,7 +926,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       Py_XDECREF(pv);
       size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 4)) +
                  (nv > 0 ? 1 + varint_len((uint64_t)nv) : 0);
-      bad = bad || buf_byte(&b, 0x2a) || buf_varint(&b, k) || put_ref(&b, te, nv);
+      bad = bad || buf_byte(&b, T.op_mutated) || buf_varint(&b, k) || put_ref(&b, te, nv);
       if (!bad) {   /* an output: not a constant any more */
         PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(te, 1));
         bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(te, 1)));
@@ -896,7 +940,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(e, 1));
     if (!cv && PyErr_Occurred()) goto fail;
     if (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(e, 1))) goto fail;
-    if (nm && buf_put(&b, "\x30\x01", 2)) goto fail;   /* OpEvent.flags = INPLACE */
+    if (nm && (buf_byte(&b, T.op_flags) || buf_varint(&b, T.inplace))) goto fail;   /* OpEvent.flags = INPLACE */
   }
   {
     /* file/line, scope, thread, timing */
@@ -930,13 +974,13 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyObject *tb = PyDict_GetItemWithError(r->threads, pid);
     if (!tb) {
       if (PyErr_Occurred()) { Py_DECREF(pid); goto fail; }
-      tb = bytes_varint_field(0x50, ident);
+      tb = bytes_varint_field(T.op_thread, ident);
       if (!tb || PyDict_SetItem(r->threads, pid, tb)) { Py_XDECREF(tb); Py_DECREF(pid); goto fail; }
       Py_DECREF(tb);
     }
     Py_DECREF(pid);
-    if (buf_bytes_obj(&b, tb) || buf_byte(&b, 0x58) || buf_varint(&b, (uint64_t)(start - r->t0)) ||
-        buf_byte(&b, 0x60) || buf_varint(&b, (uint64_t)(end - start)))
+    if (buf_bytes_obj(&b, tb) || buf_byte(&b, T.op_start_ns) || buf_varint(&b, (uint64_t)(start - r->t0)) ||
+        buf_byte(&b, T.op_duration_ns) || buf_varint(&b, (uint64_t)(end - start)))
       goto fail;
   }
   /* the record: op field + the rest */
@@ -950,7 +994,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       char *p = sink_reserve(s, varint_len(inner) + inner);
       if (!p) goto fail;
       p += varint_to((uint8_t *)p, inner);
-      *p++ = 0x0a;   /* Record.op = 1 */
+      *p++ = (char)T.record_op;
       p += varint_to((uint8_t *)p, pn);
       memcpy(p, PyBytes_AS_STRING(op), opn);
       memcpy(p + opn, b.p, b.n);
@@ -992,6 +1036,7 @@ static PyObject *Rec_setup(Rec *r, PyObject *args) {
                         &shapes, &PyFrozenSet_Type, &alias_ops, &PyDict_Type, &int_cache, &shape_field,
                         &PyTuple_Type, &constant_key))
     return NULL;
+  if (!T.set) { PyErr_SetString(PyExc_RuntimeError, "ivytrace._speedups: set_tags() was not called"); return NULL; }
   if (PyTuple_GET_SIZE(constant_key) != 2) { PyErr_SetString(PyExc_ValueError, "constant key: (role, name)"); return NULL; }
   Py_INCREF(constant_key);
   Py_XSETREF(s_constant_key, constant_key);
@@ -1081,8 +1126,15 @@ static PyTypeObject RecType = {
     .tp_members = Rec_members,
     .tp_doc = "C base of TorchRecorder: the recorder's tables and its __torch_function__ fast path."};
 
+static PyMethodDef module_methods[] = {
+    {"set_tags", (PyCFunction)set_tags, METH_VARARGS,
+     "set_tags(tags, inplace): the field tags (name -> one-byte tag, see recorder/tags.py c_tags) and "
+     "the INPLACE flag the C recorder writes."},
+    {NULL}};
+
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "ivytrace._speedups",
-                                    "The recorder's hot path in C (optional; see _speedups.c).", -1, NULL};
+                                    "The recorder's hot path in C (optional; see _speedups.c).", -1,
+                                    module_methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
 #define S(var, text) if (!(var = PyUnicode_InternFromString(text))) return NULL

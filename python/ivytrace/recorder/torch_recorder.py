@@ -975,6 +975,9 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
 
 
 if _speedups is not None:
+    from ivytrace.recorder.tags import c_tags as _c_tags
+    _speedups.set_tags(_c_tags(), INPLACE)   # the C path writes the descriptors' tags too
+
     class TorchRecorder(_PyTorchRecorder, _speedups.RecorderBase):
         """The recorder with its common call recorded in C (ivytrace/_speedups.c): the tables
         above are members of the C base, shared by both paths; every call the C path does not
