@@ -25,9 +25,8 @@ import warnings
 import numpy as np
 
 from ivytrace.recorder import opevent as _op
-from ivytrace.recorder.encode import ld, varint
-from ivytrace.recorder.tags import REF
-from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
+from ivytrace.recorder.regions import RegionFraming
+from ivytrace.recorder.writer import TAG_GUARD, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
 INPLACE = trace_pb2.INPLACE
@@ -103,7 +102,7 @@ def pyval(v):
     return v
 
 
-class ArrayRecorder:
+class ArrayRecorder(RegionFraming):
     """The part of a NumPy-like recorder that does not depend on the framework. Subclasses set
     `_Busy` (their busy flag's context manager), `_location` (their `caller_location`), `_dtypes`,
     `_framework` (Tensor.framework of the values they write; "" for the plan's own) and the
@@ -276,56 +275,40 @@ class ArrayRecorder:
         """The current frame knows `entry` (at its version) from now on."""
         raise NotImplementedError
 
-    def region_begin(self, name, inputs, file="", line=0) -> int:
-        if threading.get_ident() != self.thread or not self.active:
-            return 0
-        with self._Busy():
-            rid = self._next_region
-            self._next_region += 1
-            tensors = []
-            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
-                     for n, v in inputs]
-            fid = self._intern(file) if file else 0
-            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
-            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._enter_frame()
-            self._regions.append(rid)
-            seen = set()
-            for t in tensors:
-                if t[1] in seen:
-                    continue
+    # RegionFraming's hooks (regions.py): region_begin / region_end are shared with torch.
+    def _records_regions(self) -> bool:
+        return threading.get_ident() == self.thread and self.active
+
+    def _quiet(self):
+        return self._Busy()
+
+    @property
+    def _region_encoder(self):
+        return self._enc_out
+
+    def _bind_region_inputs(self, rid, tensors, extra, file, line):
+        seen = set()
+        for t in tensors:
+            if t[1] in seen:
+                continue
+            seen.add(t[1])
+            self._region_input(t)
+            if self._has_value(t[0]):
+                self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
+            self._input_guard(t, rid, file, line)
+
+    def _define_region_result(self, tensors):
+        for t in tensors:
+            if not self._is_known(t) and self._has_value(t[0]):
+                self._write_value(t[0], self._tensor_ref(*t), CONSTANT)
+                self._learn(t)
+
+    def _write_region_outputs(self, tensors):
+        seen = set()
+        for t in tensors:
+            if t[1] not in seen and self._has_value(t[0]):
                 seen.add(t[1])
-                self._region_input(t)
-                if self._has_value(t[0]):
-                    self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
-                self._input_guard(t, rid, file, line)
-            self.w.emit()
-            return rid
+                self._write_value(t[0], self._tensor_ref(*t), REGION_OUTPUT)
 
     def _input_guard(self, entry, rid, file, line):
         """A guard a framework puts on each region input (JAX: its shape)."""
-
-    def region_end(self, rid, result=None, raised=False):
-        if not rid or rid not in self._regions:
-            return
-        with self._Busy():
-            tensors = []
-            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
-            if not raised:
-                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
-                for t in tensors:
-                    if not self._is_known(t) and self._has_value(t[0]):
-                        self._write_value(t[0], self._tensor_ref(*t), CONSTANT)
-                        self._learn(t)
-            self.w.add(TAG_REGION_END, msg.SerializeToString())
-            seen = set()
-            for t in tensors:
-                if t[1] not in seen and self._has_value(t[0]):
-                    seen.add(t[1])
-                    self._write_value(t[0], self._tensor_ref(*t), REGION_OUTPUT)
-            self.w.emit()
-            while self._regions:
-                top = self._regions.pop()
-                self._leave_frame()
-                if top == rid:
-                    break

@@ -41,9 +41,9 @@ from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, Arg
                                       _int_cache, enc_int, ld, varint)
 from ivytrace.recorder import opevent as _op
 from ivytrace.recorder import sym as _sym
+from ivytrace.recorder.regions import RegionFraming
 from ivytrace.recorder.tags import OP, REF, TDATA, TENSOR, tags_of
-from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
-                                      TAG_SHAPE_READ, TAG_TENSOR)
+from ivytrace.recorder.writer import TAG_GUARD, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
 try:
@@ -206,7 +206,7 @@ def _plain_len(func, args, kwargs):
         return _sym._builtin_len(args[0])
 
 
-class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
+class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
     """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call.
     (The pure-Python recorder; TorchRecorder below adds the C fast path when it is built.)"""
 
@@ -908,71 +908,58 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 break
         return None
 
-    # -- regions ----------------------------------------------------------------------------
-    def region_begin(self, name, inputs, file="", line=0) -> int:
-        """Write RegionBegin (inputs: list of (name, value)) and REGION_INPUT values."""
-        if self._get_ident() != self._thread or not self._active:
-            return 0
-        with torch._C.DisableTorchFunction():
-            rid = self._next_region
-            self._next_region += 1
-            tensors = []
-            sym_inputs = []
-            named = []
-            for n, v in inputs:
-                if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
-                    b = self._sym_input_ref(v)
-                    sym_inputs.append(v)
-                else:
-                    b = self._ref.encode(v, tensors)
-                named.append(common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(b)))
-            fid = self._intern(file) if file else 0
-            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
-            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._frames.append(self._frame)
-            self._frame = fr = _Frame()
-            self._regions.append(rid)
-            for v in sym_inputs:
-                self._sym_bind_input(v, fr)
-            for t, r, v in _unique(tensors):
-                fr.known[r[1]] = v
-                fr.inputs[r[1]] = v
-                fr.input_refs.append((t, r, v))
-                self._const.pop(r[1], None)
-                self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
-            self.w.emit()
-            return rid
+    # -- regions: RegionFraming's hooks (regions.py; region_begin / region_end are shared) ------
+    def _records_regions(self) -> bool:
+        return self._get_ident() == self._thread and self._active
 
-    def region_end(self, rid, result=None, raised=False):
-        if not rid or rid not in self._regions:
-            return
-        with torch._C.DisableTorchFunction():
-            tensors = []
-            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
-            if not raised:
-                msg.result.CopyFrom(common_pb2.Arg.FromString(self._ref.encode(result, tensors)))
-                fr = self._frame
-                for t, r, v in _unique(tensors):
-                    if fr.known.get(r[1]) != v and fr.written.get(r[2]) != v:
-                        self._define_external(t, r, v, self._full_ref(t, r, v))
-            self.w.add(TAG_REGION_END, msg.SerializeToString())
-            for t, r, v in _unique(tensors):
-                self._write_value(t, self._full_ref(t, r, v), REGION_OUTPUT)
-            self.w.emit()
-            # Close `rid` (and any region left open inside it): what a region computed is known
-            # to the enclosing frame too; its inputs are not.
-            while self._regions:
-                top = self._regions.pop()
-                inner = self._frame
-                outer = self._frame = self._frames.pop()
-                inputs = inner.inputs
-                for tid, v in inner.known.items():
-                    if inputs.get(tid) != v:
-                        outer.known[tid] = v
-                outer.written.update(inner.written)
-                if top == rid:
-                    break
+    @staticmethod
+    def _quiet():
+        return torch._C.DisableTorchFunction()
 
+    @property
+    def _region_encoder(self):
+        return self._ref
+
+    def _encode_region_input(self, v, tensors, extra) -> bytes:
+        if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
+            extra.append(v)
+            return self._sym_input_ref(v)
+        return self._ref.encode(v, tensors)
+
+    def _enter_frame(self):
+        self._frames.append(self._frame)
+        self._frame = _Frame()
+
+    def _bind_region_inputs(self, rid, tensors, sym_inputs, file, line):
+        fr = self._frame
+        for v in sym_inputs:
+            self._sym_bind_input(v, fr)
+        for t, r, v in _unique(tensors):
+            fr.known[r[1]] = v
+            fr.inputs[r[1]] = v
+            fr.input_refs.append((t, r, v))
+            self._const.pop(r[1], None)
+            self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
+
+    def _define_region_result(self, tensors):
+        fr = self._frame
+        for t, r, v in _unique(tensors):
+            if fr.known.get(r[1]) != v and fr.written.get(r[2]) != v:
+                self._define_external(t, r, v, self._full_ref(t, r, v))
+
+    def _write_region_outputs(self, tensors):
+        for t, r, v in _unique(tensors):
+            self._write_value(t, self._full_ref(t, r, v), REGION_OUTPUT)
+
+    def _leave_frame(self):
+        """What a region computed is known to the enclosing frame too; its inputs are not."""
+        inner = self._frame
+        outer = self._frame = self._frames.pop()
+        inputs = inner.inputs
+        for tid, v in inner.known.items():
+            if inputs.get(tid) != v:
+                outer.known[tid] = v
+        outer.written.update(inner.written)
 
 if _speedups is not None:
     from ivytrace.recorder.tags import c_tags as _c_tags
