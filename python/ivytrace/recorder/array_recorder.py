@@ -17,6 +17,8 @@ roots and versions are found), `_tensor_ref`, the dtype encoding. This module ha
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import sys
 import threading
 import time

@@ -27,6 +27,8 @@ wrong graph). Writes neither recorder sees (through ctypes, a plain ndarray view
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import sys
 import threading
 import time

@@ -8,6 +8,8 @@ come from the generated descriptors (tags.py); none is written here.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import struct
 import types
 

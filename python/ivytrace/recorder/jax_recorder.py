@@ -72,6 +72,8 @@ value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import os
 import sys
 import threading

@@ -46,6 +46,8 @@ value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import functools
 import os
 import sys
@@ -112,6 +114,7 @@ _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item
 _shapes: dict = {}          # shape -> TensorRef.shape field bytes
 _REF_ID, _REF_VERSION, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.DTYPE, REF.SHAPE
 _state, _busy, _Busy = busy_flag()
+_ND_SHAPE = np.ndarray.shape.__get__
 _REC = None   # the installed NumpyRecorder
 
 
@@ -417,10 +420,11 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
             dt = _DTYPES.get(a.dtype)
             if dt:
                 b += _REF_DTYPE + varint(dt)
-            if a.ndim:
-                sh = _shapes.get(a.shape)
+            shape = _ND_SHAPE(a)   # the ndarray getter, not TracedArray's recording property
+            if shape:
+                sh = _shapes.get(shape)
                 if sh is None:
-                    sh = _shapes[a.shape] = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in a.shape))
+                    sh = _shapes[shape] = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in shape))
                 b += sh
         return b
 

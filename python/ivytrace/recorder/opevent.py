@@ -8,6 +8,8 @@ clocks. `write_op(writer, parts)` frames it as a Record.op.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 from ivytrace.recorder.encode import V, ld, varint
 from ivytrace.recorder.tags import KW, OP, REC
 

@@ -12,6 +12,8 @@ records, so a killed process leaves a file readable up to its last complete reco
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import os
 import threading
 import zlib
