@@ -27,7 +27,9 @@ import warnings
 import numpy as np
 
 from ivytrace.recorder import opevent as _op
+from ivytrace.recorder.encode import ld, varint
 from ivytrace.recorder.regions import RegionFraming
+from ivytrace.recorder.tags import TDATA as _TD, TENSOR as _T
 from ivytrace.recorder.writer import TAG_GUARD, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
@@ -212,10 +214,18 @@ class ArrayRecorder(RegionFraming):
         arr = self._host_array(a)
         dt = self._dtypes.get(arr.dtype, 0)
         data = arr.tobytes()
-        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role,
-                              framework=self._framework)
-        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
-        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+        # TensorData{ref, value = Tensor{dtype, shape, data, name, role, framework}, total_bytes},
+        # encoded by hand in field order, default values left out (what SerializeToString writes).
+        n = len(data)
+        fw = self._framework
+        t = ((_T.DTYPE + varint(dt) if dt else b"")
+             + (ld(_T.SHAPE, b"".join(varint(int(d)) for d in arr.shape)) if arr.shape else b"")
+             + (ld(_T.DATA, data) if n else b"")
+             + (ld(_T.NAME, name.encode("utf-8")) if name else b"")
+             + (_T.ROLE + varint(role) if role else b"")
+             + (ld(_T.FRAMEWORK, fw.encode("utf-8")) if fw else b""))
+        msg = ld(_TD.REF, ref) + ld(_TD.VALUE, t) + (_TD.TOTAL_BYTES + varint(n) if n else b"")
+        self.w.add(TAG_TENSOR, msg, tensor_bytes=n)
 
     def _has_value(self, a) -> bool:
         """Whether `a` has a value a trace tensor can hold (JAX's typed PRNG keys do not)."""
