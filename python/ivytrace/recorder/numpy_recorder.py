@@ -62,7 +62,7 @@ from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES as _DTYPES, FOLD_
                                               REGION_INPUT, REGION_OUTPUT, ArrayRecorder, busy_flag,
                                               caller_location)
 from ivytrace.recorder import sym as _sym
-from ivytrace.recorder.encode import A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint
+from ivytrace.recorder.encode import A_FLOAT, A_SYMBOL, A_TENSOR, ArgEncoder, _pack_double, enc_int, ld, varint
 from ivytrace.recorder import opevent as _op
 from ivytrace.recorder.tags import REF
 from ivytrace.recorder.writer import TAG_GUARD
@@ -115,6 +115,9 @@ _shapes: dict = {}          # shape -> TensorRef.shape field bytes
 _REF_ID, _REF_VERSION, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.DTYPE, REF.SHAPE
 _state, _busy, _Busy = busy_flag()
 _ND_SHAPE = np.ndarray.shape.__get__
+_get_ident = threading.get_ident
+_NOT_HERE = object()   # record_ufunc: not the common call, record it the general way
+_ARG_FLOAT = _op.arg_field(A_FLOAT + bytes(8))[:-8]   # OpEvent.args header of a float Arg, then the double
 _REC = None   # the installed NumpyRecorder
 
 
@@ -149,6 +152,12 @@ class TracedArray(np.ndarray):
     """An ndarray whose NumPy calls the recorder writes to the trace."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            rec = _REC
+            if rec is not None and rec.active and not _busy() and rec.thread == _get_ident():
+                result = rec.record_ufunc(ufunc, inputs)
+                if result is not _NOT_HERE:
+                    return result
         name = f"numpy.{ufunc.__name__}" if method == "__call__" else f"numpy.{ufunc.__name__}.{method}"
         func = ufunc if method == "__call__" else getattr(ufunc, method)
         return _call(name, func, inputs, kwargs, kwargs.get("out"))
@@ -312,6 +321,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         self._const = {}        # tid -> version at which it is a constant
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
+        self._ufunc_fields = {}   # ufunc name -> (op name, OpEvent.op field) for record_ufunc
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -457,6 +467,99 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         return np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, TracedArray) else a)
 
     # -- recording -------------------------------------------------------------------------------
+    def record_ufunc(self, ufunc, inputs):
+        """The common call, recorded with fewer steps: a ufunc called on arrays the current frame
+        already knows (at least one not a constant) and Python floats/ints, giving one new array.
+        Writes what `record` writes (tests/python/test_record_bytes.py); returns _NOT_HERE,
+        before calling anything, for every other call, which then goes through `record`."""
+        if self._links:
+            return _NOT_HERE
+        ids = self._ids
+        known = self._known
+        versions = self._versions
+        const = self._const
+        args = []
+        plain = []
+        ins = []
+        foldable = True
+        for a in inputs:
+            t = type(a)
+            if t is TracedArray:
+                r = ids.get(id(a))
+                if r is None or r[0]() is not a:
+                    return _NOT_HERE
+                tid, sid = r[1], r[2]
+                v = versions.get(sid, 0)
+                if known.get(tid) != v:
+                    return _NOT_HERE
+                if foldable and const.get(tid) != v:
+                    foldable = False
+                e = (a, tid, sid, v)
+                ins.append(e)
+                args.append(_op.arg_field(ld(A_TENSOR, self._tensor_ref(*e))))
+                plain.append(a.view(np.ndarray))
+            elif t is float:
+                args.append(_ARG_FLOAT + _pack_double(a))
+                plain.append(a)
+            elif t is int:
+                b = enc_int(a)
+                args.append(_op.arg_field(b))
+                plain.append(a)
+            else:
+                return _NOT_HERE
+        if foldable:
+            return _NOT_HERE   # every input a constant: the outputs' values are recorded (record)
+        name = ufunc.__name__
+        fields = self._ufunc_fields.get(name)
+        if fields is None:
+            qual = f"numpy.{name}"
+            if self._schemas.is_random(qual):
+                return _NOT_HERE
+            fields = self._ufunc_fields[name] = (qual, _op.op_field(self._intern(qual)))
+        parts = [fields[1], *args]
+        state = _state
+        prev = getattr(state, "busy", False)
+        state.busy = True
+        try:
+            start = time.perf_counter_ns()
+            try:
+                result = ufunc(*plain)
+            except BaseException:
+                self._finish(parts, fields[0], ins, [], None, start, raised=True)
+                raise
+            if type(result) is not np.ndarray or result.base is not None:
+                result = _rewrap(result, inputs, {}, None)
+                self._finish(parts, fields[0], ins, [], result, start)
+                return result
+            traced = result.view(TracedArray)
+            # What _ref(traced) does: its storage root (the plain result) gets an id first.
+            sid = self._new_id()
+            w = weakref.ref(result)
+            ids[id(result)] = (w, sid, sid)
+            self._ids_sid[sid] = sid
+            ws = self._by_storage[sid] = [w]
+            if len(ids) > self._sweep_at:
+                self._sweep()
+            tid = self._new_id()
+            w = weakref.ref(traced)
+            ids[id(traced)] = (w, tid, sid)
+            self._ids_sid[tid] = sid
+            ws.append(w)
+            if len(ids) > self._sweep_at:
+                self._sweep()
+            e = (traced, tid, sid, 0)
+            parts.append(_op.result_field(ld(A_TENSOR, self._tensor_ref(*e))))
+            known[tid] = 0
+            const.pop(tid, None)
+            end = time.perf_counter_ns()
+            fid, line = _location(self._intern)
+            parts.append(_op.tail(0, fid, line, _get_ident(), start - self._t0, end - start))
+            _op.write_op(self.w, parts)
+            self.w.emit()
+            return traced
+        finally:
+            state.busy = prev
+
     def record(self, name, func, args, kwargs, pargs, pkw, out):
         ins = []
         parts = [_op.op_field(self._intern(name))]
