@@ -401,6 +401,7 @@ static PyObject *set_tags(PyObject *mod, PyObject *args) {
   PyObject *d;
   unsigned long long inplace;
   if (!PyArg_ParseTuple(args, "O!K", &PyDict_Type, &d, &inplace)) return NULL;
+  __typeof__(T) next = T;   /* filled and checked whole before it replaces the tags in use */
   for (size_t i = 0; i < sizeof tag_names / sizeof tag_names[0]; ++i) {
     PyObject *v = PyDict_GetItemString(d, tag_names[i].name);
     long t = v ? PyLong_AsLong(v) : -1;
@@ -410,10 +411,11 @@ static PyObject *set_tags(PyObject *mod, PyObject *args) {
                    "(1..127), got %ld", tag_names[i].name, t);
       return NULL;
     }
-    ((uint8_t *)&T)[tag_names[i].offset] = (uint8_t)t;
+    ((uint8_t *)&next)[tag_names[i].offset] = (uint8_t)t;
   }
-  T.inplace = inplace;
-  T.set = 1;
+  next.inplace = inplace;
+  next.set = 1;
+  T = next;
   Py_RETURN_NONE;
 }
 
