@@ -113,11 +113,14 @@ _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item
 
 _shapes: dict = {}          # shape -> TensorRef.shape field bytes
 _REF_ID, _REF_VERSION, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.DTYPE, REF.SHAPE
+_REF_ZERO = REF.ID + b"\x00" + REF.STORAGE + b"\x00"   # id 0, storage 0: the head of a ref before dtype
 _state, _busy, _Busy = busy_flag()
 _ND_SHAPE = np.ndarray.shape.__get__
 _get_ident = threading.get_ident
 _NOT_HERE = object()   # record_ufunc: not the common call, record it the general way
-_ARG_FLOAT = _op.arg_field(A_FLOAT + bytes(8))[:-8]   # OpEvent.args header of a float Arg, then the double
+_ARG_FLOAT = _op.arg_field(A_FLOAT + bytes(8))[:-8]
+_TAG_OP = _op.TAG_OP
+_DTYPE_SHAPE: dict = {}   # (dtype, shape) -> a TensorRef's dtype and shape fields (record_ufunc)   # OpEvent.args header of a float Arg, then the double
 _REC = None   # the installed NumpyRecorder
 
 
@@ -537,24 +540,30 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
             w = weakref.ref(result)
             ids[id(result)] = (w, sid, sid)
             self._ids_sid[sid] = sid
-            ws = self._by_storage[sid] = [w]
+            self._by_storage[sid] = [w]
             if len(ids) > self._sweep_at:
                 self._sweep()
             tid = self._new_id()
             w = weakref.ref(traced)
             ids[id(traced)] = (w, tid, sid)
             self._ids_sid[tid] = sid
-            ws.append(w)
+            self._by_storage.setdefault(sid, []).append(w)   # (a sweep may have made a new list)
             if len(ids) > self._sweep_at:
                 self._sweep()
-            e = (traced, tid, sid, 0)
-            parts.append(_op.result_field(ld(A_TENSOR, self._tensor_ref(*e))))
+            # The result's TensorRef (version 0: a new storage), as _tensor_ref writes it.
+            key = (result.dtype, result.shape)
+            tail = _DTYPE_SHAPE.get(key)
+            if tail is None:
+                tail = self._tensor_ref(result, 0, 0, 0)[len(_REF_ZERO):]
+                if len(_DTYPE_SHAPE) < 4096:
+                    _DTYPE_SHAPE[key] = tail
+            parts.append(_op.result_field(ld(A_TENSOR, _REF_ID + varint(tid) + _REF_STORAGE + varint(sid) + tail)))
             known[tid] = 0
             const.pop(tid, None)
             end = time.perf_counter_ns()
             fid, line = _location(self._intern)
             parts.append(_op.tail(0, fid, line, _get_ident(), start - self._t0, end - start))
-            _op.write_op(self.w, parts)
+            self.w.add(_TAG_OP, b"".join(parts), op=True)
             self.w.emit()
             return traced
         finally:
