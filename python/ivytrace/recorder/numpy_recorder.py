@@ -158,7 +158,7 @@ class TracedArray(np.ndarray):
         if method == "__call__" and not kwargs:
             rec = _REC
             if rec is not None and rec.active and not _busy() and rec.thread == _get_ident():
-                result = rec.record_ufunc(ufunc, inputs)
+                result = _np_ufunc(rec, ufunc, inputs)
                 if result is not _NOT_HERE:
                     return result
         name = f"numpy.{ufunc.__name__}" if method == "__call__" else f"numpy.{ufunc.__name__}.{method}"
@@ -512,13 +512,9 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
                 return _NOT_HERE
         if foldable:
             return _NOT_HERE   # every input a constant: the outputs' values are recorded (record)
-        name = ufunc.__name__
-        fields = self._ufunc_fields.get(name)
+        fields = self._ufunc_op(ufunc.__name__)
         if fields is None:
-            qual = f"numpy.{name}"
-            if self._schemas.is_random(qual):
-                return _NOT_HERE
-            fields = self._ufunc_fields[name] = (qual, _op.op_field(self._intern(qual)))
+            return _NOT_HERE
         parts = [fields[1], *args]
         state = _state
         prev = getattr(state, "busy", False)
@@ -568,6 +564,20 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
             return traced
         finally:
             state.busy = prev
+
+    def _ufunc_op(self, name):
+        """(op name, OpEvent.op field) of ufunc `name`, None if the schema says it is random."""
+        fields = self._ufunc_fields.get(name, 0)
+        if fields == 0:
+            qual = f"numpy.{name}"
+            fields = None if self._schemas.is_random(qual) else (qual, _op.op_field(self._intern(qual)))
+            self._ufunc_fields[name] = fields
+        return fields
+
+    def _add_op(self, tag, payload):
+        """The C path's OpEvent (np_ufunc): queued and written like record_ufunc's."""
+        self.w.add(tag, payload, op=True)
+        self.w.emit()
 
     def record(self, name, func, args, kwargs, pargs, pkw, out):
         ins = []
@@ -755,3 +765,18 @@ def _convert():
 
 def recorder_for(session) -> NumpyRecorder:
     return NumpyRecorder(session)
+
+
+# The common ufunc call in C when ivytrace._speedups is built (np_ufunc writes what record_ufunc
+# writes), else in Python.
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":
+        raise ImportError
+    from ivytrace import _speedups
+    from ivytrace.recorder.tags import c_tags as _c_tags
+    _speedups.set_tags(_c_tags(), INPLACE)
+    _speedups.np_setup(TracedArray, np.ndarray, _NOT_HERE, _state, _DTYPE_SHAPE, _ND_SHAPE, _location, _rewrap)
+    _np_ufunc = _speedups.np_ufunc
+except ImportError:
+    def _np_ufunc(rec, ufunc, inputs):
+        return rec.record_ufunc(ufunc, inputs)
