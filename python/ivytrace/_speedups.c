@@ -1137,17 +1137,20 @@ static PyTypeObject RecType = {
  * TracedArray; it returns the NOT_HERE sentinel, having called nothing, for every other call. */
 
 static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_shape, *np_shape_get,
-    *np_location, *np_rewrap;
+    *np_prefixes, *np_rewrap;
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
-    *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr;
+    *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations;
 
 static PyObject *np_setup(PyObject *mod, PyObject *args) {
   PyObject *v[8];
-  if (!PyArg_ParseTuple(args, "OOOOO!OOO", &v[0], &v[1], &v[2], &v[3], &PyDict_Type, &v[4], &v[5], &v[6], &v[7]))
+  if (!PyArg_ParseTuple(args, "OOOOO!OO!O", &v[0], &v[1], &v[2], &v[3], &PyDict_Type, &v[4], &v[5], &PyTuple_Type,
+                        &v[6], &v[7]))
     return NULL;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v[6]); ++i)
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(v[6], i))) { PyErr_SetString(PyExc_TypeError, "prefixes: str"); return NULL; }
   PyObject **dst[8] = {&np_traced_t, &np_ndarray_t, &np_not_here, &np_state, &np_dtype_shape, &np_shape_get,
-                       &np_location, &np_rewrap};
+                       &np_prefixes, &np_rewrap};
   for (int i = 0; i < 8; ++i) { Py_INCREF(v[i]); Py_XSETREF(*dst[i], v[i]); }
   Py_RETURN_NONE;
 }
@@ -1236,6 +1239,60 @@ static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject
 done:
   Py_XDECREF(w); Py_XDECREF(k); Py_XDECREF(t); Py_XDECREF(sd); Py_XDECREF(e); Py_XDECREF(lst); Py_XDECREF(empty);
   return bad;
+}
+
+/* (file id, line) of the first frame whose file does not start with one of np_prefixes, as
+ * array_recorder.caller_location finds it; cached in `cache` (the recorder's _c_locations:
+ * code -> True if internal, else {lasti: (file id, line)}). */
+static int np_location_c(PyObject *rec, PyObject *cache, long long *fid, long long *line) {
+  *fid = *line = 0;
+  PyFrameObject *f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f) {
+    PyCodeObject *c = PyFrame_GetCode(f);
+    PyObject *ent = PyDict_GetItemWithError(cache, (PyObject *)c);
+    if (!ent) {
+      if (PyErr_Occurred()) { Py_DECREF(c); Py_DECREF(f); return -1; }
+      int internal = 0;
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(np_prefixes) && !internal; ++i) {
+        Py_ssize_t m = PyUnicode_Tailmatch(c->co_filename, PyTuple_GET_ITEM(np_prefixes, i), 0, PY_SSIZE_T_MAX, -1);
+        if (m < 0) { Py_DECREF(c); Py_DECREF(f); return -1; }
+        internal = (int)m;
+      }
+      PyObject *v = internal ? Py_True : PyDict_New();
+      if (!v) { Py_DECREF(c); Py_DECREF(f); return -1; }
+      if (internal) Py_INCREF(v);
+      int bad = PyDict_SetItem(cache, (PyObject *)c, v);
+      Py_DECREF(v);
+      if (bad) { Py_DECREF(c); Py_DECREF(f); return -1; }
+      ent = v;
+    }
+    if (ent != Py_True) {
+      PyObject *k = PyLong_FromLong(PyFrame_GetLasti(f));
+      PyObject *fl = k ? PyDict_GetItemWithError(ent, k) : NULL;
+      if (!fl && !PyErr_Occurred() && k) {
+        int n = PyFrame_GetLineNumber(f);
+        PyObject *fido = PyObject_CallMethodOneArg(rec, s_intern, c->co_filename);
+        PyObject *lo = fido ? PyLong_FromLong(n < 0 ? 0 : n) : NULL;
+        fl = lo ? PyTuple_Pack(2, fido, lo) : NULL;
+        Py_XDECREF(fido); Py_XDECREF(lo);
+        if (fl && PyDict_SetItem(ent, k, fl)) Py_CLEAR(fl);
+        Py_XDECREF(fl);   /* the dict holds it */
+      }
+      Py_XDECREF(k);
+      Py_DECREF(c);
+      Py_DECREF(f);
+      if (!fl) return -1;
+      *fid = PyLong_AsLongLong(PyTuple_GET_ITEM(fl, 0));
+      *line = PyLong_AsLongLong(PyTuple_GET_ITEM(fl, 1));
+      return PyErr_Occurred() ? -1 : 0;
+    }
+    PyFrameObject *back = PyFrame_GetBack(f);
+    Py_DECREF(c);
+    Py_DECREF(f);
+    f = back;
+  }
+  return 0;
 }
 
 static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
@@ -1410,13 +1467,12 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   }
   long long end = now_ns();
   {
-    PyObject *intern = PyObject_GetAttr(rec, s_intern);
-    PyObject *loc = intern ? PyObject_CallOneArg(np_location, intern) : NULL;
-    Py_XDECREF(intern);
-    if (!loc) goto fail;
-    long long fid = PyLong_AsLongLong(PyTuple_GetItem(loc, 0)), line = PyLong_AsLongLong(PyTuple_GetItem(loc, 1));
-    Py_DECREF(loc);
-    if (PyErr_Occurred()) goto fail;
+    long long fid, line;
+    PyObject *cache = PyObject_GetAttr(rec, s_c_locations);
+    if (!cache) goto fail;
+    int bad = !PyDict_CheckExact(cache) || np_location_c(rec, cache, &fid, &line);
+    Py_DECREF(cache);
+    if (bad) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_c_locations: a dict"); goto fail; }
     if (fid && (buf_byte(&b, T.op_file) || buf_varint(&b, (uint64_t)fid) || buf_byte(&b, T.op_line) ||
                 buf_varint(&b, (uint64_t)line)))
       goto fail;
@@ -1521,7 +1577,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_sweep, "_sweep"); S(s_ufunc_op, "_ufunc_op"); S(s_intern, "_intern"); S(s_t0, "_t0"); S(s_w, "w");
   S(s_sink, "sink"); S(s_add, "_add_op"); S(s_emit, "emit"); S(s_busy, "busy"); S(s_view, "view");
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
-  S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype");
+  S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
 #undef S
   if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);

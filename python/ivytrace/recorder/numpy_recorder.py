@@ -325,6 +325,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
         self._ufunc_fields = {}   # ufunc name -> (op name, OpEvent.op field) for record_ufunc
+        self._c_locations = {}    # np_ufunc's cache: code -> True if internal, else {lasti: (file id, line)}
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -775,7 +776,8 @@ try:
     from ivytrace import _speedups
     from ivytrace.recorder.tags import c_tags as _c_tags
     _speedups.set_tags(_c_tags(), INPLACE)
-    _speedups.np_setup(TracedArray, np.ndarray, _NOT_HERE, _state, _DTYPE_SHAPE, _ND_SHAPE, _location, _rewrap)
+    _speedups.np_setup(TracedArray, np.ndarray, _NOT_HERE, _state, _DTYPE_SHAPE, _ND_SHAPE,
+                       _INTERNAL_DIRS + ("<__array_function__",), _rewrap)   # the prefixes of _location
     _np_ufunc = _speedups.np_ufunc
 except ImportError:
     def _np_ufunc(rec, ufunc, inputs):
