@@ -15,6 +15,10 @@
  *             foldable) without running Python code, and hands every other case to the Python
  *             methods (_classify, handle, _in.encode, _finish, _raised, _file_line) at the point
  *             where it stops. Its members are the recorder's tables, shared with the Python code.
+ *   np_ufunc  NumPy's common call (a ufunc on known TracedArrays and Python numbers, one new array),
+ *             what numpy_recorder.NumpyRecorder.record_ufunc does, with the same encoder pieces.
+ *   set_tags  the protobuf field tags, from the generated descriptors (recorder/tags.py): no field
+ *             number is written in this file.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -1140,7 +1144,8 @@ static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_
     *np_prefixes, *np_rewrap;
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
-    *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations;
+    *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
+    *s_torch, *s_next;
 
 static PyObject *np_setup(PyObject *mod, PyObject *args) {
   PyObject *v[8];
@@ -1205,12 +1210,30 @@ static int np_put_ref(Buf *b, long long tid, long long v, long long sid, PyObjec
   return bad ? -1 : 0;
 }
 
-static long long call_ll(PyObject *o, PyObject *name) {
-  PyObject *x = PyObject_CallMethodNoArgs(o, name);
-  if (!x) return -1;
-  long long v = PyLong_AsLongLong(x);
-  Py_DECREF(x);
-  return v;
+/* NumpyRecorder._new_id without a Python call when no torch recorder shares the id sequence */
+static long long np_new_id(PyObject *rec) {
+  PyObject *session = PyObject_GetAttr(rec, s_session);
+  PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
+  Py_XDECREF(session);
+  if (!torch) return -1;
+  int none = torch == Py_None;
+  Py_DECREF(torch);
+  if (!none) {
+    PyObject *x = PyObject_CallMethodNoArgs(rec, s_new_id);
+    if (!x) return -1;
+    long long v = PyLong_AsLongLong(x);
+    Py_DECREF(x);
+    return v;
+  }
+  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  if (!nx) return -1;
+  long long tid = PyLong_AsLongLong(nx);
+  Py_DECREF(nx);
+  if (tid == -1 && PyErr_Occurred()) return -1;
+  PyObject *n1 = PyLong_FromLongLong(tid + 1);
+  int bad = !n1 || PyObject_SetAttr(rec, s_next, n1);
+  Py_XDECREF(n1);
+  return bad ? -1 : tid;
 }
 
 /* ids[id(a)] = (weakref(a), tid, sid); ids_sid[tid] = sid; by_storage[sid] += [weakref]; sweep */
@@ -1221,9 +1244,16 @@ static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject
            *sd = PyLong_FromLongLong(sid), *e = NULL, *lst = NULL, *empty = NULL;
   if (!w || !k || !t || !sd) goto done;
   if (!(e = PyTuple_Pack(3, w, t, sd)) || PyDict_SetItem(ids, k, e) || PyDict_SetItem(ids_sid, t, sd)) goto done;
-  if (!(empty = PyList_New(0))) goto done;
-  lst = PyObject_CallMethodObjArgs(by_storage, s_setdefault, sd, empty, NULL);
-  if (!lst || PyList_Append(lst, w)) goto done;
+  if (!PyDict_CheckExact(by_storage)) { PyErr_SetString(PyExc_TypeError, "_by_storage: a dict"); goto done; }
+  lst = PyDict_GetItemWithError(by_storage, sd);   /* by_storage.setdefault(sid, []).append(w) */
+  if (lst) {
+    Py_INCREF(lst);
+  } else {
+    if (PyErr_Occurred() || !(empty = PyList_New(0)) || PyDict_SetItem(by_storage, sd, empty)) goto done;
+    lst = empty;
+    empty = NULL;
+  }
+  if (PyList_Append(lst, w)) goto done;
   long long at = 0;
   PyObject *sa = PyObject_GetAttr(rec, s_sweep_at);
   if (!sa) goto done;
@@ -1442,10 +1472,10 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   Py_DECREF(startobj);
   if (!(traced = PyObject_CallMethodOneArg(result, s_view, np_traced_t))) goto fail;
   if (!(ids_sid = PyObject_GetAttr(rec, s_ids_sid)) || !(by_storage = PyObject_GetAttr(rec, s_by_storage))) goto fail;
-  long long sid = call_ll(rec, s_new_id);
+  long long sid = np_new_id(rec);
   if (sid == -1 && PyErr_Occurred()) goto fail;
   if (np_register(rec, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
-  long long tid = call_ll(rec, s_new_id);
+  long long tid = np_new_id(rec);
   if (tid == -1 && PyErr_Occurred()) goto fail;
   if (np_register(rec, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
   {
@@ -1578,6 +1608,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_sink, "sink"); S(s_add, "_add_op"); S(s_emit, "emit"); S(s_busy, "busy"); S(s_view, "view");
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
+  S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next");
 #undef S
   if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);
