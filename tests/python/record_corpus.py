@@ -77,6 +77,8 @@ def numpy_group():
             args = make(np.random)
             with ivytrace.region(name, inputs=dict(zip(("x", "y"), args))) as reg:
                 reg.set_result(fn(*args))
+        # The common ufunc call and the cases next to it (C path: np_ufunc; Python: record_ufunc).
+        ivytrace.region("ufunc_edges")(_ufunc_edges)(np.linspace(0.0, 1.0, 6).reshape(2, 3))
         x = np.arange(6.0).reshape(2, 3)
         y = x * 2 + 1                       # outside regions: constants, foldable ops
         y[0] = 7.0                          # in-place write
@@ -86,6 +88,20 @@ def numpy_group():
             np.ones(2) + np.ones(3)         # a call that raises
         except ValueError:
             pass
+
+
+def _ufunc_edges(x):
+    y = x + 1                        # int operand
+    y = np.multiply(y, 0.5)          # float operand
+    y = y * 2 ** 70                  # an int64 cannot hold it: the general path
+    z = y[0, 0] + 1.5                # 0-d operand: a NumPy scalar result
+    w = np.maximum(y, x)             # two arrays
+    try:
+        y + np.ones(4)               # raises (shapes), one operand a constant
+    except ValueError:
+        pass
+    y = y - True                     # bool operand: the general path
+    return w + z + y
 
 
 def jax_group():
