@@ -1140,6 +1140,10 @@ static PyTypeObject RecType = {
  * current frame knows (at least one not a constant) or a Python float/int, and returns the new
  * TracedArray; it returns the NOT_HERE sentinel, having called nothing, for every other call. */
 
+#if PY_VERSION_HEX < 0x030B0000
+#define PyFloat_Pack8 _PyFloat_Pack8   /* public from Python 3.11 */
+#endif
+
 static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_shape, *np_shape_get,
     *np_prefixes, *np_rewrap;
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
