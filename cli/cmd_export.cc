@@ -22,6 +22,7 @@ struct ExportOptions {
   int opset = 17;
   bool no_optimize = false;
   bool static_batch = false;
+  bool static_shapes = false;
   bool allow_specialized = false;
   bool allow_empty = false;
   bool progress = false;
@@ -60,41 +61,40 @@ int RunExport(const ExportOptions& o) {
     if (!st.ok()) return Fail("export", st, st.kind() == Status::Kind::kUnsupported ? kExitUnsupported : kExitOutput);
     return kExitOk;
   }
-  bool static_inputs = false;
+  OnnxExportOptions oo;
   {
     // An ONNX model's inputs have fixed ranks: the guards on the inputs' ranks hold in it. A
     // graph specialized on its inputs' shapes (JAX) is exported with those shapes, static.
-    static_inputs = DropInputShapeGuards(&lg.graph);
-    DropGuardsOnStaticDims(&lg.graph, /*dynamic_dim0=*/!o.static_batch && !static_inputs);
-    // The ONNX exporter does not lower shape arithmetic yet: the model takes the recorded shapes
-    // and the ivytrace.sym.* ops go. The guards on such values stay in the list (refused below
-    // without --allow-specialized, else written into metadata_props).
+    const bool static_inputs = DropInputShapeGuards(&lg.graph);
+    InputDimsOptions dio;
+    dio.all_static = o.static_shapes || static_inputs;
+    dio.static_batch = o.static_batch;
+    const InputDims dims = ChooseInputDims(&lg.graph, dio);
+    DropGuardsOnStaticDims(&lg.graph, dims);
+    // Shape arithmetic on static dims is what it was while recording: folded into constants. The
+    // rest is lowered (ivytrace.sym.* -> Shape/Gather/integer ops), so the model follows its
+    // inputs' shapes, and the guards on it become checks inside the model.
     size_t replaced = 0;
-    std::vector<v1::Guard> shape_guards;
-    st = SpecializeSymbols(&lg.graph, &replaced, &shape_guards);
+    st = SpecializeStaticSymbols(&lg.graph, dims, &replaced);
     if (!st.ok()) return Fail("export", st, kExitUnsupported);
     if (replaced) {
-      spdlog::warn("the ONNX model takes the recorded shapes: {} shape-derived value(s) the graph computes "
-                   "from its inputs are fixed to what they were while recording (lowering ivytrace.sym.* ops "
-                   "is not done yet)", replaced);
       PassResult pr;
       st = ConstantFold(PassOptions{}).Run(&lg.graph, &pr);
       if (st.ok()) st = DeadCodeElimination().Run(&lg.graph, &pr);
       if (!st.ok()) return Fail("export", st, kExitInternal);
       lg.graph.Compact();
     }
-    for (auto& g : shape_guards) {
-      g.clear_tensor();   // its value is gone from the graph; the guard is reported, not checked
-      lg.graph.guards.push_back(std::move(g));
-    }
+    oo.dim_groups = dims.group;
+    oo.dynamic_batch = !dio.all_static && !o.static_batch;
   }
-  OnnxExportOptions oo;
   oo.opset = o.opset;
-  oo.dynamic_batch = !o.static_batch && !static_inputs;
   oo.allow_specialized = o.allow_specialized;
-  if (o.allow_specialized && !lg.graph.guards.empty()) {
-    spdlog::warn("the ONNX model is specialized on {} guard(s) (written into its metadata_props); inputs that "
-                 "would fail them take the recorded path anyway", lg.graph.guards.size());
+  if (!lg.graph.guards.empty()) {
+    const auto described = DescribeGuards(lg.graph);
+    std::string list;
+    for (const auto& g : described) list += "\n  " + g;
+    spdlog::info("the ONNX model is specialized on {} guard(s), written into its metadata_props; those whose "
+                 "value the graph computes are checked by the model:{}", described.size(), list);
   }
   onnx::ModelProto model;
   st = ExportOnnx(lg.graph, oo, &model);
@@ -124,7 +124,9 @@ void SetupExport(CLI::App& app, int* exit_code) {
   sub->add_flag("--allow-empty", opts->allow_empty,
                 "Export a trace with no region, or a region with no inputs or no outputs (refused by default)");
   sub->add_flag("--progress", opts->progress, "Report each phase on stderr, also when not on a terminal");
-  sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size instead of a symbolic one");
+  sub->add_flag("--static-batch", opts->static_batch, "ONNX: keep the recorded batch size (dim 0) instead of a symbolic one");
+  sub->add_flag("--static", opts->static_shapes,
+                "ONNX: export the recorded shapes: every input dim fixed, shape arithmetic folded into constants");
   sub->add_flag("--allow-specialized", opts->allow_specialized,
                 "ONNX: export a graph that has guards (refused by default, exit 5); the guards go into the "
                 "model's metadata_props");

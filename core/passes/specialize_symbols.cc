@@ -1,6 +1,12 @@
 #include "core/passes/specialize_symbols.h"
 
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
+
+#include "core/ir/arg.h"
 
 #include "core/passes/recorded_values.h"
 
@@ -11,12 +17,13 @@ bool IsSymbolic(const Graph& g, ValueId v) {
   return v < g.values.size() && (g.values[v].dtype == v1::SYM_INT || g.values[v].dtype == v1::SYM_BOOL);
 }
 
-// Replaces symbolic references inside `arg` (any depth) by their recorded values.
-Status Specialize(const Graph& g, v1::Arg* arg, size_t* replaced) {
+// Replaces the symbolic references inside `arg` (any depth) that `which` accepts by their
+// recorded values.
+Status Specialize(const Graph& g, v1::Arg* arg, const std::function<bool(ValueId)>& which, size_t* replaced) {
   switch (arg->kind_case()) {
     case v1::Arg::kTensor: {
       const ValueId v = arg->tensor().value();
-      if (!IsSymbolic(g, v)) return Status::Ok();
+      if (!IsSymbolic(g, v) || !which(v)) return Status::Ok();
       const auto x = RecordedScalar(g, v);
       if (!x) {
         return Status::Unsupported("symbolic value %" + std::to_string(v) +
@@ -28,19 +35,19 @@ Status Specialize(const Graph& g, v1::Arg* arg, size_t* replaced) {
       return Status::Ok();
     }
     case v1::Arg::kList:
-      for (auto& a : *arg->mutable_list()->mutable_items()) IVY_RETURN_IF_ERROR(Specialize(g, &a, replaced));
+      for (auto& a : *arg->mutable_list()->mutable_items()) IVY_RETURN_IF_ERROR(Specialize(g, &a, which, replaced));
       return Status::Ok();
     case v1::Arg::kTuple:
-      for (auto& a : *arg->mutable_tuple()->mutable_items()) IVY_RETURN_IF_ERROR(Specialize(g, &a, replaced));
+      for (auto& a : *arg->mutable_tuple()->mutable_items()) IVY_RETURN_IF_ERROR(Specialize(g, &a, which, replaced));
       return Status::Ok();
     case v1::Arg::kDict:
-      for (auto& a : *arg->mutable_dict()->mutable_values()) IVY_RETURN_IF_ERROR(Specialize(g, &a, replaced));
+      for (auto& a : *arg->mutable_dict()->mutable_values()) IVY_RETURN_IF_ERROR(Specialize(g, &a, which, replaced));
       return Status::Ok();
     case v1::Arg::kSlice: {
       auto* s = arg->mutable_slice();
-      if (s->has_start()) IVY_RETURN_IF_ERROR(Specialize(g, s->mutable_start(), replaced));
-      if (s->has_stop()) IVY_RETURN_IF_ERROR(Specialize(g, s->mutable_stop(), replaced));
-      if (s->has_step()) IVY_RETURN_IF_ERROR(Specialize(g, s->mutable_step(), replaced));
+      if (s->has_start()) IVY_RETURN_IF_ERROR(Specialize(g, s->mutable_start(), which, replaced));
+      if (s->has_stop()) IVY_RETURN_IF_ERROR(Specialize(g, s->mutable_stop(), which, replaced));
+      if (s->has_step()) IVY_RETURN_IF_ERROR(Specialize(g, s->mutable_step(), which, replaced));
       return Status::Ok();
     }
     default: return Status::Ok();
@@ -54,8 +61,9 @@ Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>*
   for (Node& n : graph->nodes) {
     if (n.erased || n.op.rfind("ivytrace.sym.", 0) == 0) continue;
     const size_t before = *replaced;
-    for (auto& a : n.args) IVY_RETURN_IF_ERROR(Specialize(*graph, &a, replaced));
-    for (auto& kw : n.kwargs) IVY_RETURN_IF_ERROR(Specialize(*graph, kw.mutable_value(), replaced));
+    auto all = [](ValueId) { return true; };
+    for (auto& a : n.args) IVY_RETURN_IF_ERROR(Specialize(*graph, &a, all, replaced));
+    for (auto& kw : n.kwargs) IVY_RETURN_IF_ERROR(Specialize(*graph, kw.mutable_value(), all, replaced));
     if (*replaced != before) {
       Graph::IndexNode(&n);
       // Its tensor inputs were constants and it read shapes, now constants too: constant-fold
@@ -98,47 +106,203 @@ bool DropInputShapeGuards(Graph* graph) {
 
 namespace {
 
-// Whether symbolic value `v` is computed only from dims the exported model declares static (every
-// input dim, but dim 0 when `dynamic_dim0`), so that its value is the recorded one on every input
-// the model accepts.
-bool FromStaticDims(const Graph& g, ValueId v, bool dynamic_dim0, int depth = 0) {
+// Flattened position of each region input tensor (ForEachTensor order over graph.inputs).
+std::map<ValueId, size_t> InputOrdinals(const Graph& g) {
+  std::map<ValueId, size_t> ord;
+  size_t k = 0;
+  for (const auto& in : g.inputs) {
+    ForEachTensor(in.value(), [&](const v1::TensorRef& r) { ord.emplace(r.value(), k++); });
+  }
+  return ord;
+}
+
+// Whether symbolic value `v` is computed only from constants and input dims `is_static` accepts,
+// so that its value is the recorded one on every input the exported model accepts.
+bool FromStaticDims(const Graph& g, ValueId v, const std::function<bool(ValueId, int64_t)>& is_static,
+                    int depth = 0) {
   if (v >= g.values.size() || depth > 64) return false;
   const Value& val = g.values[v];
   if (val.kind == v1::CONSTANT_VALUE) return true;
   if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return false;
   const Node& n = g.nodes[val.producer];
+  auto input_of = [&](const Node& node) -> const Value* {
+    if (node.args.empty() || !node.args[0].has_tensor()) return nullptr;
+    const Value& x = g.values[node.args[0].tensor().value()];
+    return x.kind == v1::INPUT ? &x : nullptr;
+  };
   if (n.op == "ivytrace.sym.size") {
-    if (n.args.size() < 2 || !n.args[0].has_tensor() || n.args[1].kind_case() != v1::Arg::kI) return false;
-    const Value& x = g.values[n.args[0].tensor().value()];
-    if (x.kind != v1::INPUT) return false;
-    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    const Value* x = input_of(n);
+    if (!x || n.args.size() < 2 || n.args[1].kind_case() != v1::Arg::kI) return false;
+    const int64_t rank = static_cast<int64_t>(x->shape.size());
     int64_t d = n.args[1].i();
     if (d < 0) d += rank;
-    return d >= 0 && d < rank && !(dynamic_dim0 && d == 0);
+    return d >= 0 && d < rank && is_static(n.args[0].tensor().value(), d);
   }
-  if (n.op == "ivytrace.sym.dim") return n.args.size() == 1 && n.args[0].has_tensor() &&
-                                         g.values[n.args[0].tensor().value()].kind == v1::INPUT;
+  if (n.op == "ivytrace.sym.dim") return input_of(n) != nullptr;
   if (n.op == "ivytrace.sym.numel") {
-    return !dynamic_dim0 && n.args.size() == 1 && n.args[0].has_tensor() &&
-           g.values[n.args[0].tensor().value()].kind == v1::INPUT;
+    const Value* x = input_of(n);
+    if (!x) return false;
+    for (int64_t d = 0; d < static_cast<int64_t>(x->shape.size()); ++d) {
+      if (!is_static(n.args[0].tensor().value(), d)) return false;
+    }
+    return true;
   }
   if (n.op.rfind("ivytrace.sym.", 0) != 0) return false;
   for (ValueId in : n.inputs) {
-    if (!FromStaticDims(g, in, dynamic_dim0, depth + 1)) return false;
+    if (!FromStaticDims(g, in, is_static, depth + 1)) return false;
   }
   return true;
 }
 
+// (input value, dim) when `v` is ivytrace.sym.size of a region input, read directly.
+std::optional<std::pair<ValueId, int64_t>> InputDimRead(const Graph& g, ValueId v) {
+  if (v >= g.values.size()) return std::nullopt;
+  const Value& val = g.values[v];
+  if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return std::nullopt;
+  const Node& n = g.nodes[val.producer];
+  if (n.op != "ivytrace.sym.size" || n.args.size() < 2 || !n.args[0].has_tensor() ||
+      n.args[1].kind_case() != v1::Arg::kI) {
+    return std::nullopt;
+  }
+  const ValueId x = n.args[0].tensor().value();
+  if (g.values[x].kind != v1::INPUT) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(g.values[x].shape.size());
+  int64_t d = n.args[1].i();
+  if (d < 0) d += rank;
+  if (d < 0 || d >= rank) return std::nullopt;
+  return std::make_pair(x, d);
+}
+
 }  // namespace
 
-void DropGuardsOnStaticDims(Graph* graph, bool dynamic_dim0) {
+void DropGuardsOnStaticDims(Graph* graph, const InputDims& dims) {
+  const auto ord = InputOrdinals(*graph);
+  auto is_static = [&](ValueId x, int64_t d) {
+    auto it = ord.find(x);
+    return it != ord.end() && !dims.IsDynamic(it->second, d);
+  };
   std::vector<v1::Guard> kept;
   for (auto& guard : graph->guards) {
     const ValueId v = guard.tensor().value();
-    if (IsSymbolic(*graph, v) && FromStaticDims(*graph, v, dynamic_dim0)) continue;
+    if (IsSymbolic(*graph, v) && FromStaticDims(*graph, v, is_static)) continue;
     kept.push_back(std::move(guard));
   }
   graph->guards = std::move(kept);
+}
+
+InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options) {
+  const auto ord = InputOrdinals(*graph);
+  InputDims dims;
+  std::vector<ValueId> by_ordinal(ord.size());
+  for (const auto& [v, k] : ord) by_ordinal[k] = v;
+  for (ValueId v : by_ordinal) dims.group.emplace_back(graph->values[v].shape.size(), -1);
+  if (options.all_static) return dims;
+
+  // Guards that pin an input dim to its recorded size (`x.shape[1] == 32` recorded True, or `!=`
+  // recorded False): the model declares that dim static, where the guard holds by construction.
+  std::set<std::pair<ValueId, int64_t>> pinned;
+  std::vector<std::pair<std::pair<ValueId, int64_t>, std::pair<ValueId, int64_t>>> tied;
+  std::set<size_t> pinning_guards;  // `range(x.shape[1])`: an int taken from an input dim itself
+  for (size_t gi = 0; gi < graph->guards.size(); ++gi) {
+    const auto& guard = graph->guards[gi];
+    const ValueId v = guard.tensor().value();
+    if (guard.observed().kind_case() == v1::Arg::kI) {
+      if (auto r = InputDimRead(*graph, v)) {
+        pinned.insert(*r);
+        pinning_guards.insert(gi);
+      }
+      continue;
+    }
+    if (v >= graph->values.size() || graph->values[v].kind != v1::NODE_OUTPUT || graph->values[v].producer < 0) continue;
+    const Node& n = graph->nodes[graph->values[v].producer];
+    if ((n.op != "ivytrace.sym.eq" && n.op != "ivytrace.sym.ne") || n.args.size() != 2) continue;
+    if (guard.observed().kind_case() != v1::Arg::kB) continue;
+    const bool equal = guard.observed().b() == (n.op == "ivytrace.sym.eq");
+    if (!equal) continue;
+    std::optional<std::pair<ValueId, int64_t>> a, b;
+    if (n.args[0].has_tensor()) a = InputDimRead(*graph, n.args[0].tensor().value());
+    if (n.args[1].has_tensor()) b = InputDimRead(*graph, n.args[1].tensor().value());
+    if (a && n.args[1].kind_case() == v1::Arg::kI) pinned.insert(*a);
+    else if (b && n.args[0].kind_case() == v1::Arg::kI) pinned.insert(*b);
+    else if (a && b) tied.emplace_back(*a, *b);
+  }
+
+  // The sizes the program read as shapes: an input dim it read (directly, or a dim of the same
+  // recorded size of a tensor computed from the inputs) is one its code follows.
+  std::set<int64_t> read_sizes;
+  std::set<std::pair<ValueId, int64_t>> read_dims;
+  for (ValueId v = 0; v < graph->values.size(); ++v) {
+    const Value& val = graph->values[v];
+    if (val.kind != v1::NODE_OUTPUT || val.producer < 0 || graph->nodes[val.producer].erased ||
+        graph->nodes[val.producer].op != "ivytrace.sym.size") {
+      continue;
+    }
+    if (auto r = InputDimRead(*graph, v)) read_dims.insert(*r);
+    if (auto x = RecordedScalar(*graph, v)) read_sizes.insert(*x);
+  }
+  const int64_t batch = !by_ordinal.empty() && !graph->values[by_ordinal[0]].shape.empty()
+                            ? graph->values[by_ordinal[0]].shape[0] : -1;
+
+  // Dynamic: dim 0 when it has the first input's recorded size (the batch), and every dim the
+  // program read as a shape; but not a dim recorded as 0 or 1 (size-1 dims broadcast and squeeze,
+  // and the graph was recorded with that meaning), a dim a guard pins, or dim 0 under
+  // static_batch. Dims of one recorded size share a group (a name). A dim the program never read
+  // (an MLP's features, fixed by its weights) stays static.
+  std::map<int64_t, int> group_of_size;
+  for (size_t k = 0; k < by_ordinal.size(); ++k) {
+    const auto& shape = graph->values[by_ordinal[k]].shape;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] <= 1 || (d == 0 && options.static_batch) || pinned.count({by_ordinal[k], d})) continue;
+      const bool follows = (d == 0 && shape[0] == batch) || read_dims.count({by_ordinal[k], d}) ||
+                           read_sizes.count(shape[d]);
+      if (!follows) continue;
+      auto [it, fresh] = group_of_size.emplace(shape[d], static_cast<int>(group_of_size.size()));
+      dims.group[k][d] = it->second;
+    }
+  }
+  (void)tied;  // equal recorded sizes already share a group
+  // The pinning guards hold by construction now.
+  std::vector<v1::Guard> kept;
+  for (size_t gi = 0; gi < graph->guards.size(); ++gi) {
+    auto& guard = graph->guards[gi];
+    const ValueId v = guard.tensor().value();
+    bool drop = pinning_guards.count(gi) > 0;
+    if (v < graph->values.size() && graph->values[v].kind == v1::NODE_OUTPUT && graph->values[v].producer >= 0) {
+      const Node& n = graph->nodes[graph->values[v].producer];
+      if ((n.op == "ivytrace.sym.eq" || n.op == "ivytrace.sym.ne") && n.args.size() == 2) {
+        for (const auto& arg : n.args) {
+          if (!arg.has_tensor()) continue;
+          auto r = InputDimRead(*graph, arg.tensor().value());
+          if (r && pinned.count(*r)) drop = true;
+        }
+      }
+    }
+    if (!drop) kept.push_back(std::move(guard));
+  }
+  graph->guards = std::move(kept);
+  return dims;
+}
+
+Status SpecializeStaticSymbols(Graph* graph, const InputDims& dims, size_t* replaced) {
+  const auto ord = InputOrdinals(*graph);
+  auto is_static = [&](ValueId x, int64_t d) {
+    auto it = ord.find(x);
+    return it != ord.end() && !dims.IsDynamic(it->second, d);
+  };
+  *replaced = 0;
+  for (Node& n : graph->nodes) {
+    if (n.erased || n.op.rfind("ivytrace.sym.", 0) == 0) continue;
+    const size_t before = *replaced;
+    auto which = [&](ValueId v) { return FromStaticDims(*graph, v, is_static); };
+    for (auto& a : n.args) IVY_RETURN_IF_ERROR(Specialize(*graph, &a, which, replaced));
+    for (auto& kw : n.kwargs) IVY_RETURN_IF_ERROR(Specialize(*graph, kw.mutable_value(), which, replaced));
+    if (*replaced != before) {
+      Graph::IndexNode(&n);
+      if (n.flags & v1::SHAPE_FOLDABLE) n.flags |= v1::FOLDABLE_OP;
+    }
+  }
+  graph->Recount();
+  return Status::Ok();
 }
 
 }  // namespace ivytrace

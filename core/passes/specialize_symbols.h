@@ -28,9 +28,34 @@ Status SpecializeSymbols(Graph* graph, size_t* replaced, std::vector<v1::Guard>*
 // inputs with their recorded (static) shapes, where those guards hold by construction.
 bool DropInputShapeGuards(Graph* graph);
 
-// Drops the guards on symbolic values computed only from input dims an exported model declares
-// static (all of them, but dim 0 when `dynamic_dim0`): such a model accepts only inputs on which
-// the guard holds, so it holds by construction (`d ** 0.5` on a feature size, say).
-void DropGuardsOnStaticDims(Graph* graph, bool dynamic_dim0);
+// Which dims of the region's inputs an exported model declares dynamic.
+struct InputDims {
+  // Per input tensor (ForEachTensor order over graph.inputs), per dim: a group id >= 0 for a
+  // dynamic dim (dims of one group share a name), -1 for a static dim.
+  std::vector<std::vector<int>> group;
+  bool IsDynamic(size_t input, int64_t dim) const {
+    return input < group.size() && dim >= 0 && dim < static_cast<int64_t>(group[input].size()) &&
+           group[input][dim] >= 0;
+  }
+};
+struct InputDimsOptions {
+  bool all_static = false;    // every dim static (export --static, or a JAX graph)
+  bool static_batch = false;  // dim 0 of every input static
+};
+
+// Chooses the dynamic input dims: every dim but those recorded as 0 or 1 (broadcasting and
+// squeezing give them another meaning, and the graph was recorded with it), dim 0 under
+// static_batch, and dims a guard pins to their recorded size (`x.shape[1] == 32` recorded True),
+// whose guards it drops (they hold by construction in a model declaring the dim static). Dims
+// recorded with one size share a group.
+InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options);
+
+// Drops the guards on symbolic values computed only from static dims: the exported model accepts
+// only inputs on which such a guard holds (`d ** 0.5` on a feature size, say).
+void DropGuardsOnStaticDims(Graph* graph, const InputDims& dims);
+
+// Replaces the symbolic values computed only from static dims by their recorded values (they are
+// the same on every input the model accepts), so constant-fold can fold what they feed.
+Status SpecializeStaticSymbols(Graph* graph, const InputDims& dims, size_t* replaced);
 
 }  // namespace ivytrace

@@ -49,7 +49,7 @@ def test_allow_specialized_writes_the_guards_into_metadata(cli, masked_trace, tm
     model = onnx.load(str(out))
     props = {p.key: p.value for p in model.metadata_props}
     assert props["ivytrace.guard.0"].startswith("torch.Tensor.__bool__ at ")
-    assert props["ivytrace.guard.0"].endswith("masked.py:5: recorded True")
+    assert props["ivytrace.guard.0"].endswith("masked.py:5: recorded True (checked by the model)")
     assert "1 guard(s)" in props["ivytrace.specialized"]
     # The model is the specialized path: right for an all-ones mask.
     x = np.random.RandomState(0).randn(2, 4, 4).astype(np.float32)
@@ -58,6 +58,13 @@ def test_allow_specialized_writes_the_guards_into_metadata(cli, masked_trace, tm
     got = sess.run(None, feeds)[0]
     want = np.exp(x) / np.exp(x).sum(-1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # A padded mask breaks the guard: the model refuses it, naming the line, instead of
+    # returning the unmasked path's answer.
+    assert "checked by the model" in props["ivytrace.guard.0"]
+    padded = np.ones((2, 4), np.float32)
+    padded[0, -1] = 0
+    with pytest.raises(Exception, match=r"ivytrace guard 0: torch.Tensor.__bool__ at .*masked.py:5: recorded True"):
+        sess.run(None, {"x": x, "attention_mask": padded})
 
 
 def test_ops_lists_every_schema_op_with_its_onnx_status(cli):

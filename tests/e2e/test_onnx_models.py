@@ -1,11 +1,12 @@
 """Real models from transformers/diffusers (small configs, random weights, no hub) exported to ONNX.
 
 Each model is traced by ivytrace at batch 2 (sequence 8), exported with `ivytrace export --to onnx`
-and run in onnxruntime against the model itself: on the recorded inputs, and on another batch
-size (and sequence length for text models). Sizes other than the recorded ones need symbolic
-shapes (issue 10): until the recorder emits `ivytrace.sym.*` ops, a model whose graph bakes a
-recorded size (position ids, reshapes to (b, t, h, d)) is checked at the recorded size only, and
-its other-size check is an expected failure that names why.
+and run in onnxruntime against the model itself: on the recorded inputs, and on other batch sizes
+and sequence lengths. The sizes the model reads from its inputs' shapes are `ivytrace.sym` values,
+lowered to ONNX shape arithmetic, so the exported model follows the input's shape. Where the program
+branched on a size (GPT-2/Llama's masking code asks whether the batch differs from the position ids'
+batch of 1), the model carries that guard as a check: at batch 1 onnxruntime fails naming the
+guard's line, never returns the batch-2 path's answer.
 """
 import os
 
@@ -103,15 +104,8 @@ def _unet():
 NAMES = {"bert": ("input_ids", "attention_mask"), "gpt2": ("input_ids",), "llama": ("input_ids",),
          "t5_encoder": ("input_ids",), "vit": ("pixel_values",), "resnet": ("pixel_values",),
          "mobilenet_v2": ("pixel_values",), "unet2d": ("sample", "timestep")}
-# Models whose graph bakes a recorded size today (see the module docstring), and where.
-NEEDS_SYMBOLIC_SHAPES = {
-    "bert": "position/token-type ids are sliced from a buffer at the recorded sequence length",
-    "gpt2": "position ids are an arange of the recorded sequence length",
-    "llama": "the causal mask and rotary positions are built at the recorded sequence length",
-    "t5_encoder": "the relative position bias is built at the recorded sequence length",
-    "vit": "the class token is expanded to the recorded batch size",
-    "unet2d": "the timestep is expanded to the recorded batch size",
-}
+# Models whose traced path depends on the batch being other than 1 (a guard checked in the model).
+GUARDED_AT_BATCH_1 = {"gpt2", "llama"}
 
 MODELS = {"bert": _bert, "gpt2": _gpt2, "llama": _llama, "t5_encoder": _t5, "vit": _vit, "resnet": _resnet,
           "mobilenet_v2": _mobilenet, "unet2d": _unet}
@@ -172,16 +166,27 @@ def test_model_exports_and_matches_on_the_recorded_inputs(name, exported):
     np.testing.assert_allclose(_ort(out, args), want, rtol=RTOL, atol=ATOL)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NEEDS_SYMBOLIC_SHAPES[n])) if n in NEEDS_SYMBOLIC_SHAPES
-    else n for n in MODELS])
-def test_model_at_another_batch_size(name, exported):
+@pytest.mark.parametrize("name", list(MODELS))
+def test_model_at_other_batch_sizes_and_lengths(name, exported):
     model, inputs, args, out, proc = exported(name)
     assert proc.returncode == 0, proc.stderr
     g = torch.Generator().manual_seed(2)
-    for b, s in [(3, 8)] + ([(3, 5)] if name in TEXT else []):
+    sizes = [(3, 8), (5, 8)] + ([(3, 5), (1, 13), (4, 32)] if name in TEXT else [(1, 8)])
+    for b, s in sizes:
         other = inputs(b, s, g)
         want = _run(model, other).numpy()
+        if b == 1 and name in GUARDED_AT_BATCH_1:
+            with pytest.raises(Exception, match=r"ivytrace guard \d+: .*masking_utils.py"):
+                _ort(out, other)
+            continue
         got = _ort(out, other)
         assert got.shape == want.shape, f"{name} at batch {b}, sequence {s}"
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name} at batch {b}, sequence {s}")
+
+
+@pytest.mark.parametrize("name", sorted(TEXT))
+def test_text_models_declare_batch_and_sequence_dynamic(name, exported):
+    model, inputs, args, out, proc = exported(name)
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    for i in sess.get_inputs():
+        assert i.shape == ["batch", "input_ids_dim1"], (i.name, i.shape)

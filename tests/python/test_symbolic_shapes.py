@@ -426,3 +426,29 @@ def test_random_like_keeps_shapes_and_dtypes():
     rng = np.random.default_rng(0)
     t = random_like(torch.zeros(2, 3, dtype=torch.int64) + 7, rng)
     assert t.shape == (2, 3) and t.dtype == torch.int64
+
+
+def test_torch_symint_helpers_stay_symbolic():
+    # torch.sym_min/sym_max/sym_int/sym_not dispatch through __torch_function__: recorded as calls,
+    # their int result was baked (x * 2 at batch 3, silently). Called through, they reach the
+    # symbolic int's own methods.
+    progs = [lambda x: x * torch.sym_min(x.shape[0], 3), lambda x: x * torch.sym_max(x.shape[0], 1),
+             lambda x: x * torch.sym_int(x.shape[0] * 2), lambda x: x * torch.tensor(torch.sym_not(x.shape[0] > 2))]
+    for fn in progs:
+        graph = ivytrace.trace_graph(fn, args=(torch.randn(2, 3),))
+        for b in (3, 5):
+            x = torch.randn(b, 3)
+            torch.testing.assert_close(graph(x), fn(x))
+
+
+def test_a_call_returning_python_numbers_from_a_shape_is_guarded():
+    # `n in x` (Tensor.__contains__) reads the shape-derived n and returns a plain bool: the graph
+    # holds the recorded answer, so a replay with another n must raise, not reuse it.
+    def fn(x):
+        return x * (2.0 if x.shape[0] in x else 1.0)
+
+    graph = ivytrace.trace_graph(fn, args=(torch.tensor([[2.0, 0, 0], [0, 0, 0]]),))
+    same = torch.tensor([[2.0, 1, 0], [0, 0, 0]])
+    torch.testing.assert_close(graph(same), fn(same))
+    with pytest.raises(ivytrace.GuardError, match="ivytrace.sym.__index__ gave 2"):
+        graph(torch.tensor([[2.0, 0, 0], [0, 0, 0], [0, 0, 0]]))

@@ -293,11 +293,11 @@ Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ct
   }
   const std::string& canonical = ctx.canonical();
   if (canonical == "zeros" || canonical == "ones") {
-    std::vector<int64_t> size;
+    std::string shape;
     if (const v1::Arg* s = call.Get("size")) {
-      auto l = AsIntList(*s);
-      if (!l) return Status::Unsupported("size " + ArgToString(*s, true) + " is not a list of ints");
-      size = *l;
+      IVY_RETURN_IF_ERROR(DynamicInts(ctx, *s, &shape));  // zeros(b, t): sizes read from shapes
+    } else {
+      shape = ctx.Int64s({});
     }
     const v1::DType d = dtype.value_or(v1::FLOAT32);
     onnx::TensorProto value;
@@ -306,7 +306,7 @@ Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ct
     std::string raw;
     IVY_RETURN_IF_ERROR(EncodeNumbers({Number::Int(canonical == "ones" ? 1 : 0)}, d, &raw));
     value.set_raw_data(raw);
-    auto* n = ctx.Emit("ConstantOfShape", {ctx.Int64s(size)}, {ctx.Out(result)});
+    auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
     SetAttr(n, "value", value);
     return Status::Ok();
   }
@@ -325,6 +325,14 @@ Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ct
     ValueId src = data->tensor().value();
     ctx.Emit("Identity", {ctx.CastTo(ctx.In(src), ctx.DType(src), ctx.DType(result) != v1::DTYPE_UNSPECIFIED ? ctx.DType(result) : dtype.value_or(ctx.DType(src)))},
              {ctx.Out(result)});
+    return Status::Ok();
+  }
+  if (HasTensor(*data) && IsSymbolicArg(ctx, *data) &&
+      (data->kind_case() == v1::Arg::kList || data->kind_case() == v1::Arg::kTuple) && ctx.Rank(result) == 1) {
+    // torch.tensor([b, t]): shape-derived ints, computed at run time.
+    std::string ints;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *data, &ints));
+    ctx.Emit("Identity", {ctx.CastTo(ints, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
     return Status::Ok();
   }
   if (HasTensor(*data)) return Status::Unsupported("torch.tensor of a list holding tensors");

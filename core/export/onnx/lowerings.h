@@ -81,6 +81,11 @@ IVY_LOWERING(LowerFull);
 IVY_LOWERING(LowerArange);
 IVY_LOWERING(LowerIota);
 IVY_LOWERING(LowerOneHot);
+IVY_LOWERING(LowerDiff);
+// lowerings_sym.cc: ivytrace.sym.* shape arithmetic
+IVY_LOWERING(LowerSymSize);
+IVY_LOWERING(LowerSymNumel);
+IVY_LOWERING(LowerSymArith);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the
@@ -102,6 +107,18 @@ v1::DType PromotedDType(const LoweringContext& ctx, const std::vector<const v1::
 Status OperandAs(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, std::string* out);
 // A 1-D initializer of `n` copies of `value`.
 std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtype, const char* hint);
+// lowerings_sym.cc: whether `arg` holds a shape-derived (ivytrace.sym) value, and an int, list or
+// tuple of ints whose items may be such values as a 1-D int64 ONNX value (computed at run time
+// when an item is symbolic).
+bool IsSymbolicArg(const LoweringContext& ctx, const v1::Arg& arg);
+Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out);
+// Guards compiled into the model. A guard is checkable when the graph holds its value and it
+// recorded a bool, int or float. EmitGuardChecks emits one check per guard, each a Reshape named
+// "ivytrace guard <i>: <op> at <file>:<line>: recorded <value>" that onnxruntime fails (naming
+// it) when the input breaks the guard; `*ok` is a 0-d bool every output is made to wait on.
+bool IsSymbolicValue(const Graph& graph, ValueId v);
+bool GuardCheckable(const Graph& graph, const v1::Guard& guard);
+Status EmitGuardChecks(LoweringContext& ctx, const std::vector<const v1::Guard*>& guards, std::string* ok);
 
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -273,8 +273,37 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     else sizes.push_back(s[axis]);
     outs.push_back(unbind ? ctx.Temp("piece") : ctx.Out(r));
   }
+  // split(x, [n // 3, n - n // 3]): sizes read from shapes are computed at run time.
+  const v1::Arg* sections = call.Get("split_size_or_sections");
+  const bool sym_sections = sections && !unbind && IsSymbolicArg(ctx, *sections) &&
+                            (sections->kind_case() == v1::Arg::kList || sections->kind_case() == v1::Arg::kTuple);
+  // np.split(x, [i, j]): split points; the pieces are [i, j - i, n - j], n the run-time size.
+  const v1::Arg* points = call.Get("indices_or_sections");
+  const bool point_list = points && !unbind &&
+                          (points->kind_case() == v1::Arg::kList || points->kind_case() == v1::Arg::kTuple);
   if (results.size() == 1) {
     ctx.Emit("Identity", {ctx.In(x)}, {outs[0]});
+  } else if (point_list) {
+    for (const auto& it : points->kind_case() == v1::Arg::kList ? points->list().items() : points->tuple().items()) {
+      if (auto i = AsInt(it); i && *i < 0) return Status::Unsupported("np.split at a negative index");
+    }
+    std::string p;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *points, &p));
+    auto* g = ctx.Emit("Gather", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({axis})}, {ctx.Temp("n")});
+    SetAttr(g, "axis", int64_t{0});
+    onnx::NodeProto* c1 = nullptr;
+    onnx::NodeProto* c2 = nullptr;
+    std::string ends = ctx.EmitTemp("Concat", {p, g->output(0)}, &c1);
+    std::string starts = ctx.EmitTemp("Concat", {ctx.Int64s({0}), p}, &c2);
+    SetAttr(c1, "axis", int64_t{0});
+    SetAttr(c2, "axis", int64_t{0});
+    auto* n = ctx.Emit("Split", {ctx.In(x), ctx.EmitTemp("Sub", {ends, starts})}, outs);
+    SetAttr(n, "axis", axis);
+  } else if (sym_sections) {
+    std::string split;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *sections, &split));
+    auto* n = ctx.Emit("Split", {ctx.In(x), split}, outs);
+    SetAttr(n, "axis", axis);
   } else {
     auto* n = ctx.Emit("Split", {ctx.In(x), ctx.Int64s(sizes)}, outs);
     SetAttr(n, "axis", axis);
@@ -333,16 +362,21 @@ Status LowerBroadcastTo(const Node& node, const BoundCall& call, LoweringContext
   if (auto other = call.Tensor("other")) {
     shape = ctx.EmitTemp("Shape", {ctx.In(*other)});
   } else {
-    auto size = call.IntList("size");
-    if (!size) return Status::Unsupported("size is not a list of ints");
-    // -1 keeps a dim, and so does a size the input already has (it then follows the input).
-    const auto& in_shape = ctx.Shape(x);
-    const size_t lead = size->size() >= in_shape.size() ? size->size() - in_shape.size() : 0;
-    for (size_t i = 0; i < size->size(); ++i) {
-      int64_t& s = (*size)[i];
-      if (s < 0 || (i >= lead && in_shape[i - lead] == s)) s = 1;
+    // -1 keeps a dim: 1 in Expand's shape, which then follows the input. A size read from a shape
+    // (expand(b, -1)) is computed at run time; other ints are the program's literals.
+    const v1::Arg* size = call.Get("size");
+    if (!size) return Status::Unsupported("expand without a size");
+    v1::Arg keep = *size;
+    auto* items = keep.kind_case() == v1::Arg::kList ? keep.mutable_list()->mutable_items()
+                  : keep.kind_case() == v1::Arg::kTuple ? keep.mutable_tuple()->mutable_items() : nullptr;
+    if (items) {
+      for (auto& it : *items) {
+        if (it.kind_case() == v1::Arg::kI && it.i() < 0) it.set_i(1);
+      }
+    } else if (keep.kind_case() == v1::Arg::kI && keep.i() < 0) {
+      keep.set_i(1);
     }
-    shape = ctx.Int64s(*size);
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, keep, &shape));
   }
   ctx.Emit("Expand", {ctx.In(x), shape}, {ctx.Out(result)});
   return Status::Ok();
@@ -378,18 +412,31 @@ Status LowerTile(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto reps = call.IntList(call.Has("repeats") ? "repeats" : call.Has("reps") ? "reps" : "dims");
-  if (!reps) return Status::Unsupported("repeats is not a list of ints");
+  const char* param = call.Has("repeats") ? "repeats" : call.Has("reps") ? "reps" : "dims";
+  const v1::Arg* reps_arg = call.Get(param);
+  if (!reps_arg) return Status::Unsupported("tile without repeats");
   const int rank = ctx.Rank(x), out_rank = ctx.Rank(result);
-  std::vector<int64_t> r(out_rank - reps->size(), 1);
-  r.insert(r.end(), reps->begin(), reps->end());
+  // repeat(1, n) with n read from a shape: the repeats are computed at run time.
+  v1::Arg all;
+  auto* items = all.mutable_list()->mutable_items();
+  size_t given = 0;
+  if (reps_arg->kind_case() == v1::Arg::kList) given = reps_arg->list().items_size();
+  else if (reps_arg->kind_case() == v1::Arg::kTuple) given = reps_arg->tuple().items_size();
+  else given = 1;
+  if (given > static_cast<size_t>(out_rank)) return Status::Unsupported("more repeats than result dims");
+  for (size_t i = given; i < static_cast<size_t>(out_rank); ++i) items->Add()->set_i(1);
+  if (reps_arg->kind_case() == v1::Arg::kList) for (const auto& it : reps_arg->list().items()) *items->Add() = it;
+  else if (reps_arg->kind_case() == v1::Arg::kTuple) for (const auto& it : reps_arg->tuple().items()) *items->Add() = it;
+  else *items->Add() = *reps_arg;
   std::string in = ctx.In(x);
   if (out_rank > rank) {
     std::vector<int64_t> axes(out_rank - rank);
     std::iota(axes.begin(), axes.end(), 0);
     in = ctx.Unsqueeze(in, axes);
   }
-  ctx.Emit("Tile", {in, ctx.Int64s(r)}, {ctx.Out(result)});
+  std::string r;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, all, &r));
+  ctx.Emit("Tile", {in, r}, {ctx.Out(result)});
   return Status::Ok();
 }
 
@@ -538,6 +585,8 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   std::string shape;
   const bool like = c != "new_ones" && c != "new_zeros" && c != "full";
   if (auto in = call.Tensor("input"); in && like) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
+  else if (const v1::Arg* size = call.Get("size"); size && IsSymbolicArg(ctx, *size))
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size, &shape));  // full((b, t), v): sizes read from shapes
   else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(size): the recorded size
   auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
   SetAttr(n, "value", v);
@@ -570,6 +619,45 @@ Status LowerArange(const Node& node, const BoundCall& call, LoweringContext& ctx
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *step, d, &st));
   // Range's inputs are 0-d; a tensor bound (a 0-d tensor) is already.
   ctx.Emit("Range", {s, e, st}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// diff(input, n, dim, prepend, append): x[1:] - x[:-1] along dim, n times, after concatenating
+// prepend and append (logical xor for bools, as torch).
+Status LowerDiff(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(-1), rank, &axis));
+  const int64_t n = call.Int("n").value_or(1);
+  if (n < 0) return Status::Unsupported("diff with n < 0");
+  const v1::DType d = ctx.DType(result);
+  std::vector<std::string> parts;
+  for (const char* p : {"prepend", "input", "append"}) {
+    if (call.IsNone(p)) continue;
+    auto t = call.Tensor(p);
+    if (!t) return Status::Unsupported(std::string("diff: ") + p + " is not a tensor");
+    parts.push_back(ctx.CastTo(ctx.In(*t), ctx.DType(*t), d));
+  }
+  std::string cur = parts[0];
+  if (parts.size() > 1) {
+    onnx::NodeProto* c = nullptr;
+    cur = ctx.EmitTemp("Concat", parts, &c);
+    SetAttr(c, "axis", axis);
+  }
+  const std::string ax = ctx.Int64s({axis}), one = ctx.Int64s({1}), zero = ctx.Int64s({0}),
+                    minus1 = ctx.Int64s({-1}), end = ctx.Int64s({std::numeric_limits<int64_t>::max()});
+  for (int64_t i = 0; i < n; ++i) {
+    std::string hi = ctx.EmitTemp("Slice", {cur, one, end, ax});
+    std::string lo = ctx.EmitTemp("Slice", {cur, zero, minus1, ax});
+    const bool last = i + 1 == n;
+    std::string out = last ? ctx.Out(result) : ctx.Temp("diff");
+    ctx.Emit(d == v1::BOOL ? "Xor" : "Sub", {hi, lo}, {out});
+    cur = out;
+  }
+  if (n == 0) ctx.Emit("Identity", {cur}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <limits>
+#include <map>
 
 #include "core/export/onnx/lowerings.h"
 #include "core/ir/arg.h"
@@ -63,7 +64,19 @@ Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ct
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (const v1::Arg* order = call.Get("order"); order && order->kind_case() == v1::Arg::kS && order->s() != "C") {
+    return Status::Unsupported("reshape in order '" + order->s() + "' (ONNX Reshape reads and writes in C order)");
+  }
   const v1::Arg* s = call.Get("shape");
+  if (s && IsSymbolicArg(ctx, *s)) {
+    // view(b, t, -1): the sizes the program read from shapes are computed from the inputs. A
+    // computed 0 means an empty dim, as in torch (allowzero), not "copy".
+    std::string shape;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *s, &shape));
+    auto* n = ctx.Emit("Reshape", {ctx.In(x), shape}, {ctx.Out(result)});
+    if (ctx.opset() >= 14) SetAttr(n, "allowzero", int64_t{1});
+    return Status::Ok();
+  }
   auto target = s ? AsIntList(*s) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
   if (!target) return Status::Unsupported("shape " + ArgToString(*s, true) + " is not a list of ints");
   const auto& in_shape = ctx.Shape(x);
@@ -74,15 +87,10 @@ Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ct
     EmitReshape(ctx, ctx.In(x), *target, true, ctx.Out(result));
     return Status::Ok();
   }
-  if (ctx.options().dynamic_batch && !target->empty() && !in_shape.empty()) {
-    // Keep the batch dynamic: copy it when the target keeps the input's first dim, else let the
-    // first dim absorb it.
-    if ((*target)[0] == in_shape[0]) {
-      (*target)[0] = 0;
-    } else if (!has_infer) {
-      (*target)[0] = -1;
-    }
-  }
+  // The target's ints are the program's own literals: a size it read from a shape is symbolic
+  // (above) or guarded, so no recorded size is mistaken for the batch here.
+  (void)in_shape;
+  (void)has_infer;
   EmitReshape(ctx, ctx.In(x), *target, false, ctx.Out(result));
   return Status::Ok();
 }
@@ -239,7 +247,9 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     switch (it->kind_case()) {
       case v1::Arg::kI: ++consumed; break;
       case v1::Arg::kSlice:
-        if (HasTensor(*it)) return Status::Unsupported("indexing with a slice whose bounds are tensors");
+        if (HasTensor(*it) && !IsSymbolicArg(ctx, *it)) {
+          return Status::Unsupported("indexing with a slice whose bounds are tensors");
+        }
         ++consumed;
         break;
       case v1::Arg::kNone: break;
@@ -255,6 +265,8 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   if (consumed > rank) return Status::Unsupported("too many indices for a tensor of rank " + std::to_string(rank));
 
   std::vector<int64_t> starts, ends, axes, steps, squeeze, unsqueeze;
+  // Slice bounds read from shapes (x[:, :t]), by position in starts/ends: computed at run time.
+  std::map<size_t, v1::Arg> sym_starts, sym_ends;
   int64_t d = 0, o = 0;  // input dim, output dim
   for (const v1::Arg* it : items) {
     if (it->kind_case() == v1::Arg::kNone) {
@@ -282,6 +294,21 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       bound(s.has_step(), s.step(), 1, &step);
       bound(s.has_start(), s.start(), 0, &start);
       bound(s.has_stop(), s.stop(), kEnd, &stop);
+      const bool sym_start = s.has_start() && IsSymbolicArg(ctx, s.start());
+      const bool sym_stop = s.has_stop() && IsSymbolicArg(ctx, s.stop());
+      if (sym_start || sym_stop) {
+        if (!step) return Status::Unsupported("slice " + ArgToString(*it, true));
+        if (*step <= 0) return Status::Unsupported("slice with a step <= 0");
+        if (sym_start) sym_starts[starts.size()] = s.start();
+        if (sym_stop) sym_ends[ends.size()] = s.stop();
+        starts.push_back(start.value_or(0));
+        ends.push_back(stop.value_or(kEnd));
+        axes.push_back(d);
+        steps.push_back(*step);
+        ++d;
+        ++o;
+        continue;
+      }
       if (!start || !stop || !step) return Status::Unsupported("slice " + ArgToString(*it, true));
       if (*step <= 0) return Status::Unsupported("slice with a step <= 0");
       if (!(*start == 0 && *stop == kEnd && *step == 1)) {
@@ -305,7 +332,23 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   auto target = [&]() { return ++done == stages ? ctx.Out(result) : ctx.Temp("index"); };
   if (!axes.empty()) {
     std::string out = target();
-    ctx.Emit("Slice", {cur, ctx.Int64s(starts), ctx.Int64s(ends), ctx.Int64s(axes), ctx.Int64s(steps)}, {out});
+    auto bounds = [&](const std::vector<int64_t>& ints, const std::map<size_t, v1::Arg>& syms, std::string* name) {
+      if (syms.empty()) {
+        *name = ctx.Int64s(ints);
+        return Status::Ok();
+      }
+      v1::Arg list;
+      for (size_t i = 0; i < ints.size(); ++i) {
+        auto it = syms.find(i);
+        if (it != syms.end()) *list.mutable_list()->add_items() = it->second;
+        else list.mutable_list()->add_items()->set_i(ints[i]);
+      }
+      return DynamicInts(ctx, list, name);
+    };
+    std::string st, en;
+    IVY_RETURN_IF_ERROR(bounds(starts, sym_starts, &st));
+    IVY_RETURN_IF_ERROR(bounds(ends, sym_ends, &en));
+    ctx.Emit("Slice", {cur, st, en, ctx.Int64s(axes), ctx.Int64s(steps)}, {out});
     cur = out;
   }
   if (!squeeze.empty()) {

@@ -1,5 +1,7 @@
 #include "core/export/onnx/onnx_exporter.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/export/onnx/lowering_context.h"
@@ -29,10 +31,42 @@ std::string Location(const Node& n) {
   return n.loc.file() + ":" + std::to_string(n.loc.line());
 }
 
+// Each output tensor's path in the returned structure, in ForEachTensor order: dict keys and list
+// indices joined by "."; "" for tensors not under a dict (the caller names those "output.<i>").
+void CollectOutputNames(const v1::Arg& arg, const std::string& path, bool under_dict, std::vector<std::string>* out) {
+  switch (arg.kind_case()) {
+    case v1::Arg::kTensor: out->push_back(under_dict ? path : ""); break;
+    case v1::Arg::kList:
+    case v1::Arg::kTuple: {
+      const auto& items = arg.kind_case() == v1::Arg::kList ? arg.list().items() : arg.tuple().items();
+      for (int i = 0; i < items.size(); ++i) {
+        CollectOutputNames(items[i], path.empty() ? std::to_string(i) : path + "." + std::to_string(i), under_dict, out);
+      }
+      break;
+    }
+    case v1::Arg::kDict:
+      for (int i = 0; i < arg.dict().values_size(); ++i) {
+        const std::string key = i < arg.dict().keys_size() ? arg.dict().keys(i) : std::to_string(i);
+        CollectOutputNames(arg.dict().values(i), path.empty() ? key : path + "." + key, true, out);
+      }
+      break;
+    default: ForEachTensor(arg, [&](const v1::TensorRef&) { out->push_back(""); });
+  }
+}
+
+std::vector<std::string> OutputNames(const v1::Arg& outputs) {
+  std::vector<std::string> names;
+  CollectOutputNames(outputs, "", false, &names);
+  return names;
+}
+
 // Nodes whose results reach a graph output; the others cannot affect the ONNX model.
-std::vector<bool> LiveNodes(const Graph& g) {
+std::vector<bool> LiveNodes(const Graph& g, const std::vector<ValueId>& extra_roots) {
   std::vector<bool> live_value(g.values.size(), false), live(g.nodes.size(), false);
   for (ValueId v : g.OutputValues()) {
+    if (v < live_value.size()) live_value[v] = true;
+  }
+  for (ValueId v : extra_roots) {
     if (v < live_value.size()) live_value[v] = true;
   }
   for (size_t i = g.nodes.size(); i-- > 0;) {
@@ -49,7 +83,7 @@ std::vector<bool> LiveNodes(const Graph& g) {
   return live;
 }
 
-Status ValueType(const Graph& g, ValueId v, const std::string& what, bool dynamic_dim0,
+Status ValueType(const Graph& g, ValueId v, const std::string& what, const std::vector<std::string>& dim_names,
                  onnx::ValueInfoProto* info) {
   const Value& value = g.values[v];
   const int elem = onnx_export::OnnxElemType(value.dtype);
@@ -61,8 +95,8 @@ Status ValueType(const Graph& g, ValueId v, const std::string& what, bool dynami
   auto* shape = tensor->mutable_shape();
   for (size_t i = 0; i < value.shape.size(); ++i) {
     auto* dim = shape->add_dim();
-    if (i == 0 && dynamic_dim0) {
-      dim->set_dim_param("batch");
+    if (i < dim_names.size() && !dim_names[i].empty()) {
+      dim->set_dim_param(dim_names[i]);
     } else if (value.shape[i] >= 0) {
       dim->set_dim_value(value.shape[i]);
     }
@@ -74,7 +108,7 @@ Status ValueType(const Graph& g, ValueId v, const std::string& what, bool dynami
 // inputs, checked against the recorded shape; dims inference cannot tell stay unknown, and
 // without inference dim 0 is "batch" when it has the recorded batch size.
 Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInfoProto& inferred,
-                      const OnnxExportOptions& options, int64_t batch, onnx::ValueInfoProto* out) {
+                      bool any_dynamic, onnx::ValueInfoProto* out) {
   auto* shape = out->mutable_type()->mutable_tensor_type()->mutable_shape();
   const auto& tt = inferred.type().tensor_type();
   auto show = [&] {
@@ -85,9 +119,7 @@ Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInf
   if (!tt.has_shape()) {
     for (size_t i = 0; i < recorded.size(); ++i) {
       auto* dim = shape->add_dim();
-      if (!options.dynamic_batch) dim->set_dim_value(recorded[i]);
-      else if (i == 0 && recorded[0] == batch) dim->set_dim_param("batch");
-      else if (i > 0) dim->set_dim_value(recorded[i]);
+      if (!any_dynamic) dim->set_dim_value(recorded[i]);
     }
     return Status::Ok();
   }
@@ -108,7 +140,7 @@ Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInf
       dim->set_dim_value(d.dim_value());
     } else if (d.has_dim_param()) {
       dim->set_dim_param(d.dim_param());
-    } else if (!options.dynamic_batch) {
+    } else if (!any_dynamic) {
       dim->set_dim_value(recorded[i]);
     }
   }
@@ -187,37 +219,48 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   // Guards on a region input's rank (torch.Tensor.dim) or whole shape (jax.Array.shape) are what the
   // ONNX model's declared input types check: the rank always, and the shape when the input is
   // declared with its recorded dims (done below for jax.Array.shape guards). The others are
-  // values the graph is specialized on, which ONNX cannot check.
+  // values the graph is specialized on: compiled into the model as checks where the guard's value
+  // is in the graph (always for shape arithmetic; for tensor values only with allow_specialized,
+  // since a model that fails on a padded mask is rarely what the user wants), else only listed.
   std::set<ValueId> input_values, static_inputs;
   for (const auto& in : graph.inputs) ForEachTensor(in.value(), [&](const v1::TensorRef& r) { input_values.insert(r.value()); });
-  std::vector<std::string> guards;
+  std::vector<std::string> guards;       // every guard, as written into metadata_props
+  std::vector<const v1::Guard*> checks;  // the guards compiled into the model
   size_t checked_by_types = 0;
   {
     const std::vector<std::string> all = DescribeGuards(graph);
-    std::vector<std::string> typed;
+    std::vector<std::string> typed, refused;
     for (size_t i = 0; i < graph.guards.size(); ++i) {
       const auto& g = graph.guards[i];
-      const bool on_input = input_values.count(g.tensor().value()) > 0;
+      const bool on_input = g.has_tensor() && input_values.count(g.tensor().value()) > 0;
       const bool rank_guard = g.op() == "torch.Tensor.dim" || g.op() == "numpy.ndarray.ndim" || g.op() == "jax.Array.ndim";
       if (on_input && (rank_guard || g.op() == "jax.Array.shape")) {
         if (g.op() == "jax.Array.shape") static_inputs.insert(g.tensor().value());
         typed.push_back(all[i] + " (checked by the ONNX input's declared type)");
+        continue;
+      }
+      const bool checkable = options.guard_checks && onnx_export::GuardCheckable(graph, g);
+      const bool symbolic = checkable && onnx_export::IsSymbolicValue(graph, g.tensor().value());
+      if (checkable && (symbolic || options.allow_specialized)) {
+        checks.push_back(&g);
+        guards.push_back(all[i] + " (checked by the model)");
       } else {
+        if (!symbolic) refused.push_back(all[i]);
         guards.push_back(all[i]);
       }
     }
     checked_by_types = typed.size();
+    if (!refused.empty() && !options.allow_specialized) {
+      std::string msg = "cannot export to ONNX: the graph is specialized on " + std::to_string(refused.size()) +
+                        " value(s) the program's control flow read, and the exported model would take the "
+                        "recorded path on inputs that change them:";
+      for (const auto& g : refused) msg += "\n  " + g;
+      msg += "\npass --allow-specialized to export anyway: the guards are then written into the model's "
+             "metadata_props (ivytrace.guard.<i>), and those whose value the graph computes are checked by "
+             "the model (onnxruntime fails naming the guard's line when an input breaks one)";
+      return Status::Unsupported(msg);
+    }
     guards.insert(guards.end(), typed.begin(), typed.end());
-  }
-  if (guards.size() > checked_by_types && !options.allow_specialized) {
-    guards.resize(guards.size() - checked_by_types);
-    std::string msg = "cannot export to ONNX: the graph is specialized on " + std::to_string(guards.size()) +
-                      " value(s) the program's control flow read, and an ONNX model cannot check them "
-                      "(inputs that change them would silently take the recorded path):";
-    for (const auto& g : guards) msg += "\n  " + g;
-    msg += "\npass --allow-specialized to export anyway: the guards are then written into the model's "
-           "metadata_props (ivytrace.guard.<i>)";
-    return Status::Unsupported(msg);
   }
   model->Clear();
   model->set_ir_version(8);
@@ -229,8 +272,8 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   if (guards.size() > checked_by_types) {
     auto* prop = model->add_metadata_props();
     prop->set_key("ivytrace.specialized");
-    prop->set_value(std::to_string(guards.size() - checked_by_types) +
-                    " guard(s): the model is valid only for inputs that pass them");
+    prop->set_value(std::to_string(guards.size() - checked_by_types) + " guard(s), " + std::to_string(checks.size()) +
+                    " checked by the model: the model is valid only for inputs that pass them");
   }
   model->set_producer_name("ivytrace");
   model->set_producer_version(IVYTRACE_VERSION);
@@ -247,32 +290,57 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   };
 
   // Graph inputs: one per tensor of each region input ("x", or "x.0", "x.1", ... when nested).
-  int64_t batch = -1;  // recorded size of the first input's dim 0
-  for (const auto& in : graph.inputs) {
-    ForEachTensor(in.value(), [&](const v1::TensorRef& r) {
-      if (batch < 0 && r.value() < graph.values.size() && !graph.values[r.value()].shape.empty()) {
-        batch = graph.values[r.value()].shape[0];
-      }
-    });
-  }
-  std::set<ValueId> bound_inputs;
+  struct InputTensor {
+    ValueId value;
+    std::string name;
+  };
+  std::vector<InputTensor> input_tensors;
   for (const auto& in : graph.inputs) {
     std::vector<ValueId> vs;
     ForEachTensor(in.value(), [&](const v1::TensorRef& r) { vs.push_back(r.value()); });
     for (size_t i = 0; i < vs.size(); ++i) {
       IVY_RETURN_IF_ERROR(check_value(vs[i]));
-      std::string name = vs.size() == 1 && in.value().kind_case() == v1::Arg::kTensor
-                             ? in.name() : in.name() + "." + std::to_string(i);
-      IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
-      auto* info = og->add_input();
-      info->set_name(name);
-      // Dim 0 is the symbolic batch only on inputs whose recorded dim 0 is the batch size (the
-      // first input's): `x @ w` keeps w's rows. Per-dim names need symbolic shapes (issue 10).
-      const auto& shape = graph.values[vs[i]].shape;
-      const bool dyn = options.dynamic_batch && !shape.empty() && shape[0] == batch && !static_inputs.count(vs[i]);
-      IVY_RETURN_IF_ERROR(ValueType(graph, vs[i], "input '" + name + "'", dyn, info));
-      if (bound_inputs.insert(vs[i]).second) ctx.BindValue(vs[i], name);
+      input_tensors.push_back({vs[i], vs.size() == 1 && in.value().kind_case() == v1::Arg::kTensor
+                                          ? in.name() : in.name() + "." + std::to_string(i)});
     }
+  }
+  // Which dims are dynamic, and their names: a group's first dim names it ("batch" for a dim 0,
+  // else "<input>_dim<d>"); a JAX input specialized on its whole shape stays static.
+  std::vector<std::vector<int>> groups = options.dim_groups;
+  if (groups.empty()) {
+    int64_t batch = -1;  // recorded size of the first input's dim 0
+    for (const auto& t : input_tensors) {
+      if (batch < 0 && !graph.values[t.value].shape.empty()) batch = graph.values[t.value].shape[0];
+    }
+    for (const auto& t : input_tensors) {
+      const auto& shape = graph.values[t.value].shape;
+      groups.emplace_back(shape.size(), -1);
+      if (options.dynamic_batch && !shape.empty() && shape[0] == batch) groups.back()[0] = 0;
+    }
+  }
+  std::map<int, std::string> group_names;
+  bool batch_named = false, any_dynamic = false;
+  std::set<ValueId> bound_inputs;
+  for (size_t k = 0; k < input_tensors.size(); ++k) {
+    const auto& [value, name] = input_tensors[k];
+    IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
+    auto* info = og->add_input();
+    info->set_name(name);
+    std::vector<std::string> dim_names(graph.values[value].shape.size());
+    for (size_t d = 0; d < dim_names.size() && k < groups.size() && d < groups[k].size(); ++d) {
+      const int grp = groups[k][d];
+      if (grp < 0 || static_inputs.count(value)) continue;
+      auto it = group_names.find(grp);
+      if (it == group_names.end()) {
+        std::string n = d == 0 && !batch_named ? "batch" : name + "_dim" + std::to_string(d);
+        batch_named = batch_named || n == "batch";
+        it = group_names.emplace(grp, n).first;
+      }
+      dim_names[d] = it->second;
+      any_dynamic = true;
+    }
+    IVY_RETURN_IF_ERROR(ValueType(graph, value, "input '" + name + "'", dim_names, info));
+    if (bound_inputs.insert(value).second) ctx.BindValue(value, name);
   }
 
   // Output names; a node result that is an output is written under the output's name directly.
@@ -280,22 +348,39 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   std::vector<std::string> out_names;
   std::set<ValueId> named_outputs;
   std::vector<bool> needs_identity;
+  const std::vector<std::string> paths = OutputNames(graph.outputs);
+  std::set<std::string> used_names;
+  for (const auto& t : input_tensors) used_names.insert(t.name);
   for (size_t i = 0; i < outs.size(); ++i) {
     IVY_RETURN_IF_ERROR(check_value(outs[i]));
+    // The output's path in the returned structure ("logits", "pair.0"); "output"/"output.<i>" when
+    // the function returned a tensor or a tuple, or a name is taken.
     std::string name = outs.size() == 1 ? "output" : "output." + std::to_string(i);
+    if (i < paths.size() && !paths[i].empty() && used_names.insert(paths[i]).second) name = paths[i];
     IVY_RETURN_IF_ERROR(ctx.ReserveName(name));
     out_names.push_back(name);
-    const bool direct = graph.values[outs[i]].kind == v1::NODE_OUTPUT && named_outputs.insert(outs[i]).second;
+    const bool direct = checks.empty() && graph.values[outs[i]].kind == v1::NODE_OUTPUT &&
+                        named_outputs.insert(outs[i]).second;
     if (direct) ctx.SetOutputName(outs[i], name);
     needs_identity.push_back(!direct);
   }
 
   // Nodes.
-  const std::vector<bool> live = LiveNodes(graph);
+  std::vector<ValueId> check_roots;
+  for (const v1::Guard* g : checks) check_roots.push_back(g->tensor().value());
+  const std::vector<bool> live = LiveNodes(graph, check_roots);
+  const std::vector<bool> live_for_outputs = checks.empty() ? live : LiveNodes(graph, {});
+  // A node only a guard's check needs and that cannot be lowered costs that check, not the export.
+  std::set<ValueId> unchecked;
   UnsupportedOps unsupported;  // every node that cannot be lowered, reported together
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
     if (node.erased || !live[i]) continue;
+    if (!live_for_outputs[i] &&
+        std::any_of(node.inputs.begin(), node.inputs.end(), [&](ValueId v) { return unchecked.count(v) > 0; })) {
+      for (ValueId v : node.outputs) unchecked.insert(v);
+      continue;
+    }
     for (ValueId v : node.inputs) {
       IVY_RETURN_IF_ERROR(check_value(v));
       const Value& value = graph.values[v];
@@ -324,11 +409,43 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     }
     if (st.ok()) continue;
     (void)ctx.TakeError();
+    if (!live_for_outputs[i]) {
+      for (ValueId v : node.outputs) unchecked.insert(v);
+      continue;
+    }
     for (ValueId v : node.outputs) ctx.Out(v);  // placeholders, so later nodes still lower
     unsupported.Add(node, st.message());
   }
   if (!unsupported.empty()) return Status::Unsupported(unsupported.Message("ONNX"));
 
+  // The guards' checks: every output waits on them (see onnx_export::EmitGuardChecks).
+  if (!unchecked.empty()) {
+    std::vector<const v1::Guard*> kept;
+    std::string lost;
+    for (const v1::Guard* g : checks) {
+      if (!unchecked.count(g->tensor().value())) {
+        kept.push_back(g);
+        continue;
+      }
+      lost += "\n  " + g->op() + " at " + g->loc().file() + ":" + std::to_string(g->loc().line());
+      if (!options.allow_specialized) {
+        return Status::Unsupported("cannot export to ONNX: a guard on shape arithmetic cannot be checked by the "
+                                   "model (its value needs an op without a lowering):" + lost +
+                                   "\npass --allow-specialized to export anyway (the guard is then only listed "
+                                   "in the model's metadata_props), or --static for the recorded shapes");
+      }
+    }
+    checks = std::move(kept);
+    auto* prop = model->add_metadata_props();
+    prop->set_key("ivytrace.unchecked");
+    prop->set_value("guards listed but not checked by the model (their value needs an op without a lowering):" + lost);
+  }
+  std::string checked;
+  if (!checks.empty()) {
+    ctx.BeginNode(Node{}, graph.nodes.size());
+    IVY_RETURN_IF_ERROR(onnx_export::EmitGuardChecks(ctx, checks, &checked));
+    IVY_RETURN_IF_ERROR(ctx.TakeError());
+  }
   // Outputs: typed here; their shapes come from ONNX shape inference below.
   for (size_t i = 0; i < outs.size(); ++i) {
     const ValueId v = outs[i];
@@ -337,13 +454,14 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
         return Status::InvalidArgument("output " + out_names[i] + " is %" + std::to_string(v) +
                                        ", a region input that is not bound to an input name");
       }
-      ctx.BeginNode(Node{}, graph.nodes.size() + i);
-      ctx.Emit("Identity", {ctx.In(v)}, {out_names[i]});
+      ctx.BeginNode(Node{}, graph.nodes.size() + 1 + i);
+      if (checked.empty()) ctx.Emit("Identity", {ctx.In(v)}, {out_names[i]});
+      else ctx.Emit("Where", {checked, ctx.In(v), ctx.In(v)}, {out_names[i]});
       IVY_RETURN_IF_ERROR(ctx.TakeError());
     }
     auto* info = og->add_output();
     info->set_name(out_names[i]);
-    IVY_RETURN_IF_ERROR(ValueType(graph, v, "output '" + out_names[i] + "'", false, info));
+    IVY_RETURN_IF_ERROR(ValueType(graph, v, "output '" + out_names[i] + "'", {}, info));
     info->mutable_type()->mutable_tensor_type()->clear_shape();
   }
 
@@ -358,7 +476,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
                                                "(a lowering bug): ") + e.what());
   }
   for (size_t i = 0; i < outs.size(); ++i) {
-    IVY_RETURN_IF_ERROR(SetOutputShape(graph.values[outs[i]].shape, inferred.graph().output(i), options, batch,
+    IVY_RETURN_IF_ERROR(SetOutputShape(graph.values[outs[i]].shape, inferred.graph().output(i), any_dynamic,
                                        og->mutable_output(i)));
   }
   try {

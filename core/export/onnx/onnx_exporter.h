@@ -23,6 +23,15 @@ struct OnnxExportOptions {
   // an ONNX model cannot check them: refused unless this is set; then each guard is written into
   // the model's metadata_props as "ivytrace.guard.<i>" = "<op> at <file>:<line>: recorded <value>".
   bool allow_specialized = false;
+  // Which input dims are dynamic (core/passes/specialize_symbols.h ChooseInputDims): per input
+  // tensor in order, per dim, a group id (dims of one group share a dim_param) or -1 (static).
+  // Empty: dim 0 of the inputs whose dim 0 has the first input's recorded size is "batch" when
+  // dynamic_batch, the others static.
+  std::vector<std::vector<int>> dim_groups;
+  // Guards on shape arithmetic (and, with allow_specialized, on tensor values) are compiled into
+  // the model as checks: onnxruntime fails with the guard's file:line in the failing node's name
+  // when an input breaks one, instead of computing the recorded path's answer.
+  bool guard_checks = true;
 };
 
 // One line per guard: "<op> at <file>:<line>: recorded <value>".

@@ -46,6 +46,10 @@ SKIP_METHODS = frozenset({
 SKIP_TORCH = frozenset({
     "torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
     "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_same_size", "torch.device",
+    # SymInt helpers: called through, they reach the symbolic int's own __sym_min__/__sym_max__/...
+    # (recorded as ivytrace.sym ops); recorded as calls, their int result would be baked.
+    "torch.sym_min", "torch.sym_max", "torch.sym_not", "torch.sym_float", "torch.sym_int", "torch.sym_ite",
+    "torch.sym_sum", "torch.sym_sqrt",
 })
 SHAPE_TORCH = frozenset({"torch.numel"})
 CONVERT_METHODS = frozenset({"numpy", "__array__"})
@@ -98,8 +102,18 @@ def kind_of(name: str) -> int:
     return OP
 
 
+# torch's SymInt helpers under their public names (torch.sym_int is also torch.nn.functional._sym_int):
+# SKIP_TORCH must know them whatever module re-exports them.
+_SYM_HELPERS = {id(getattr(torch, n)): (f"torch.{n}", getattr(torch, n))
+                for n in ("sym_min", "sym_max", "sym_not", "sym_float", "sym_int", "sym_ite", "sym_sum", "sym_sqrt")
+                if hasattr(torch, n)}
+
+
 def name_of(func) -> str:
     """Qualified name of a function handed to __torch_function__ (not a property accessor)."""
+    helper = _SYM_HELPERS.get(id(func))
+    if helper is not None and helper[1] is func:
+        return helper[0]
     entry = _NAMES.get(id(func))
     if entry is not None and entry[1] is func:
         return entry[0]

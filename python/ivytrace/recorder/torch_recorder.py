@@ -193,6 +193,9 @@ class TorchSymInt(_sym.SymInt, torch.SymInt):
 class TorchSymBool(_sym.SymBool, torch.SymBool):
     __slots__ = ()
 
+    def __sym_not__(self):   # torch.sym_not(b)
+        return _sym.not_(self)
+
 
 _sym.SYM_CLASSES.update((TorchSymInt, TorchSymBool))
 _sym._UNWRAP_TYPES[TorchSymSize] = lambda v: torch.Size([_sym.unwrap(x) for x in v])
@@ -247,6 +250,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         self._get_ident = threading.get_ident
         self._clock = time.perf_counter_ns
         self._sym_seen = 0         # an argument of the call being recorded was a symbolic int
+        self._call_syms = None     # its symbolic ints (_unwrap_call), for _guard_number_result
         self._in = _TorchEncoder(self._in_tensor, self._note_sym)
         self._out = _TorchEncoder(self._out_tensor)
         self._ref = _TorchEncoder(self._out_tensor)
@@ -608,6 +612,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
             append(_OP_RESULT)
             append(varint(len(b)))
             append(b)
+            if ins and any(e is _SYM_IN for e in ins):
+                self._guard_number_result(result)
         random = info[2]
         flags = RANDOM if random else 0
         mutated = self._mutations(ins) if ins else None
@@ -824,7 +830,28 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
 
     def _unwrap_call(self, args, kwargs):
         unwrap = _sym.unwrap
+        # Kept until _finish: if the call returns Python numbers (not tensors), they were computed
+        # from these shape-derived ints and the graph holds them as recorded, so each gets a guard.
+        syms = []
+        for a in (*args, *(kwargs.values() if kwargs else ())):
+            if isinstance(a, _sym.SymValue):
+                syms.append(a)
+            elif type(a) in (tuple, list) or isinstance(a, torch.Size):
+                syms.extend(x for x in a if isinstance(x, _sym.SymValue))
+        self._call_syms = syms
         return tuple(unwrap(a) for a in args), (unwrap(kwargs) if kwargs else kwargs)
+
+    def _guard_number_result(self, result):
+        """A call that read shape-derived ints returned Python numbers (torch.broadcast_shapes, a
+        library helper): the graph records the numbers, so a replay must see the same ints."""
+        syms, self._call_syms = self._call_syms, None
+        if not syms:
+            return
+        numbers = (isinstance(result, (int, float, complex)) or
+                   (isinstance(result, (tuple, list)) and any(isinstance(x, (int, float, complex)) for x in result)))
+        if numbers:
+            for s in syms:
+                s._leave("__bool__" if isinstance(s, _sym.SymBool) else "__index__")
 
     def _guard(self, info, func, args, kwargs, invoke=None):
         result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)

@@ -1,0 +1,215 @@
+// Shape arithmetic in ONNX: the `ivytrace.sym.*` ops (schemas/sym.textproto) and the int-list
+// operands that may hold their values.
+//
+// A shape-derived Python int (x.shape[0], b * t, c // n_head) is a 0-d int64 tensor in the ONNX
+// graph, computed from the inputs' shapes at run time: sym_size is Shape+Gather, the arithmetic is
+// ONNX's integer arithmetic with Python's meaning (floor division and modulo take the divisor's
+// sign), comparisons give 0-d bools. An op taking such an int in a size or bound (view(b, t, -1),
+// expand(b, -1), arange(t), x[:, :t], ones(b)) builds its shape operand with DynamicInts, so the
+// model follows the input's shape instead of the recorded one.
+#include <algorithm>
+#include <cmath>
+
+#include "core/export/onnx/lowerings.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+bool IsSymValue(const LoweringContext& ctx, ValueId v) {
+  const v1::DType d = ctx.DType(v);
+  return d == v1::SYM_INT || d == v1::SYM_BOOL;
+}
+
+// A sym op's operand (a sym value or a Python int/bool) as a 0-d tensor of `dtype`.
+Status SymOperand(LoweringContext& ctx, const v1::Arg* a, v1::DType dtype, std::string* out) {
+  if (!a) return Status::Unsupported("missing operand");
+  if (a->kind_case() == v1::Arg::kTensor) {
+    const ValueId v = a->tensor().value();
+    if (ctx.Rank(v) != 0) return Status::Unsupported("a shape-arithmetic operand that is not a scalar");
+    *out = ctx.CastTo(ctx.In(v), ctx.DType(v) == v1::SYM_INT ? v1::INT64 : ctx.DType(v), dtype);
+    return Status::Ok();
+  }
+  const auto i = AsInt(*a);
+  if (!i) return Status::Unsupported("shape-arithmetic operand " + ArgToString(*a, true) + " is not an int");
+  *out = ctx.Scalar(Number::Int(*i), dtype);
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsSymbolicArg(const LoweringContext& ctx, const v1::Arg& arg) {
+  bool sym = false;
+  ForEachTensor(arg, [&](const v1::TensorRef& r) { sym = sym || IsSymValue(ctx, r.value()); });
+  return sym;
+}
+
+Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out) {
+  std::vector<const v1::Arg*> items;
+  if (arg.kind_case() == v1::Arg::kList) {
+    for (const auto& it : arg.list().items()) items.push_back(&it);
+  } else if (arg.kind_case() == v1::Arg::kTuple) {
+    for (const auto& it : arg.tuple().items()) items.push_back(&it);
+  } else {
+    items.push_back(&arg);
+  }
+  // Runs of constant ints become one initializer; each symbolic item a one-element tensor.
+  std::vector<std::string> parts;
+  std::vector<int64_t> run;
+  auto flush = [&] {
+    if (!run.empty()) parts.push_back(ctx.Int64s(run));
+    run.clear();
+  };
+  for (const v1::Arg* it : items) {
+    if (it->kind_case() == v1::Arg::kTensor) {
+      const ValueId v = it->tensor().value();
+      if (ctx.Rank(v) != 0 || IsFloating(ctx.DType(v)) || ctx.DType(v) == v1::SYM_BOOL) {
+        return Status::Unsupported("a size " + ArgToString(*it, true) + " that is not an int");
+      }
+      flush();
+      parts.push_back(ctx.Unsqueeze(ctx.CastTo(ctx.In(v), ctx.DType(v) == v1::SYM_INT ? v1::INT64 : ctx.DType(v),
+                                               v1::INT64), {0}));
+      continue;
+    }
+    const auto i = AsInt(*it);
+    if (!i) return Status::Unsupported("a size " + ArgToString(*it, true) + " that is not an int");
+    run.push_back(*i);
+  }
+  flush();
+  if (parts.empty()) {
+    *out = ctx.Int64s({});
+  } else if (parts.size() == 1) {
+    *out = parts[0];
+  } else {
+    onnx::NodeProto* n = nullptr;
+    *out = ctx.EmitTemp("Concat", parts, &n);
+    SetAttr(n, "axis", int64_t{0});
+  }
+  return Status::Ok();
+}
+
+// ivytrace.sym.size(input, dim): Shape + Gather of one dim, a 0-d int64.
+Status LowerSymSize(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("sym size: dim is not an int");
+  int64_t d;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, ctx.Rank(x), &d));
+  auto* g = ctx.Emit("Gather", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Scalar(Number::Int(d), v1::INT64)},
+                     {ctx.Out(result)});
+  SetAttr(g, "axis", int64_t{0});
+  return Status::Ok();
+}
+
+// ivytrace.sym.numel(input): Size.
+Status LowerSymNumel(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  ctx.Emit("Size", {ctx.In(x)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// The unary and binary shape arithmetic, with Python's meaning.
+Status LowerSymArith(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  const bool logical = c == "sym_not" || c == "sym_and" || c == "sym_or";
+  const v1::DType d = logical ? v1::BOOL : v1::INT64;
+  std::string a, b;
+  IVY_RETURN_IF_ERROR(SymOperand(ctx, call.Get("a"), d, &a));
+  const bool unary = c == "sym_neg" || c == "sym_abs" || c == "sym_not";
+  if (!unary) IVY_RETURN_IF_ERROR(SymOperand(ctx, call.Get("b"), d, &b));
+  const std::string out = ctx.Out(result);
+  static const std::pair<std::string_view, std::string_view> kDirect[] = {
+      {"sym_add", "Add"},   {"sym_sub", "Sub"},     {"sym_mul", "Mul"},     {"sym_pow", "Pow"},
+      {"sym_min", "Min"},   {"sym_max", "Max"},     {"sym_eq", "Equal"},    {"sym_lt", "Less"},
+      {"sym_le", "LessOrEqual"}, {"sym_gt", "Greater"}, {"sym_ge", "GreaterOrEqual"}, {"sym_and", "And"},
+      {"sym_or", "Or"},
+  };
+  for (const auto& [name, op] : kDirect) {
+    if (c == name) {
+      ctx.Emit(op, {a, b}, {out});
+      return Status::Ok();
+    }
+  }
+  if (c == "sym_neg") ctx.Emit("Neg", {a}, {out});
+  else if (c == "sym_abs") ctx.Emit("Abs", {a}, {out});
+  else if (c == "sym_not") ctx.Emit("Not", {a}, {out});
+  else if (c == "sym_ne") ctx.Emit("Not", {ctx.EmitTemp("Equal", {a, b})}, {out});
+  else if (c == "sym_mod" || c == "sym_floordiv") {
+    // Python's a % b has b's sign (Mod with fmod=0); a // b = (a - a % b) / b, which divides
+    // exactly, so ONNX's truncating integer Div gives the floor.
+    onnx::NodeProto* m = nullptr;
+    std::string mod = c == "sym_mod" ? out : ctx.Temp("mod");
+    m = ctx.Emit("Mod", {a, b}, {mod});
+    SetAttr(m, "fmod", int64_t{0});
+    if (c == "sym_floordiv") ctx.Emit("Div", {ctx.EmitTemp("Sub", {a, mod}), b}, {out});
+  } else {
+    return Status::Unsupported("no lowering for shape arithmetic '" + c + "'");
+  }
+  return Status::Ok();
+}
+
+bool IsSymbolicValue(const Graph& graph, ValueId v) {
+  return v < graph.values.size() && (graph.values[v].dtype == v1::SYM_INT || graph.values[v].dtype == v1::SYM_BOOL);
+}
+
+bool GuardCheckable(const Graph& graph, const v1::Guard& guard) {
+  if (!guard.has_tensor() || guard.tensor().value() >= graph.values.size()) return false;
+  const v1::DType d = graph.values[guard.tensor().value()].dtype;
+  if (OnnxElemType(d) == 0 || d == v1::COMPLEX64 || d == v1::COMPLEX128) return false;
+  const auto k = guard.observed().kind_case();
+  return k == v1::Arg::kB || k == v1::Arg::kI || k == v1::Arg::kF;
+}
+
+namespace {
+
+// A 0-d bool: whether the guard's value is what was recorded. bool(t), int(t), float(t) and
+// t.item() read a one-element tensor: it is reshaped to 0-d, then compared.
+std::string GuardOk(LoweringContext& ctx, const v1::Guard& g) {
+  const ValueId v = g.tensor().value();
+  const v1::DType d = ctx.DType(v) == v1::SYM_INT ? v1::INT64 : ctx.DType(v) == v1::SYM_BOOL ? v1::BOOL : ctx.DType(v);
+  std::string t = ctx.In(v);
+  if (ctx.Rank(v) != 0) t = ctx.EmitTemp("Reshape", {t, ctx.Int64s({})});
+  const v1::Arg& want = g.observed();
+  if (want.kind_case() == v1::Arg::kB) {
+    t = ctx.CastTo(t, d, v1::BOOL);
+    return want.b() ? ctx.EmitTemp("Identity", {t}) : ctx.EmitTemp("Not", {t});
+  }
+  if (want.kind_case() == v1::Arg::kI) {
+    return ctx.EmitTemp("Equal", {ctx.CastTo(t, d, v1::INT64), ctx.Scalar(Number::Int(want.i()), v1::INT64)});
+  }
+  t = ctx.CastTo(t, d, v1::FLOAT64);
+  if (std::isnan(want.f())) return ctx.EmitTemp("IsNaN", {t});
+  return ctx.EmitTemp("Equal", {t, ctx.Scalar(Number::Float(want.f()), v1::FLOAT64)});
+}
+
+}  // namespace
+
+Status EmitGuardChecks(LoweringContext& ctx, const std::vector<const v1::Guard*>& guards, std::string* ok) {
+  // A chain of Reshapes of a one-element tensor: each reshapes to [1] while its guard holds and
+  // to [-2] (which onnxruntime rejects, naming the node) when it does not. ONNX has no assert op;
+  // a failing node is the one way a model can refuse an input.
+  std::string sentinel = ctx.Int64s({0});
+  const std::string pass = ctx.Int64s({1}), fail = ctx.Int64s({-2});
+  for (size_t i = 0; i < guards.size(); ++i) {
+    const v1::Guard& g = *guards[i];
+    std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
+    const std::string shape = ctx.EmitTemp("Where", {GuardOk(ctx, g), pass, fail});
+    onnx::NodeProto* n = nullptr;
+    sentinel = ctx.EmitTemp("Reshape", {sentinel, shape}, &n);
+    n->set_name("ivytrace guard " + std::to_string(i) + ": " + g.op() + " at " + where + ": recorded " +
+                ArgToString(g.observed(), true) + " (the input takes another path in the program)");
+  }
+  *ok = ctx.Squeeze(ctx.EmitTemp("Equal", {sentinel, ctx.Int64s({0})}), {0});
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

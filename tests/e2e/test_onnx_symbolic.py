@@ -1,0 +1,132 @@
+"""ONNX export of graphs with symbolic shapes: the exported model follows its inputs' shapes, and
+every guard the program's control flow put on a shape is a check inside the model.
+
+Each program is traced at one shape with ivytrace, exported with the real CLI and run in
+onnxruntime at other shapes against the program itself (eager). The answer must match, or
+onnxruntime must fail naming an ivytrace guard: never a wrong answer. The programs are the symbolic
+shape tests' (tests/python/test_symbolic_shapes.py), plus generated ones (hypothesis).
+"""
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ort = pytest.importorskip("onnxruntime")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+import ivytrace  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+import test_symbolic_shapes as S  # noqa: E402  (the programs, written once per framework)
+
+RTOL, ATOL = 1e-5, 1e-5
+
+
+def _export(cli, fn, x0, path, *extra):
+    graph = ivytrace.trace_graph(fn, args=(x0,))
+    trace = graph.save(path.with_suffix(".ivt"))
+    proc = cli("export", trace, "--to", "onnx", "-o", path, *extra)
+    assert proc.returncode == 0, proc.stderr
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _outcome(sess, F, fn, x):
+    """'match'; 'guard' (onnxruntime refused the input, naming a guard); 'static' (the input's size
+    differs in a dim the model declares static: onnxruntime refuses it by its declared type); or
+    'skip' (eager fails too)."""
+    try:
+        want = F.to_numpy(fn(x))
+    except Exception:  # noqa: BLE001 - the program itself fails at this shape
+        return "skip"
+    feed = {sess.get_inputs()[0].name: np.ascontiguousarray(F.to_numpy(x))}
+    try:
+        got = sess.run(None, feed)[0]
+    except Exception as e:  # noqa: BLE001 - onnxruntime's error type
+        if "Got invalid dimensions for input" in str(e):
+            return "static"
+        assert "ivytrace guard" in str(e), f"onnxruntime failed without naming a guard: {e}"
+        return "guard"
+    assert got.shape == want.shape and np.allclose(got, want, rtol=RTOL, atol=ATOL), \
+        f"wrong answer at {tuple(x.shape)}: got shape {got.shape}, want {want.shape}"
+    return "match"
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+@pytest.mark.parametrize("program", list(S.PROGRAMS), ids=lambda p: p.__name__)
+def test_exported_model_matches_or_raises_a_guard_at_other_shapes(cli, tmp_path, framework, program):
+    F = S.FRAMEWORKS[framework]
+    fn = program(F)
+    shapes = S.PROGRAMS[program]
+    sess = _export(cli, fn, S._data(F, shapes[0], 0), tmp_path / "m.onnx")
+    outcomes = [_outcome(sess, F, fn, S._data(F, shape, i)) for i, shape in enumerate(shapes[1:], start=1)]
+    # Sizes the program only computes with (no branch on them) never need a guard, and a batch the
+    # program reads is dynamic.
+    if program in (S.times_len, S.reshape_by_batch, S.divide_by_batch, S.position_ids):
+        assert "guard" not in outcomes, outcomes
+    assert sess.get_inputs()[0].shape[0] == "batch"
+
+
+def test_a_branch_on_the_batch_is_checked_by_the_model(cli, tmp_path):
+    fn = S.branch_on_batch(S.TorchOps)
+    sess = _export(cli, fn, torch.randn(3, 2), tmp_path / "m.onnx")
+    assert _outcome(sess, S.TorchOps, fn, torch.randn(2, 2)) == "match"
+    with pytest.raises(Exception, match=r"ivytrace guard 0: ivytrace.sym.__bool__ at .*test_symbolic_shapes.py:\d+"):
+        sess.run(None, {"x": np.ones((6, 2), np.float32)})
+
+
+def test_static_exports_the_recorded_shapes(cli, tmp_path):
+    fn = S.reshape_by_batch(S.TorchOps)
+    sess = _export(cli, fn, torch.randn(2, 3, 4), tmp_path / "m.onnx", "--static")
+    assert sess.get_inputs()[0].shape == [2, 3, 4]
+    assert sess.get_outputs()[0].shape == [2, 12]
+    with pytest.raises(Exception, match="Got invalid dimensions|INVALID_ARGUMENT"):
+        sess.run(None, {"x": np.ones((5, 3, 4), np.float32)})
+
+
+def test_dims_the_program_reads_are_dynamic_and_the_others_static(cli, tmp_path):
+    lin = torch.nn.Linear(6, 3)
+
+    def mlp(x):                    # never reads a shape: the batch is dynamic, the features not
+        return lin(x).relu()
+
+    def heads(x):                  # reads b, t, c: all three follow the input
+        b, t, c = x.shape
+        return x.reshape(b, t, 2, c // 2).sum(-1)
+
+    with torch.no_grad():
+        s1 = _export(cli, mlp, torch.randn(4, 6), tmp_path / "mlp.onnx")
+        s2 = _export(cli, heads, torch.randn(4, 5, 6), tmp_path / "heads.onnx")
+    assert s1.get_inputs()[0].shape == ["batch", 6]
+    assert s2.get_inputs()[0].shape == ["batch", "x_dim1", "x_dim2"]
+    x = np.random.default_rng(0).standard_normal((3, 7, 10)).astype(np.float32)
+    np.testing.assert_allclose(s2.run(None, {"x": x})[0], x.reshape(3, 7, 2, 5).sum(-1), rtol=RTOL, atol=ATOL)
+
+
+def test_outputs_are_named_by_the_returned_structure(cli, tmp_path):
+    def fn(x):
+        return {"logits": x * 2, "pair": (x + 1, x - 1)}
+
+    sess = _export(cli, fn, torch.randn(2, 3), tmp_path / "m.onnx")
+    assert [o.name for o in sess.get_outputs()] == ["logits", "pair.0", "pair.1"]
+
+
+@settings(max_examples=int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "25")), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.sampled_from(sorted(S.STEPS)), min_size=1, max_size=4),
+       shapes=st.lists(st.tuples(st.integers(1, 6), st.integers(1, 6)), min_size=3, max_size=3))
+def test_generated_programs_export_models_that_are_never_wrong(cli, tmp_path, steps, shapes):
+    F = S.TorchOps
+    fn = S._program(steps, F)
+    x0 = S._data(F, shapes[0], 0)
+    try:
+        fn(x0)
+    except Exception:  # noqa: BLE001 - a program that fails at its own shape
+        hypothesis.assume(False)
+    path = tmp_path / ("g" + "_".join(steps) + "_" + "x".join(map(str, shapes[0])) + ".onnx")
+    sess = _export(cli, fn, x0, path)
+    for i, shape in enumerate(shapes[1:], start=1):
+        _outcome(sess, F, fn, S._data(F, shape, i))
