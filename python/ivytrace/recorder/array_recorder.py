@@ -3,15 +3,19 @@
 (id(array) -> (weakref, tensor id, ...)).
 
 Each framework module keeps what differs and what runs per op: which functions are wrapped and
-how (the wrappers read the module's own `_REC` global), `record`/`_finish`, `_ref` (how storage
-roots and versions are found), `_tensor_ref`, the dtype encoding. This module has the rest:
+how (the wrappers read the module's own `_REC` global), `record` (the operands and the call),
+`_ref` (how storage roots and versions are found), `_tensor_ref`, the dtype encoding. This module
+has the rest:
   * `busy_flag()`: one thread-local "busy" flag per framework (up while a recorded call runs, so
     the calls it makes are not recorded); the frameworks keep separate flags;
   * `caller_location(prefixes)`: the (file, line) of the user's frame, the first one whose file
     does not start with one of the framework's internal prefixes;
-  * `ArrayRecorder`: the common state, writing values, guards, shape reads and region framing.
+  * `ArrayRecorder`: the common state, finishing an op (`_finish_op`: result, writes, flags,
+    location, the OpEvent and the values it needs), writing values, guards, shape reads, and the
+    hooks of the region framing all recorders share (regions.RegionFraming).
     A subclass says how a frame of known arrays is kept (`_enter_frame`, `_leave_frame`,
-    `_region_input`, `_is_known`, `_learn`) and how an array's host value is read (`_host_array`).
+    `_region_input`, `_is_known`, `_learn`, `_is_const`, `_set_known`) and how an array's host
+    value is read (`_host_array`).
     The entries these hooks get are the tuples the framework's encoders collect: the array first,
     its tensor id second, then whatever else the framework's `_tensor_ref(*entry)` takes.
 """
