@@ -4,13 +4,20 @@ an ExecutionTraceObserver (PyTorch's own op-log recorder), all measured in this 
   (a) cost per recorded op on small-tensor ops: a loop of N elementwise ops on a 4-element tensor
       (target: at most 3 us per recorded op);
   (b) slowdown of the sample conv model's forward pass (samples/models.py SmallResNet) at a batch a
-      user would run (target: at most 5%).
+      user would run (target: at most 5%);
+  (c) issue 16's "Recording cost per op" table: the same small-op loop in torch, NumPy and JAX,
+      unrecorded, under each framework's no-op interception floor, and under ivytrace, with the
+      ratio of ivytrace's extra cost to the floor's extra cost (target: torch <= 1.5x, NumPy and
+      JAX <= 2x). Floors: torch, a no-op TorchFunctionMode; NumPy, an ndarray subclass whose
+      __array_ufunc__ only unwraps, calls and wraps back; JAX, `jax.disable_jit()` (the recorder
+      runs JAX op by op too).
 
 Each recorder is started once, outside the timing, and records every timed repetition (as a user
 recording a program sees it); both write a real file (ivytrace: the protobuf trace, streamed as ops happen; the
 profiler: its JSON execution trace) into a temporary directory.
 
     .venv/bin/python bench/bench_record.py [--ops 20000] [--batch 32] [--repeat 5] [--clock wall|cpu]
+                                           [--ops-numpy 10000] [--ops-jax 2000] [--only a,b,c]
 
 The no-op TorchFunctionMode row is the floor of any recorder that intercepts calls through
 __torch_function__ (as ivytrace does): the price of the interception alone.
@@ -100,6 +107,93 @@ def report(title, rows, base_name, per=None, unit=""):
         print(line)
 
 
+class _PassThrough(__import__("numpy").ndarray):
+    """The floor of any NumPy recorder built on an ndarray subclass (as ivytrace's TracedArray):
+    __array_ufunc__ unwraps the operands, calls the ufunc and wraps the result, nothing else."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        np = __import__("numpy")
+        inputs = tuple(a.view(np.ndarray) if isinstance(a, _PassThrough) else a for a in inputs)
+        out = getattr(ufunc, method)(*inputs, **kwargs)
+        return out.view(_PassThrough) if isinstance(out, np.ndarray) else out
+
+
+def _loop(n):
+    def body(x):
+        for i in range(n // 2):
+            x = x + 1.0
+            x = x * 0.5
+        return x
+    return body
+
+
+def per_op_table(tmp, args):
+    """(c): rows of (framework, unrecorded us/op, floor extra us/op, ivytrace extra us/op)."""
+    import numpy as np
+    clock = CLOCK[0]
+    rows = []
+
+    def per_op(t, n):
+        return t[0] / n * 1e6
+
+    # torch
+    n = args.ops
+    x = torch.randn(4)
+    body = ivytrace.region("loop")(_loop(n))
+    plain = per_op(best_of(lambda: body(x), args.repeat, clock), n)
+    floor = per_op(under_noop_mode(tmp, lambda: body(x), args.repeat), n)
+    ivy = per_op(under_ivytrace(tmp, lambda: body(x), args.repeat), n)
+    rows.append(("torch", plain, floor - plain, ivy - plain, "no-op TorchFunctionMode", 1.5))
+
+    # NumPy
+    n = args.ops_numpy
+    a = np.random.default_rng(0).standard_normal(4)
+    body = ivytrace.region("loop")(_loop(n))
+    plain = per_op(best_of(lambda: body(a), args.repeat, clock), n)
+    sub = a.view(_PassThrough)
+    floor = per_op(best_of(lambda: body(sub), args.repeat, clock), n)
+    with ivytrace.Recorder(tmp / "bench_np.ivt", frameworks=("numpy",)):
+        body(a)
+        ivy = per_op(best_of(lambda: body(a), args.repeat, clock), n)
+    rows.append(("NumPy", plain, floor - plain, ivy - plain, "ndarray subclass pass-through", 2.0))
+
+    # JAX
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return rows
+    n = args.ops_jax
+    j = jnp.asarray(a, dtype=jnp.float32)
+    body = ivytrace.region("loop")(_loop(n))
+
+    def run():
+        body(j).block_until_ready()
+
+    run()
+    plain = per_op(best_of(run, args.repeat, clock), n)
+    with jax.disable_jit():
+        run()
+        floor = per_op(best_of(run, args.repeat, clock), n)
+    with ivytrace.Recorder(tmp / "bench_jax.ivt", frameworks=("jax",)):
+        run()
+        ivy = per_op(best_of(run, args.repeat, clock), n)
+    rows.append(("JAX", plain, floor - plain, ivy - plain, "disable_jit", 2.0))
+    return rows
+
+
+def report_per_op(rows, args):
+    print(f"\n(c) Recording cost per op, over the framework's own floor (small-op loop on a 4-element "
+          f"array in a region; torch {args.ops:,} ops, NumPy {args.ops_numpy:,}, JAX {args.ops_jax:,}; "
+          f"best of {args.repeat})")
+    print(f"  | framework | unrecorded | floor | ivytrace | ivytrace / floor | target |")
+    print(f"  |---|---|---|---|---|---|")
+    for name, plain, floor, ivy, what, target in rows:
+        ratio = ivy / floor if floor > 0 else float("inf")
+        print(f"  | {name} | {plain:.2f} us | {what} +{floor:.2f} us | +{ivy:.2f} us | {ratio:.2f}x | "
+              f"<= {target}x: {'met' if ratio <= target else 'NOT met'} |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ops", type=int, default=20000, help="small ops in (a)")
@@ -107,7 +201,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall time, or this thread's CPU time (steadier on a shared machine)")
+    ap.add_argument("--ops-numpy", type=int, default=10000, help="small ops per NumPy run in (c)")
+    ap.add_argument("--ops-jax", type=int, default=2000, help="small ops per JAX run in (c)")
+    ap.add_argument("--only", default="a,b,c", help="which parts to run (comma-separated)")
     args = ap.parse_args()
+    parts = set(args.only.split(","))
     CLOCK[0] = time.perf_counter if args.clock == "wall" else time.thread_time
     torch.set_num_threads(1)  # one core for every run: the comparison is per op, not per machine
     warnings.simplefilter("ignore")
@@ -122,6 +220,16 @@ def main():
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
+        if "c" in parts:
+            report_per_op(per_op_table(tmp, args), args)
+        if "a" in parts:
+            part_a(tmp, args)
+        if "b" in parts:
+            part_b(tmp, args)
+
+
+def part_a(tmp, args):
+    if True:
         x = torch.randn(4)
 
         def body_a():
@@ -136,6 +244,10 @@ def main():
         ivy = (rows["ivytrace Recorder"][0] - rows["unrecorded"][0]) / args.ops * 1e6
         print(f"  ivytrace: {ivy:.2f} us per recorded op (target <= 3 us: {'met' if ivy <= 3 else 'NOT met'})")
 
+
+
+def part_b(tmp, args):
+    if True:
         model = make_model("cnn").eval()
         xb = make_input("cnn", batch=args.batch)
 

@@ -15,6 +15,10 @@
  *             foldable) without running Python code, and hands every other case to the Python
  *             methods (_classify, handle, _in.encode, _finish, _raised, _file_line) at the point
  *             where it stops. Its members are the recorder's tables, shared with the Python code.
+ *   np_ufunc  NumPy's common call (a ufunc on known TracedArrays and Python numbers, one new array),
+ *             what numpy_recorder.NumpyRecorder.record_ufunc does, with the same encoder pieces.
+ *   set_tags  the protobuf field tags, from the generated descriptors (recorder/tags.py): no field
+ *             number is written in this file.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -373,6 +377,52 @@ typedef struct {
   PyObject *last_ident_obj, *last_thread_field;
 } Rec;
 
+/* Field tags, handed over from the generated descriptors by set_tags() (ivytrace/recorder/tags.py
+ * c_tags()): the .proto files are the one place a field number is written. Every tag the C path
+ * writes is one byte (field numbers below 16). */
+static struct {
+  uint8_t record_op, op_args, op_kwargs, op_result, op_mutated, op_flags, op_file, op_line, op_thread, op_start_ns,
+      op_duration_ns, ref_id, ref_version, ref_storage, arg_tensor, arg_none, arg_b, arg_i, arg_f, arg_list,
+      arg_tuple, list_items, kw_name, kw_value;
+  uint64_t inplace;   /* the OpFlag INPLACE */
+  int set;
+} T;
+
+static const struct { const char *name; size_t offset; } tag_names[] = {
+#define TAG(field, name) {name, offsetof(__typeof__(T), field)}
+    TAG(record_op, "record.op"), TAG(op_args, "op.args"), TAG(op_kwargs, "op.kwargs"),
+    TAG(op_result, "op.result"), TAG(op_mutated, "op.mutated"), TAG(op_flags, "op.flags"),
+    TAG(op_file, "op.file"), TAG(op_line, "op.line"), TAG(op_thread, "op.thread"), TAG(op_start_ns, "op.start_ns"), TAG(op_duration_ns, "op.duration_ns"),
+    TAG(ref_id, "ref.id"), TAG(ref_version, "ref.version"), TAG(ref_storage, "ref.storage"),
+    TAG(arg_tensor, "arg.tensor"), TAG(arg_none, "arg.none"), TAG(arg_b, "arg.b"), TAG(arg_i, "arg.i"),
+    TAG(arg_f, "arg.f"), TAG(arg_list, "arg.list"), TAG(arg_tuple, "arg.tuple"), TAG(list_items, "list.items"),
+    TAG(kw_name, "kw.name"), TAG(kw_value, "kw.value"),
+#undef TAG
+};
+
+/* set_tags(tags: dict[str, int], inplace: int) */
+static PyObject *set_tags(PyObject *mod, PyObject *args) {
+  PyObject *d;
+  unsigned long long inplace;
+  if (!PyArg_ParseTuple(args, "O!K", &PyDict_Type, &d, &inplace)) return NULL;
+  __typeof__(T) next = T;   /* filled and checked whole before it replaces the tags in use */
+  for (size_t i = 0; i < sizeof tag_names / sizeof tag_names[0]; ++i) {
+    PyObject *v = PyDict_GetItemString(d, tag_names[i].name);
+    long t = v ? PyLong_AsLong(v) : -1;
+    if (t == -1 && PyErr_Occurred()) return NULL;
+    if (t < 1 || t > 127) {
+      PyErr_Format(PyExc_ValueError, "ivytrace._speedups.set_tags: tag '%s' must be a one-byte field tag "
+                   "(1..127), got %ld", tag_names[i].name, t);
+      return NULL;
+    }
+    ((uint8_t *)&next)[tag_names[i].offset] = (uint8_t)t;
+  }
+  next.inplace = inplace;
+  next.set = 1;
+  T = next;
+  Py_RETURN_NONE;
+}
+
 static PyObject *s_version, *s_base, *s_dtype, *s_shape, *s_known, *s_written, *s_classify, *s_handle,
     *s_in, *s_encode, *s_constant_key, *s_finish, *s_raised, *s_file_line, *s_emit_op, *s_unwrap_call;
 
@@ -437,7 +487,7 @@ static PyObject *rec_ref_of(Rec *r, PyObject *t) {
   Py_DECREF(b);
   PyObject *wr = PyWeakref_NewRef(t, NULL);
   PyObject *ptid = PyLong_FromLongLong(tid), *psid = PyLong_FromLongLong(sid);
-  PyObject *fid = bytes_varint_field(0x08, (uint64_t)tid), *fsid = bytes_varint_field(0x18, (uint64_t)sid);
+  PyObject *fid = bytes_varint_field(T.ref_id, (uint64_t)tid), *fsid = bytes_varint_field(T.ref_storage, (uint64_t)sid);
   e = (wr && ptid && psid && fid && fsid) ? PyTuple_Pack(5, wr, ptid, psid, fid, fsid) : NULL;
   if (e) {
     /* Neither can be part of a reference cycle (a weakref without callback owns nothing): the
@@ -466,10 +516,10 @@ static PyObject *Rec_ref_of(Rec *r, PyObject *t) {
   return e;
 }
 
-/* TensorRef fields id + version + storage: [r3][0x10 varint(v) if v][r4] */
+/* TensorRef fields id + version + storage: [r3][version tag, varint(v) if v][r4] */
 static int put_ref(Buf *b, PyObject *e, long long v) {
   if (buf_bytes_obj(b, PyTuple_GET_ITEM(e, 3))) return -1;
-  if (v > 0 && (buf_byte(b, 0x10) || buf_varint(b, (uint64_t)v))) return -1;
+  if (v > 0 && (buf_byte(b, T.ref_version) || buf_varint(b, (uint64_t)v))) return -1;
   return buf_bytes_obj(b, PyTuple_GET_ITEM(e, 4));
 }
 
@@ -556,7 +606,7 @@ static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v,
     if (!sfield) return -1;
     k += (dfield ? (size_t)PyBytes_GET_SIZE(dfield) : 0) + (size_t)PyBytes_GET_SIZE(sfield);
   }
-  int bad = buf_byte(b, 0x0a) || buf_varint(b, k) || put_ref(b, e, v) ||
+  int bad = buf_byte(b, T.arg_tensor) || buf_varint(b, k) || put_ref(b, e, v) ||
             (dfield && buf_bytes_obj(b, dfield)) || (sfield && buf_bytes_obj(b, sfield));
   Py_XDECREF(sfield);
   return bad ? -1 : 0;
@@ -633,15 +683,15 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
     int overflow = 0;
     long long x = PyLong_AsLongLongAndOverflow(a, &overflow);
     if (!overflow) {   /* Arg.int = 4, zigzag */
-      return buf_byte(b, 0x20) || buf_varint(b, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63)) ? -1 : 0;
+      return buf_byte(b, T.arg_i) || buf_varint(b, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63)) ? -1 : 0;
     }
   } else if (tp == &PyFloat_Type) {
     double d = PyFloat_AS_DOUBLE(a);   /* Arg.float = 5, fixed64: little-endian hosts (x86-64, arm64) */
-    return buf_byte(b, 0x29) || buf_put(b, &d, 8) ? -1 : 0;
+    return buf_byte(b, T.arg_f) || buf_put(b, &d, 8) ? -1 : 0;
   } else if (a == Py_None) {
-    return buf_put(b, "\x10\x01", 2);
+    return buf_byte(b, T.arg_none) || buf_byte(b, 1) ? -1 : 0;
   } else if (tp == &PyBool_Type) {
-    return buf_put(b, a == Py_True ? "\x18\x01" : "\x18\x00", 2);
+    return buf_byte(b, T.arg_b) || buf_byte(b, a == Py_True) ? -1 : 0;
   } else if ((tp == &PyTuple_Type || tp == &PyList_Type) && depth < 8) {
     /* Arg.list = 9 / Arg.tuple = 10: ArgList{items = 1} */
     Py_ssize_t n = tp == &PyTuple_Type ? PyTuple_GET_SIZE(a) : PyList_GET_SIZE(a);
@@ -655,11 +705,11 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
       PyObject *x = tp == &PyTuple_Type ? PyTuple_GET_ITEM(a, i) : PyList_GET_ITEM(a, i);
       Py_INCREF(x);
       one.n = 0;
-      bad = put_arg_d(r, &one, x, known, ins, encode, depth + 1) || buf_byte(&items, 0x0a) ||
+      bad = put_arg_d(r, &one, x, known, ins, encode, depth + 1) || buf_byte(&items, T.list_items) ||
             buf_varint(&items, one.n) || buf_put(&items, one.p, one.n);
       Py_DECREF(x);
     }
-    bad = bad || buf_byte(b, tp == &PyTuple_Type ? 0x52 : 0x4a) || buf_varint(b, items.n) ||
+    bad = bad || buf_byte(b, tp == &PyTuple_Type ? T.arg_tuple : T.arg_list) || buf_varint(b, items.n) ||
           buf_put(b, items.p, items.n);
     buf_free(&items);
     buf_free(&one);
@@ -769,7 +819,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     ab.n = 0;
     if (put_arg(r, &ab, PyTuple_GET_ITEM(args, i), known, ins, &encode)) goto fail;
     /* OpEvent.args = 2 */
-    if (buf_byte(&b, 0x12) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n)) goto fail;
+    if (buf_byte(&b, T.op_args) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n)) goto fail;
   }
   if (kwargs) {
     Py_ssize_t pos = 0;
@@ -782,8 +832,8 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       if (put_arg(r, &ab, val, known, ins, &encode)) goto fail;
       /* OpEvent.kwargs = 3: KwArg{name = 1, value = 2} */
       size_t kw = 1 + varint_len((uint64_t)kn) + (size_t)kn + 1 + varint_len(ab.n) + ab.n;
-      if (buf_byte(&b, 0x1a) || buf_varint(&b, kw) || buf_byte(&b, 0x0a) || buf_varint(&b, (uint64_t)kn) ||
-          buf_put(&b, ks, (size_t)kn) || buf_byte(&b, 0x12) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n))
+      if (buf_byte(&b, T.op_kwargs) || buf_varint(&b, kw) || buf_byte(&b, T.kw_name) || buf_varint(&b, (uint64_t)kn) ||
+          buf_put(&b, ks, (size_t)kn) || buf_byte(&b, T.kw_value) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n))
         goto fail;
     }
   }
@@ -856,7 +906,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     long long v = tensor_version(result);
     if (v < 0 && PyErr_Occurred()) goto fail;
     ab.n = 0;
-    if (put_tensor_arg(r, &ab, result, e, v, 1) || buf_byte(&b, 0x22) || buf_varint(&b, ab.n) ||
+    if (put_tensor_arg(r, &ab, result, e, v, 1) || buf_byte(&b, T.op_result) || buf_varint(&b, ab.n) ||
         buf_put(&b, ab.p, ab.n))   /* OpEvent.result = 4 */
       goto fail;
     /* Arguments written in place (TorchRecorder._mutations): OpEvent.mutated = 5 at their new
@@ -882,7 +932,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       Py_XDECREF(pv);
       size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 4)) +
                  (nv > 0 ? 1 + varint_len((uint64_t)nv) : 0);
-      bad = bad || buf_byte(&b, 0x2a) || buf_varint(&b, k) || put_ref(&b, te, nv);
+      bad = bad || buf_byte(&b, T.op_mutated) || buf_varint(&b, k) || put_ref(&b, te, nv);
       if (!bad) {   /* an output: not a constant any more */
         PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(te, 1));
         bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(te, 1)));
@@ -896,7 +946,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(e, 1));
     if (!cv && PyErr_Occurred()) goto fail;
     if (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(e, 1))) goto fail;
-    if (nm && buf_put(&b, "\x30\x01", 2)) goto fail;   /* OpEvent.flags = INPLACE */
+    if (nm && (buf_byte(&b, T.op_flags) || buf_varint(&b, T.inplace))) goto fail;   /* OpEvent.flags = INPLACE */
   }
   {
     /* file/line, scope, thread, timing */
@@ -930,13 +980,13 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyObject *tb = PyDict_GetItemWithError(r->threads, pid);
     if (!tb) {
       if (PyErr_Occurred()) { Py_DECREF(pid); goto fail; }
-      tb = bytes_varint_field(0x50, ident);
+      tb = bytes_varint_field(T.op_thread, ident);
       if (!tb || PyDict_SetItem(r->threads, pid, tb)) { Py_XDECREF(tb); Py_DECREF(pid); goto fail; }
       Py_DECREF(tb);
     }
     Py_DECREF(pid);
-    if (buf_bytes_obj(&b, tb) || buf_byte(&b, 0x58) || buf_varint(&b, (uint64_t)(start - r->t0)) ||
-        buf_byte(&b, 0x60) || buf_varint(&b, (uint64_t)(end - start)))
+    if (buf_bytes_obj(&b, tb) || buf_byte(&b, T.op_start_ns) || buf_varint(&b, (uint64_t)(start - r->t0)) ||
+        buf_byte(&b, T.op_duration_ns) || buf_varint(&b, (uint64_t)(end - start)))
       goto fail;
   }
   /* the record: op field + the rest */
@@ -950,7 +1000,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       char *p = sink_reserve(s, varint_len(inner) + inner);
       if (!p) goto fail;
       p += varint_to((uint8_t *)p, inner);
-      *p++ = 0x0a;   /* Record.op = 1 */
+      *p++ = (char)T.record_op;
       p += varint_to((uint8_t *)p, pn);
       memcpy(p, PyBytes_AS_STRING(op), opn);
       memcpy(p + opn, b.p, b.n);
@@ -992,6 +1042,7 @@ static PyObject *Rec_setup(Rec *r, PyObject *args) {
                         &shapes, &PyFrozenSet_Type, &alias_ops, &PyDict_Type, &int_cache, &shape_field,
                         &PyTuple_Type, &constant_key))
     return NULL;
+  if (!T.set) { PyErr_SetString(PyExc_RuntimeError, "ivytrace._speedups: set_tags() was not called"); return NULL; }
   if (PyTuple_GET_SIZE(constant_key) != 2) { PyErr_SetString(PyExc_ValueError, "constant key: (role, name)"); return NULL; }
   Py_INCREF(constant_key);
   Py_XSETREF(s_constant_key, constant_key);
@@ -1081,8 +1132,473 @@ static PyTypeObject RecType = {
     .tp_members = Rec_members,
     .tp_doc = "C base of TorchRecorder: the recorder's tables and its __torch_function__ fast path."};
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* NumPy: the common ufunc call (numpy_recorder.NumpyRecorder.record_ufunc, which defines what this
+ * must write; tests/python/test_record_bytes.py checks both against the baseline recorder).
+ * np_ufunc(rec, ufunc, inputs) records `ufunc(*inputs)` when every input is a TracedArray the
+ * current frame knows (at least one not a constant) or a Python float/int, and returns the new
+ * TracedArray; it returns the NOT_HERE sentinel, having called nothing, for every other call. */
+
+#if PY_VERSION_HEX < 0x030B0000
+#define PyFloat_Pack8 _PyFloat_Pack8   /* public from Python 3.11 */
+#endif
+
+static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_shape, *np_shape_get,
+    *np_prefixes, *np_rewrap;
+static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
+    *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
+    *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
+    *s_torch, *s_next;
+
+static PyObject *np_setup(PyObject *mod, PyObject *args) {
+  PyObject *v[8];
+  if (!PyArg_ParseTuple(args, "OOOOO!OO!O", &v[0], &v[1], &v[2], &v[3], &PyDict_Type, &v[4], &v[5], &PyTuple_Type,
+                        &v[6], &v[7]))
+    return NULL;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v[6]); ++i)
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(v[6], i))) { PyErr_SetString(PyExc_TypeError, "prefixes: str"); return NULL; }
+  PyObject **dst[8] = {&np_traced_t, &np_ndarray_t, &np_not_here, &np_state, &np_dtype_shape, &np_shape_get,
+                       &np_prefixes, &np_rewrap};
+  for (int i = 0; i < 8; ++i) { Py_INCREF(v[i]); Py_XSETREF(*dst[i], v[i]); }
+  Py_RETURN_NONE;
+}
+
+/* the TensorRef bytes after id/version/storage: dtype and shape fields, cached per (dtype, shape) */
+static PyObject *np_ref_tail(PyObject *rec, PyObject *a, PyObject *shape) {
+  PyObject *dt = PyObject_GetAttr(a, s_dtype_attr);
+  if (!dt) return NULL;
+  PyObject *key = PyTuple_Pack(2, dt, shape);
+  Py_DECREF(dt);
+  if (!key) return NULL;
+  PyObject *tail = PyDict_GetItemWithError(np_dtype_shape, key);
+  if (tail) { Py_INCREF(tail); Py_DECREF(key); return tail; }
+  if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+  /* rec._tensor_ref(a, 0, 0, 0) = id 0, storage 0 (4 bytes), then the tail */
+  PyObject *zero = PyLong_FromLong(0);
+  PyObject *full = zero ? PyObject_CallMethodObjArgs(rec, s_tensor_ref, a, zero, zero, zero, NULL) : NULL;
+  Py_XDECREF(zero);
+  if (!full) { Py_DECREF(key); return NULL; }
+  if (!PyBytes_Check(full) || PyBytes_GET_SIZE(full) < 4) {
+    Py_DECREF(full); Py_DECREF(key);
+    PyErr_SetString(PyExc_RuntimeError, "np_ufunc: unexpected TensorRef");
+    return NULL;
+  }
+  tail = PyBytes_FromStringAndSize(PyBytes_AS_STRING(full) + 4, PyBytes_GET_SIZE(full) - 4);
+  Py_DECREF(full);
+  if (tail && PyDict_GET_SIZE(np_dtype_shape) < 4096 && PyDict_SetItem(np_dtype_shape, key, tail)) Py_CLEAR(tail);
+  Py_DECREF(key);
+  return tail;
+}
+
+/* a dict lookup by int key -> long long, `dflt` when absent; -2 on error, -3 when not an int */
+static long long dict_ll(PyObject *d, PyObject *key, long long dflt) {
+  PyObject *x = PyDict_GetItemWithError(d, key);
+  if (!x) return PyErr_Occurred() ? -2 : dflt;
+  if (!PyLong_CheckExact(x)) return -3;
+  long long v = PyLong_AsLongLong(x);
+  if (v == -1 && PyErr_Occurred()) return -2;
+  return v;
+}
+
+static int np_put_ref(Buf *b, long long tid, long long v, long long sid, PyObject *tail) {
+  Buf ref;
+  buf_init(&ref);
+  int bad = buf_byte(&ref, T.ref_id) || buf_varint(&ref, (uint64_t)tid) ||
+            (v && (buf_byte(&ref, T.ref_version) || buf_varint(&ref, (uint64_t)v))) ||
+            buf_byte(&ref, T.ref_storage) || buf_varint(&ref, (uint64_t)sid) || buf_bytes_obj(&ref, tail);
+  /* Arg{tensor = ref} */
+  bad = bad || buf_varint(b, 1 + varint_len(ref.n) + ref.n) || buf_byte(b, T.arg_tensor) ||
+        buf_varint(b, ref.n) || buf_put(b, ref.p, ref.n);
+  buf_free(&ref);
+  return bad ? -1 : 0;
+}
+
+/* NumpyRecorder._new_id without a Python call when no torch recorder shares the id sequence */
+static long long np_new_id(PyObject *rec) {
+  PyObject *session = PyObject_GetAttr(rec, s_session);
+  PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
+  Py_XDECREF(session);
+  if (!torch) return -1;
+  int none = torch == Py_None;
+  Py_DECREF(torch);
+  if (!none) {
+    PyObject *x = PyObject_CallMethodNoArgs(rec, s_new_id);
+    if (!x) return -1;
+    long long v = PyLong_AsLongLong(x);
+    Py_DECREF(x);
+    return v;
+  }
+  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  if (!nx) return -1;
+  long long tid = PyLong_AsLongLong(nx);
+  Py_DECREF(nx);
+  if (tid == -1 && PyErr_Occurred()) return -1;
+  PyObject *n1 = PyLong_FromLongLong(tid + 1);
+  int bad = !n1 || PyObject_SetAttr(rec, s_next, n1);
+  Py_XDECREF(n1);
+  return bad ? -1 : tid;
+}
+
+/* ids[id(a)] = (weakref(a), tid, sid); ids_sid[tid] = sid; by_storage[sid] += [weakref]; sweep */
+static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject *by_storage, PyObject *a,
+                       long long tid, long long sid) {
+  int bad = -1;
+  PyObject *w = PyWeakref_NewRef(a, NULL), *k = PyLong_FromVoidPtr(a), *t = PyLong_FromLongLong(tid),
+           *sd = PyLong_FromLongLong(sid), *e = NULL, *lst = NULL, *empty = NULL;
+  if (!w || !k || !t || !sd) goto done;
+  if (!(e = PyTuple_Pack(3, w, t, sd)) || PyDict_SetItem(ids, k, e) || PyDict_SetItem(ids_sid, t, sd)) goto done;
+  if (!PyDict_CheckExact(by_storage)) { PyErr_SetString(PyExc_TypeError, "_by_storage: a dict"); goto done; }
+  lst = PyDict_GetItemWithError(by_storage, sd);   /* by_storage.setdefault(sid, []).append(w) */
+  if (lst) {
+    Py_INCREF(lst);
+  } else {
+    if (PyErr_Occurred() || !(empty = PyList_New(0)) || PyDict_SetItem(by_storage, sd, empty)) goto done;
+    lst = empty;
+    empty = NULL;
+  }
+  if (PyList_Append(lst, w)) goto done;
+  long long at = 0;
+  PyObject *sa = PyObject_GetAttr(rec, s_sweep_at);
+  if (!sa) goto done;
+  at = PyLong_AsLongLong(sa);
+  Py_DECREF(sa);
+  if (at == -1 && PyErr_Occurred()) goto done;
+  if (PyDict_GET_SIZE(ids) > at) {
+    PyObject *x = PyObject_CallMethodNoArgs(rec, s_sweep);
+    if (!x) goto done;
+    Py_DECREF(x);
+  }
+  bad = 0;
+done:
+  Py_XDECREF(w); Py_XDECREF(k); Py_XDECREF(t); Py_XDECREF(sd); Py_XDECREF(e); Py_XDECREF(lst); Py_XDECREF(empty);
+  return bad;
+}
+
+/* (file id, line) of the first frame whose file does not start with one of np_prefixes, as
+ * array_recorder.caller_location finds it; cached in `cache` (the recorder's _c_locations:
+ * code -> True if internal, else {lasti: (file id, line)}). */
+static int np_location_c(PyObject *rec, PyObject *cache, long long *fid, long long *line) {
+  *fid = *line = 0;
+  PyFrameObject *f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f) {
+    PyCodeObject *c = PyFrame_GetCode(f);
+    PyObject *ent = PyDict_GetItemWithError(cache, (PyObject *)c);
+    if (!ent) {
+      if (PyErr_Occurred()) { Py_DECREF(c); Py_DECREF(f); return -1; }
+      int internal = 0;
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(np_prefixes) && !internal; ++i) {
+        Py_ssize_t m = PyUnicode_Tailmatch(c->co_filename, PyTuple_GET_ITEM(np_prefixes, i), 0, PY_SSIZE_T_MAX, -1);
+        if (m < 0) { Py_DECREF(c); Py_DECREF(f); return -1; }
+        internal = (int)m;
+      }
+      PyObject *v = internal ? Py_True : PyDict_New();
+      if (!v) { Py_DECREF(c); Py_DECREF(f); return -1; }
+      if (internal) Py_INCREF(v);
+      int bad = PyDict_SetItem(cache, (PyObject *)c, v);
+      Py_DECREF(v);
+      if (bad) { Py_DECREF(c); Py_DECREF(f); return -1; }
+      ent = v;
+    }
+    if (ent != Py_True) {
+      PyObject *k = PyLong_FromLong(PyFrame_GetLasti(f));
+      PyObject *fl = k ? PyDict_GetItemWithError(ent, k) : NULL;
+      if (!fl && !PyErr_Occurred() && k) {
+        int n = PyFrame_GetLineNumber(f);
+        PyObject *fido = PyObject_CallMethodOneArg(rec, s_intern, c->co_filename);
+        PyObject *lo = fido ? PyLong_FromLong(n < 0 ? 0 : n) : NULL;
+        fl = lo ? PyTuple_Pack(2, fido, lo) : NULL;
+        Py_XDECREF(fido); Py_XDECREF(lo);
+        if (fl && PyDict_SetItem(ent, k, fl)) Py_CLEAR(fl);
+        Py_XDECREF(fl);   /* the dict holds it */
+      }
+      Py_XDECREF(k);
+      Py_DECREF(c);
+      Py_DECREF(f);
+      if (!fl) return -1;
+      *fid = PyLong_AsLongLong(PyTuple_GET_ITEM(fl, 0));
+      *line = PyLong_AsLongLong(PyTuple_GET_ITEM(fl, 1));
+      return PyErr_Occurred() ? -1 : 0;
+    }
+    PyFrameObject *back = PyFrame_GetBack(f);
+    Py_DECREF(c);
+    Py_DECREF(f);
+    f = back;
+  }
+  return 0;
+}
+
+static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyTuple_Check(argv[2])) { PyErr_SetString(PyExc_TypeError, "np_ufunc(rec, ufunc, inputs)"); return NULL; }
+  if (!np_traced_t || !T.set) { PyErr_SetString(PyExc_RuntimeError, "np_ufunc: np_setup/set_tags not called"); return NULL; }
+  PyObject *rec = argv[0], *ufunc = argv[1], *inputs = argv[2];
+  PyObject *out = NULL, *links = NULL, *ids = NULL, *known = NULL, *versions = NULL, *constd = NULL,
+           *plain = NULL, *ins = NULL, *op = NULL, *parts = NULL, *result = NULL, *traced = NULL,
+           *prev = NULL, *ids_sid = NULL, *by_storage = NULL, *tail = NULL;
+  int busy_set = 0;
+  Buf b;
+  buf_init(&b);
+  Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  if (!(links = PyObject_GetAttr(rec, s_links))) goto fail;
+  int lk = PyObject_IsTrue(links);
+  if (lk < 0) goto fail;
+  if (lk) goto not_here;
+  if (!(ids = PyObject_GetAttr(rec, s_ids)) || !(known = PyObject_GetAttr(rec, s_np_known)) ||
+      !(versions = PyObject_GetAttr(rec, s_versions)) || !(constd = PyObject_GetAttr(rec, s_const)))
+    goto fail;
+  if (!PyDict_CheckExact(ids) || !PyDict_CheckExact(known) || !PyDict_CheckExact(versions) || !PyDict_CheckExact(constd))
+    goto not_here;
+  if (!(plain = PyTuple_New(n)) || !(ins = PyList_New(0))) goto fail;
+  int foldable = 1;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *a = PyTuple_GET_ITEM(inputs, i);
+    if (Py_TYPE(a) == (PyTypeObject *)np_traced_t) {
+      PyObject *k = PyLong_FromVoidPtr(a);
+      if (!k) goto fail;
+      PyObject *r = PyDict_GetItemWithError(ids, k);
+      Py_DECREF(k);
+      if (!r) { if (PyErr_Occurred()) goto fail; goto not_here; }
+      if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 3 || !PyWeakref_CheckRef(PyTuple_GET_ITEM(r, 0)) ||
+          PyWeakref_GetObject(PyTuple_GET_ITEM(r, 0)) != a)
+        goto not_here;
+      PyObject *tido = PyTuple_GET_ITEM(r, 1), *sido = PyTuple_GET_ITEM(r, 2);
+      long long tid = PyLong_AsLongLong(tido), sid = PyLong_AsLongLong(sido);
+      if ((tid == -1 || sid == -1) && PyErr_Occurred()) goto fail;
+      long long v = dict_ll(versions, sido, 0);
+      if (v == -2) goto fail;
+      long long kv = dict_ll(known, tido, -1);
+      if (kv == -2) goto fail;
+      if (v < 0 || kv != v) goto not_here;
+      long long cv = dict_ll(constd, tido, -1);
+      if (cv == -2) goto fail;
+      if (cv != v) foldable = 0;
+      PyObject *shape = PyObject_CallOneArg(np_shape_get, a);
+      if (!shape) goto fail;
+      Py_XSETREF(tail, np_ref_tail(rec, a, shape));
+      Py_DECREF(shape);
+      if (!tail) goto fail;
+      if (buf_byte(&b, T.op_args) || np_put_ref(&b, tid, v, sid, tail)) goto fail;
+      PyObject *vo = PyLong_FromLongLong(v);
+      PyObject *e = vo ? PyTuple_Pack(4, a, tido, sido, vo) : NULL;
+      Py_XDECREF(vo);
+      if (!e || PyList_Append(ins, e)) { Py_XDECREF(e); goto fail; }
+      Py_DECREF(e);
+      PyObject *pv = PyObject_CallMethodOneArg(a, s_view, np_ndarray_t);
+      if (!pv) goto fail;
+      PyTuple_SET_ITEM(plain, i, pv);
+    } else if (PyFloat_CheckExact(a)) {
+      unsigned char d[8];
+      if (PyFloat_Pack8(PyFloat_AS_DOUBLE(a), (char *)d, 1)) goto fail;
+      if (buf_byte(&b, T.op_args) || buf_byte(&b, 9) || buf_byte(&b, T.arg_f) || buf_put(&b, d, 8)) goto fail;
+      Py_INCREF(a);
+      PyTuple_SET_ITEM(plain, i, a);
+    } else if (PyLong_CheckExact(a)) {
+      int over = 0;
+      long long x = PyLong_AsLongLongAndOverflow(a, &over);
+      if (x == -1 && PyErr_Occurred()) goto fail;
+      if (over) goto not_here;
+      uint64_t z = ((uint64_t)x << 1) ^ (uint64_t)(x >> 63);
+      if (buf_byte(&b, T.op_args) || buf_byte(&b, (uint8_t)(1 + varint_len(z))) || buf_byte(&b, T.arg_i) ||
+          buf_varint(&b, z))
+        goto fail;
+      Py_INCREF(a);
+      PyTuple_SET_ITEM(plain, i, a);
+    } else {
+      goto not_here;
+    }
+  }
+  if (foldable) goto not_here;
+  {
+    PyObject *name = PyObject_GetAttr(ufunc, s_name);
+    if (!name) goto fail;
+    op = PyObject_CallMethodOneArg(rec, s_ufunc_op, name);   /* (qual, op field) or None (random) */
+    Py_DECREF(name);
+    if (!op) goto fail;
+    if (op == Py_None) goto not_here;
+  }
+  /* parts as the Python _finish takes them: the op field and the arguments */
+  {
+    PyObject *args_b = PyBytes_FromStringAndSize(b.p, (Py_ssize_t)b.n);
+    if (!args_b) goto fail;
+    parts = PyList_New(2);
+    if (!parts) { Py_DECREF(args_b); goto fail; }
+    Py_INCREF(PyTuple_GET_ITEM(op, 1));
+    PyList_SET_ITEM(parts, 0, PyTuple_GET_ITEM(op, 1));
+    PyList_SET_ITEM(parts, 1, args_b);
+  }
+  /* the busy flag up while the ufunc runs (its own NumPy calls are not recorded) */
+  prev = PyObject_GetAttr(np_state, s_busy);
+  if (!prev) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) goto fail;
+    PyErr_Clear();
+    prev = Py_False;
+    Py_INCREF(prev);
+  }
+  if (PyObject_SetAttr(np_state, s_busy, Py_True)) goto fail;
+  busy_set = 1;
+  long long start = now_ns();
+  PyObject *startobj = PyLong_FromLongLong(start);
+  if (!startobj) goto fail;
+  result = PyObject_Call(ufunc, plain, NULL);
+  if (!result) {
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyObject *empty = PyList_New(0);
+    PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
+                                             Py_None, startobj, Py_True) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(startobj);
+    if (!x) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); goto fail; }
+    Py_DECREF(x);
+    PyErr_Restore(et, ev, tb);
+    goto fail;
+  }
+  PyObject *base = Py_TYPE(result) == (PyTypeObject *)np_ndarray_t ? PyObject_GetAttrString(result, "base") : NULL;
+  if (!base || base != Py_None) {
+    Py_XDECREF(base);
+    PyErr_Clear();
+    /* not one new array: the Python path finishes it (record_ufunc does the same) */
+    PyObject *empty_kw = PyDict_New();
+    PyObject *rw = empty_kw ? PyObject_CallFunctionObjArgs(np_rewrap, result, inputs, empty_kw, Py_None, NULL) : NULL;
+    Py_XDECREF(empty_kw);
+    PyObject *empty = rw ? PyList_New(0) : NULL;
+    PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
+                                             rw, startobj) : NULL;
+    Py_XDECREF(empty);
+    Py_DECREF(startobj);
+    if (!x) { Py_XDECREF(rw); goto fail; }
+    Py_DECREF(x);
+    out = rw;
+    goto done;
+  }
+  Py_DECREF(base);
+  Py_DECREF(startobj);
+  if (!(traced = PyObject_CallMethodOneArg(result, s_view, np_traced_t))) goto fail;
+  if (!(ids_sid = PyObject_GetAttr(rec, s_ids_sid)) || !(by_storage = PyObject_GetAttr(rec, s_by_storage))) goto fail;
+  long long sid = np_new_id(rec);
+  if (sid == -1 && PyErr_Occurred()) goto fail;
+  if (np_register(rec, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
+  long long tid = np_new_id(rec);
+  if (tid == -1 && PyErr_Occurred()) goto fail;
+  if (np_register(rec, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
+  {
+    PyObject *shape = PyObject_CallOneArg(np_shape_get, result);
+    if (!shape) goto fail;
+    Py_XSETREF(tail, np_ref_tail(rec, result, shape));
+    Py_DECREF(shape);
+    if (!tail) goto fail;
+  }
+  if (buf_byte(&b, T.op_result) || np_put_ref(&b, tid, 0, sid, tail)) goto fail;
+  {
+    PyObject *t = PyLong_FromLongLong(tid), *zero = PyLong_FromLong(0);
+    int bad = !t || !zero || PyDict_SetItem(known, t, zero);
+    if (!bad && PyDict_DelItem(constd, t)) {
+      if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); else bad = 1;
+    }
+    Py_XDECREF(t); Py_XDECREF(zero);
+    if (bad) goto fail;
+  }
+  long long end = now_ns();
+  {
+    long long fid, line;
+    PyObject *cache = PyObject_GetAttr(rec, s_c_locations);
+    if (!cache) goto fail;
+    int bad = !PyDict_CheckExact(cache) || np_location_c(rec, cache, &fid, &line);
+    Py_DECREF(cache);
+    if (bad) { if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "_c_locations: a dict"); goto fail; }
+    if (fid && (buf_byte(&b, T.op_file) || buf_varint(&b, (uint64_t)fid) || buf_byte(&b, T.op_line) ||
+                buf_varint(&b, (uint64_t)line)))
+      goto fail;
+  }
+  {
+    PyObject *t0o = PyObject_GetAttr(rec, s_t0);
+    if (!t0o) goto fail;
+    long long t0 = PyLong_AsLongLong(t0o);
+    Py_DECREF(t0o);
+    if (t0 == -1 && PyErr_Occurred()) goto fail;
+    if (buf_byte(&b, T.op_thread) || buf_varint(&b, (uint64_t)PyThread_get_thread_ident()) ||
+        buf_byte(&b, T.op_start_ns) || buf_varint(&b, (uint64_t)(start - t0)) ||
+        buf_byte(&b, T.op_duration_ns) || buf_varint(&b, (uint64_t)(end - start)))
+      goto fail;
+  }
+  /* the record: Record.op = op field + b */
+  {
+    PyObject *opf = PyTuple_GET_ITEM(op, 1);
+    size_t opn = (size_t)PyBytes_GET_SIZE(opf);
+    PyObject *w = PyObject_GetAttr(rec, s_w);
+    if (!w) goto fail;
+    PyObject *sink = PyObject_GetAttr(w, s_sink);
+    if (!sink) { Py_DECREF(w); goto fail; }
+    PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(opn + b.n));
+    if (!payload) { Py_DECREF(w); Py_DECREF(sink); goto fail; }
+    memcpy(PyBytes_AS_STRING(payload), PyBytes_AS_STRING(opf), opn);
+    memcpy(PyBytes_AS_STRING(payload) + opn, b.p, b.n);
+    if (Py_TYPE(sink) == &SinkType && !((Sink *)sink)->io_error) {
+      /* into the mapping, as the torch path does (TraceWriter.add would do the same under its lock) */
+      Sink *sk = (Sink *)sink;
+      size_t pn = opn + b.n;
+      size_t inner = 1 + varint_len(pn) + pn;
+      char *p = sink_reserve(sk, varint_len(inner) + inner);
+      if (p) {
+        p += varint_to((uint8_t *)p, inner);
+        *p++ = (char)T.record_op;
+        p += varint_to((uint8_t *)p, pn);
+        memcpy(p, PyBytes_AS_STRING(opf), opn);
+        memcpy(p + opn, b.p, b.n);
+        sk->records++;
+        sk->op_events++;
+      }
+      Py_DECREF(payload);
+      Py_DECREF(sink);
+      Py_DECREF(w);
+      if (!p && PyErr_Occurred()) goto fail;
+    } else {
+      PyObject *tag = PyBytes_FromStringAndSize((char *)&T.record_op, 1);
+      PyObject *x = tag ? PyObject_CallMethodObjArgs(rec, s_add, tag, payload, NULL) : NULL;   /* rec._add_op */
+      Py_XDECREF(x);
+      Py_XDECREF(tag);
+      Py_DECREF(payload);
+      Py_DECREF(sink);
+      Py_DECREF(w);
+      if (!x) goto fail;
+    }
+  }
+  out = traced;
+  traced = NULL;
+  goto done;
+not_here:
+  Py_INCREF(np_not_here);
+  out = np_not_here;
+  goto done;
+fail:
+  out = NULL;
+done:
+  if (busy_set) {
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyObject_SetAttr(np_state, s_busy, prev)) PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+  }
+  buf_free(&b);
+  Py_XDECREF(links); Py_XDECREF(ids); Py_XDECREF(known); Py_XDECREF(versions); Py_XDECREF(constd);
+  Py_XDECREF(plain); Py_XDECREF(ins); Py_XDECREF(op); Py_XDECREF(parts); Py_XDECREF(result); Py_XDECREF(traced);
+  Py_XDECREF(prev); Py_XDECREF(ids_sid); Py_XDECREF(by_storage); Py_XDECREF(tail);
+  return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_tags", (PyCFunction)set_tags, METH_VARARGS,
+     "set_tags(tags, inplace): the field tags (name -> one-byte tag, see recorder/tags.py c_tags) and "
+     "the INPLACE flag the C recorder writes."},
+    {"np_setup", (PyCFunction)np_setup, METH_VARARGS, "Hand over what np_ufunc needs (numpy_recorder.py)."},
+    {"np_ufunc", (PyCFunction)(void (*)(void))np_ufunc, METH_FASTCALL,
+     "np_ufunc(rec, ufunc, inputs): NumpyRecorder.record_ufunc in C."},
+    {NULL}};
+
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "ivytrace._speedups",
-                                    "The recorder's hot path in C (optional; see _speedups.c).", -1, NULL};
+                                    "The recorder's hot path in C (optional; see _speedups.c).", -1,
+                                    module_methods};
 
 PyMODINIT_FUNC PyInit__speedups(void) {
 #define S(var, text) if (!(var = PyUnicode_InternFromString(text))) return NULL
@@ -1090,6 +1606,13 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_known, "known"); S(s_written, "written"); S(s_classify, "_classify"); S(s_handle, "handle");
   S(s_in, "_in"); S(s_encode, "encode"); S(s_finish, "_finish"); S(s_raised, "_raised");
   S(s_file_line, "_file_line"); S(s_emit_op, "emit_op"); S(s_unwrap_call, "_unwrap_call");
+  S(s_links, "_links"); S(s_ids, "_ids"); S(s_np_known, "_known"); S(s_versions, "_versions"); S(s_const, "_const");
+  S(s_ids_sid, "_ids_sid"); S(s_by_storage, "_by_storage"); S(s_sweep_at, "_sweep_at"); S(s_new_id, "_new_id");
+  S(s_sweep, "_sweep"); S(s_ufunc_op, "_ufunc_op"); S(s_intern, "_intern"); S(s_t0, "_t0"); S(s_w, "w");
+  S(s_sink, "sink"); S(s_add, "_add_op"); S(s_emit, "emit"); S(s_busy, "busy"); S(s_view, "view");
+  S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
+  S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
+  S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next");
 #undef S
   if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);

@@ -3,27 +3,38 @@
 (id(array) -> (weakref, tensor id, ...)).
 
 Each framework module keeps what differs and what runs per op: which functions are wrapped and
-how (the wrappers read the module's own `_REC` global), `record`/`_finish`, `_ref` (how storage
-roots and versions are found), `_tensor_ref`, the dtype encoding. This module has the rest:
+how (the wrappers read the module's own `_REC` global), `record` (the operands and the call),
+`_ref` (how storage roots and versions are found), `_tensor_ref`, the dtype encoding. This module
+has the rest:
   * `busy_flag()`: one thread-local "busy" flag per framework (up while a recorded call runs, so
     the calls it makes are not recorded); the frameworks keep separate flags;
   * `caller_location(prefixes)`: the (file, line) of the user's frame, the first one whose file
     does not start with one of the framework's internal prefixes;
-  * `ArrayRecorder`: the common state, writing values, guards, shape reads and region framing.
+  * `ArrayRecorder`: the common state, finishing an op (`_finish_op`: result, writes, flags,
+    location, the OpEvent and the values it needs), writing values, guards, shape reads, and the
+    hooks of the region framing all recorders share (regions.RegionFraming).
     A subclass says how a frame of known arrays is kept (`_enter_frame`, `_leave_frame`,
-    `_region_input`, `_is_known`, `_learn`) and how an array's host value is read (`_host_array`).
+    `_region_input`, `_is_known`, `_learn`, `_is_const`, `_set_known`) and how an array's host
+    value is read (`_host_array`).
     The entries these hooks get are the tuples the framework's encoders collect: the array first,
     its tensor id second, then whatever else the framework's `_tensor_ref(*entry)` takes.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import sys
 import threading
+import time
 import warnings
 
 import numpy as np
 
-from ivytrace.recorder.writer import TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END, TAG_SHAPE_READ, TAG_TENSOR
+from ivytrace.recorder import opevent as _op
+from ivytrace.recorder.encode import ld, varint
+from ivytrace.recorder.regions import RegionFraming
+from ivytrace.recorder.tags import TDATA as _TD, TENSOR as _T
+from ivytrace.recorder.writer import TAG_GUARD, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
 INPLACE = trace_pb2.INPLACE
@@ -99,7 +110,7 @@ def pyval(v):
     return v
 
 
-class ArrayRecorder:
+class ArrayRecorder(RegionFraming):
     """The part of a NumPy-like recorder that does not depend on the framework. Subclasses set
     `_Busy` (their busy flag's context manager), `_location` (their `caller_location`), `_dtypes`,
     `_framework` (Tensor.framework of the values they write; "" for the plan's own) and the
@@ -142,6 +153,62 @@ class ArrayRecorder:
             del self._ids[k]
         self._sweep_at = max(2 * len(self._ids), 4096)
 
+    # -- finishing an op ----------------------------------------------------------------------------
+    # Entries are the framework's tuples (array, tensor id, ...) that `_tensor_ref(*entry)` takes.
+    def _is_const(self, entry) -> bool:
+        """The current frame holds `entry`'s value as a constant (at its version)."""
+        raise NotImplementedError
+
+    def _set_known(self, entry, const: bool):
+        """An op made `entry`: the frame knows it, as a constant if `const`."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _nbytes(a) -> int:
+        return a.nbytes
+
+    def _finish_op(self, parts, name, ins, result, start, raised=False, mutated=()):
+        """Everything after the call of a recorded op: the result, the writes, the flags, where the
+        call came from, the clocks; then the OpEvent and the values the graph needs (foldable
+        outputs of constant inputs, random draws). `parts` holds the op and argument fields."""
+        end = time.perf_counter_ns()
+        random = self._schemas.is_random(name)
+        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
+        outs = []
+        if not raised:
+            parts.append(_op.result_field(self._enc_out.encode(result, outs)))
+        if mutated:
+            flags |= INPLACE
+            for e in mutated:
+                parts.append(_op.mutated_field(self._tensor_ref(*e, full=False)))
+            outs.extend(mutated)
+        has_value = self._has_value
+        foldable = (not random and not raised and all(self._is_const(e) for e in ins)
+                    and all(has_value(e[0]) for e in outs))
+        values = None
+        if foldable and outs:
+            nbytes = self._nbytes
+            if all(nbytes(e[0]) <= FOLD_LIMIT for e in outs):
+                flags |= FOLDABLE_OP
+                values = FOLDABLE
+            for e in outs:
+                self._set_known(e, True)
+        else:
+            if random:
+                values = RANDOM_OUTPUT
+            for e in outs:
+                self._set_known(e, False)
+        fid, line = self._location(self._intern)
+        parts.append(_op.tail(flags, fid, line, threading.get_ident(), start - self._t0, end - start))
+        _op.write_op(self.w, parts)
+        if values is not None:
+            done = set()
+            for e in outs:
+                if e[1] not in done and has_value(e[0]):
+                    done.add(e[1])
+                    self._write_value(e[0], self._tensor_ref(*e), values)
+        self.w.emit()
+
     # -- values ------------------------------------------------------------------------------------
     def _host_array(self, a) -> np.ndarray:
         """The value of `a` as a NumPy array whose tobytes() is what the trace holds."""
@@ -151,10 +218,18 @@ class ArrayRecorder:
         arr = self._host_array(a)
         dt = self._dtypes.get(arr.dtype, 0)
         data = arr.tobytes()
-        t = common_pb2.Tensor(dtype=dt, shape=list(arr.shape), data=data, name=name, role=role,
-                              framework=self._framework)
-        msg = trace_pb2.TensorData(ref=common_pb2.TensorRef.FromString(ref), value=t, total_bytes=len(data))
-        self.w.add(TAG_TENSOR, msg.SerializeToString(), tensor_bytes=len(data))
+        # TensorData{ref, value = Tensor{dtype, shape, data, name, role, framework}, total_bytes},
+        # encoded by hand in field order, default values left out (what SerializeToString writes).
+        n = len(data)
+        fw = self._framework
+        t = ((_T.DTYPE + varint(dt) if dt else b"")
+             + (ld(_T.SHAPE, b"".join(varint(int(d)) for d in arr.shape)) if arr.shape else b"")
+             + (ld(_T.DATA, data) if n else b"")
+             + (ld(_T.NAME, name.encode("utf-8")) if name else b"")
+             + (_T.ROLE + varint(role) if role else b"")
+             + (ld(_T.FRAMEWORK, fw.encode("utf-8")) if fw else b""))
+        msg = ld(_TD.REF, ref) + ld(_TD.VALUE, t) + (_TD.TOTAL_BYTES + varint(n) if n else b"")
+        self.w.add(TAG_TENSOR, msg, tensor_bytes=n)
 
     def _has_value(self, a) -> bool:
         """Whether `a` has a value a trace tensor can hold (JAX's typed PRNG keys do not)."""
@@ -216,56 +291,40 @@ class ArrayRecorder:
         """The current frame knows `entry` (at its version) from now on."""
         raise NotImplementedError
 
-    def region_begin(self, name, inputs, file="", line=0) -> int:
-        if threading.get_ident() != self.thread or not self.active:
-            return 0
-        with self._Busy():
-            rid = self._next_region
-            self._next_region += 1
-            tensors = []
-            named = [common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(self._enc_out.encode(v, tensors)))
-                     for n, v in inputs]
-            fid = self._intern(file) if file else 0
-            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
-            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._enter_frame()
-            self._regions.append(rid)
-            seen = set()
-            for t in tensors:
-                if t[1] in seen:
-                    continue
+    # RegionFraming's hooks (regions.py): region_begin / region_end are shared with torch.
+    def _records_regions(self) -> bool:
+        return threading.get_ident() == self.thread and self.active
+
+    def _quiet(self):
+        return self._Busy()
+
+    @property
+    def _region_encoder(self):
+        return self._enc_out
+
+    def _bind_region_inputs(self, rid, tensors, extra, file, line):
+        seen = set()
+        for t in tensors:
+            if t[1] in seen:
+                continue
+            seen.add(t[1])
+            self._region_input(t)
+            if self._has_value(t[0]):
+                self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
+            self._input_guard(t, rid, file, line)
+
+    def _define_region_result(self, tensors):
+        for t in tensors:
+            if not self._is_known(t) and self._has_value(t[0]):
+                self._write_value(t[0], self._tensor_ref(*t), CONSTANT)
+                self._learn(t)
+
+    def _write_region_outputs(self, tensors):
+        seen = set()
+        for t in tensors:
+            if t[1] not in seen and self._has_value(t[0]):
                 seen.add(t[1])
-                self._region_input(t)
-                if self._has_value(t[0]):
-                    self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
-                self._input_guard(t, rid, file, line)
-            self.w.emit()
-            return rid
+                self._write_value(t[0], self._tensor_ref(*t), REGION_OUTPUT)
 
     def _input_guard(self, entry, rid, file, line):
         """A guard a framework puts on each region input (JAX: its shape)."""
-
-    def region_end(self, rid, result=None, raised=False):
-        if not rid or rid not in self._regions:
-            return
-        with self._Busy():
-            tensors = []
-            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
-            if not raised:
-                msg.result.CopyFrom(common_pb2.Arg.FromString(self._enc_out.encode(result, tensors)))
-                for t in tensors:
-                    if not self._is_known(t) and self._has_value(t[0]):
-                        self._write_value(t[0], self._tensor_ref(*t), CONSTANT)
-                        self._learn(t)
-            self.w.add(TAG_REGION_END, msg.SerializeToString())
-            seen = set()
-            for t in tensors:
-                if t[1] not in seen and self._has_value(t[0]):
-                    seen.add(t[1])
-                    self._write_value(t[0], self._tensor_ref(*t), REGION_OUTPUT)
-            self.w.emit()
-            while self._regions:
-                top = self._regions.pop()
-                self._leave_frame()
-                if top == rid:
-                    break

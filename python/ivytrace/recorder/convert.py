@@ -27,6 +27,8 @@ wrong graph). Writes neither recorder sees (through ctypes, a plain ndarray view
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import sys
 import threading
 import time
@@ -37,7 +39,7 @@ import torch
 from torch.autograd.graph import increment_version
 
 from ivytrace.recorder import numpy_recorder as _npr
-from ivytrace.recorder.encode import ld, varint
+from ivytrace.recorder import opevent as _op
 from ivytrace.recorder.writer import _user_location
 
 TO_NUMPY = frozenset({"torch.Tensor.numpy", "torch.Tensor.__array__"})
@@ -66,17 +68,15 @@ def _numpy_recorder(session):
 def _write_op(session, name, args, result, start, end, kwargs=()):
     """One OpEvent: `args`/`result` are encoded Arg bytes, `kwargs` (name, Arg bytes) pairs."""
     w = session.writer
-    parts = [b"\x08" + varint(w.intern(name))]
-    parts.extend(ld(b"\x12", a) for a in args)                       # OpEvent.args = 2
+    parts = [_op.op_field(w.intern(name))]
+    parts.extend(_op.arg_field(a) for a in args)
     for k, a in kwargs:
-        parts.append(ld(b"\x1a", ld(b"\x0a", k.encode()) + ld(b"\x12", a)))   # kwargs = 3
-    parts.append(ld(b"\x22", result))                               # result = 4
+        parts.append(_op.kwarg_field(k, a))
+    parts.append(_op.result_field(result))
     file, line = _user_location()
-    if file:
-        parts.append(b"\x38" + varint(w.intern(file)) + b"\x40" + varint(line))   # file, line
-    parts.append(b"\x50" + varint(threading.get_ident()))            # thread = 10
-    parts.append(b"\x58" + varint(max(0, start - session.t0)) + b"\x60" + varint(max(0, end - start)))
-    w.add(b"\x0a", b"".join(parts), op=True)
+    parts.append(_op.tail(0, w.intern(file) if file else 0, line, threading.get_ident(),
+                          max(0, start - session.t0), max(0, end - start)))
+    _op.write_op(w, parts)
     w.emit()
 
 

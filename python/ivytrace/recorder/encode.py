@@ -3,13 +3,17 @@
 Building upb message objects costs about a microsecond per message, several times the cost of the
 framework call being recorded; the hot records (OpEvent and the Args and TensorRefs inside it) are
 therefore encoded directly to bytes here. The output is ordinary protobuf wire format - every
-reader parses it with the generated classes, and the tests check it against them. Field numbers
-below are those of proto/ivytrace/v1/{common,trace}.proto.
+reader parses it with the generated classes, and the tests check it against them. Field tags
+come from the generated descriptors (tags.py); none is written here.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import struct
 import types
+
+from ivytrace.recorder.tags import ARG, COMPLEX, DICT, LIST, SLICE
 
 # -- varints ----------------------------------------------------------------------------------
 _SMALL = 1 << 14
@@ -41,26 +45,28 @@ def ld(tag: bytes, payload: bytes) -> bytes:
 _pack_double = struct.Struct("<d").pack
 
 # -- Arg (common.proto) ----------------------------------------------------------------------
-A_TENSOR = b"\x0a"
-A_NONE = b"\x10\x01"
-A_TRUE = b"\x18\x01"
-A_FALSE = b"\x18\x00"
-A_INT = b"\x20"        # sint64, zigzag
-A_FLOAT = b"\x29"      # double, fixed64
-A_STR = b"\x32"
-A_DTYPE = b"\x38"
-A_DEVICE = b"\x42"
-A_LIST = b"\x4a"
-A_TUPLE = b"\x52"
-A_DICT = b"\x5a"
-A_SLICE = b"\x62"
-A_ELLIPSIS = b"\x68\x01"
-A_SYMBOL = b"\x72"
-A_COMPLEX = b"\x7a"
-A_OPAQUE = b"\x82\x01"  # field 16
-ITEM = b"\x0a"          # ArgList.items = 1, ArgDict.keys = 1, Slice.start = 1
-VALUE2 = b"\x12"        # ArgDict.values = 2, Slice.stop = 2
-STEP3 = b"\x1a"         # Slice.step = 3
+A_TENSOR = ARG.TENSOR
+A_NONE = ARG.NONE + b"\x01"
+A_TRUE = ARG.B + b"\x01"
+A_FALSE = ARG.B + b"\x00"
+A_INT = ARG.I          # sint64, zigzag
+A_FLOAT = ARG.F        # double, fixed64
+A_STR = ARG.S
+A_DTYPE = ARG.DTYPE
+A_DEVICE = ARG.DEVICE
+A_LIST = ARG.LIST
+A_TUPLE = ARG.TUPLE
+A_DICT = ARG.DICT
+A_SLICE = ARG.SLICE
+A_ELLIPSIS = ARG.ELLIPSIS + b"\x01"
+A_SYMBOL = ARG.SYMBOL
+A_COMPLEX = ARG.C
+A_OPAQUE = ARG.OPAQUE
+ITEM = LIST.ITEMS
+assert ITEM == DICT.KEYS
+_DICT_VALUE = DICT.VALUES
+_SLICE_START, _SLICE_STOP, _SLICE_STEP = SLICE.START, SLICE.STOP, SLICE.STEP
+_REAL, _IMAG = COMPLEX.REAL, COMPLEX.IMAG
 
 _INT64_MIN = -(1 << 63)
 _INT64_MAX = (1 << 63) - 1
@@ -145,7 +151,7 @@ class ArgEncoder:
         return f
 
     def _complex(self, v, ts):
-        return ld(A_COMPLEX, b"\x09" + _pack_double(v.real) + b"\x11" + _pack_double(v.imag))
+        return ld(A_COMPLEX, _REAL + _pack_double(v.real) + _IMAG + _pack_double(v.imag))
 
     def _items(self, v, ts):
         enc = self.encode
@@ -169,16 +175,16 @@ class ArgEncoder:
             return enc_opaque(v)
         keys = b"".join(ld(ITEM, k.encode("utf-8", "surrogatepass")) for k in v)
         enc = self.encode
-        values = b"".join(ld(VALUE2, enc(x, ts)) for x in v.values())
+        values = b"".join(ld(_DICT_VALUE, enc(x, ts)) for x in v.values())
         return ld(A_DICT, keys + values)
 
     def _slice(self, v, ts):
         enc = self.encode
         body = b""
         if v.start is not None:
-            body += ld(ITEM, enc(v.start, ts))
+            body += ld(_SLICE_START, enc(v.start, ts))
         if v.stop is not None:
-            body += ld(VALUE2, enc(v.stop, ts))
+            body += ld(_SLICE_STOP, enc(v.stop, ts))
         if v.step is not None:
-            body += ld(STEP3, enc(v.step, ts))
+            body += ld(_SLICE_STEP, enc(v.step, ts))
         return ld(A_SLICE, body)

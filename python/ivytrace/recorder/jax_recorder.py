@@ -72,6 +72,8 @@ value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import os
 import sys
 import threading
@@ -87,6 +89,8 @@ from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES, FOLD_LIMIT, FOLD
                                               GUARD_VALUE_LIMIT, RAISED, RANDOM, RANDOM_OUTPUT, REGION_INPUT,
                                               REGION_OUTPUT, ArrayRecorder, busy_flag, caller_location)
 from ivytrace.recorder.encode import A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint, enc_opaque
+from ivytrace.recorder import opevent as _op
+from ivytrace.recorder.tags import REF
 from ivytrace.recorder.writer import TAG_GUARD
 from ivytrace.v1 import common_pb2, trace_pb2
 
@@ -150,6 +154,7 @@ for _n in ("ConvDimensionNumbers", "GatherDimensionNumbers", "ScatterDimensionNu
         _RECORDS[getattr(jax.lax, _n)] = f"jax.lax.{_n}"
 
 _shapes: dict = {}
+_REF_ID, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.STORAGE, REF.DTYPE, REF.SHAPE
 _state, _busy, _Busy = busy_flag()
 _REC = None
 _names: dict = {}   # primitive -> recorded op name
@@ -397,17 +402,17 @@ class JaxRecorder(ArrayRecorder):
         return r[1]
 
     def _tensor_ref(self, a, tid, full=True) -> bytes:
-        b = b"\x08" + varint(tid) + b"\x18" + varint(tid)
+        b = _REF_ID + varint(tid) + _REF_STORAGE + varint(tid)
         if full:
             # The unpatched shape getter: this runs on every operand and result.
             shape = _ARRAY_SHAPE.__get__(a) if type(a) is _ArrayImpl else tuple(a.shape)
             dt = _DTYPES.get(a.dtype)   # extended dtypes (PRNG keys) have no entry
             if dt:
-                b += b"\x20" + varint(dt)
+                b += _REF_DTYPE + varint(dt)
             if shape:
                 sh = _shapes.get(shape)
                 if sh is None:
-                    sh = _shapes[shape] = ld(b"\x2a", b"".join(varint(int(d)) for d in shape))
+                    sh = _shapes[shape] = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in shape))
                 b += sh
         return b
 
@@ -437,14 +442,12 @@ class JaxRecorder(ArrayRecorder):
         self._known.add(dtid)
         self._const.add(dtid)
         name = _op_name(_prng.random_wrap_p)
-        kw = ld(b"\x0a", b"impl") + ld(b"\x12", ld(A_SYMBOL, impl.encode()) if impl else enc_opaque(key._impl))
-        parts = [b"\x08" + varint(self._intern(name)), ld(b"\x12", ld(A_TENSOR, dref)), ld(b"\x1a", kw),
-                 ld(b"\x22", ld(A_TENSOR, ref))]
+        impl_arg = ld(A_SYMBOL, impl.encode()) if impl else enc_opaque(key._impl)
+        parts = [_op.op_field(self._intern(name)), _op.arg_field(ld(A_TENSOR, dref)),
+                 _op.kwarg_field("impl", impl_arg), _op.result_field(ld(A_TENSOR, ref))]
         fid, line = _location(self._intern)
-        if fid:
-            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
-        parts.append(b"\x50" + varint(threading.get_ident()))
-        self.w.add(b"\x0a", b"".join(parts), op=True)
+        parts.append(_op.tail(0, fid, line, threading.get_ident(), None))   # made here: no clocks
+        _op.write_op(self.w, parts)
 
     def _enc_out_tensor(self, a, outs):
         tid = self._ref(a)
@@ -462,16 +465,15 @@ class JaxRecorder(ArrayRecorder):
     def record(self, trace, prim, args, params):
         name = _op_name(prim)
         ins = []
-        parts = [b"\x08" + varint(self._intern(name))]
+        parts = [_op.op_field(self._intern(name))]
         with _Busy():
             for a in args:
-                parts.append(ld(b"\x12", self._enc.encode(a, ins)))
+                parts.append(_op.arg_field(self._enc.encode(a, ins)))
             drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
             for k, v in params.items():
                 if k in drop:
                     continue
-                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc_param.encode(v, ins))
-                parts.append(ld(b"\x1a", kw))
+                parts.append(_op.kwarg_field(k, self._enc_param.encode(v, ins)))
             start = time.perf_counter_ns()
             try:
                 result = _ORIGINAL["process_primitive"](trace, prim, args, params)
@@ -482,43 +484,19 @@ class JaxRecorder(ArrayRecorder):
         return result
 
     def _finish(self, parts, name, ins, result, start, raised=False):
-        end = time.perf_counter_ns()
-        random = self._schemas.is_random(name)
-        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
-        outs = []
-        if not raised:
-            parts.append(ld(b"\x22", self._enc_out.encode(result, outs)))
-        foldable = (not random and not raised and all(t in self._const for _, t in ins)
-                    and not any(isinstance(a, _KeyArray) for a, _ in outs))
-        values = None
-        if foldable and outs:
-            if all(_nbytes(a) <= FOLD_LIMIT for a, _ in outs):
-                flags |= FOLDABLE_OP
-                values = FOLDABLE
-            for a, tid in outs:
-                self._known.add(tid)
-                self._const.add(tid)
+        self._finish_op(parts, name, ins, result, start, raised)
+
+    def _is_const(self, entry):
+        return entry[1] in self._const
+
+    def _set_known(self, entry, const):
+        self._known.add(entry[1])
+        if const:
+            self._const.add(entry[1])
         else:
-            if random:
-                values = RANDOM_OUTPUT
-            for a, tid in outs:
-                self._known.add(tid)
-                self._const.discard(tid)
-        if flags:
-            parts.append(b"\x30" + varint(flags))
-        fid, line = _location(self._intern)
-        if fid:
-            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
-        parts.append(b"\x50" + varint(threading.get_ident()))
-        parts.append(b"\x58" + varint(start - self._t0) + b"\x60" + varint(end - start))
-        self.w.add(b"\x0a", b"".join(parts), op=True)
-        if values is not None:
-            done = set()
-            for a, tid in outs:
-                if tid not in done and not isinstance(a, _KeyArray):
-                    done.add(tid)
-                    self._write_value(a, self._tensor_ref(a, tid), values)
-        self.w.emit()
+            self._const.discard(entry[1])
+
+    _nbytes = staticmethod(lambda a: _nbytes(a))
 
     # -- regions: frames of known tids (sets; every version is 0) ----------------------------------
     def _enter_frame(self):

@@ -46,6 +46,8 @@ value writing, guard and shape-read records, region framing.
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import functools
 import os
 import sys
@@ -60,7 +62,9 @@ from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES as _DTYPES, FOLD_
                                               REGION_INPUT, REGION_OUTPUT, ArrayRecorder, busy_flag,
                                               caller_location)
 from ivytrace.recorder import sym as _sym
-from ivytrace.recorder.encode import A_SYMBOL, A_TENSOR, ArgEncoder, ld, varint
+from ivytrace.recorder.encode import A_FLOAT, A_SYMBOL, A_TENSOR, ArgEncoder, _pack_double, enc_int, ld, varint
+from ivytrace.recorder import opevent as _op
+from ivytrace.recorder.tags import REF
 from ivytrace.recorder.writer import TAG_GUARD
 from ivytrace.v1 import common_pb2, trace_pb2
 
@@ -108,7 +112,15 @@ _UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
 _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
 
 _shapes: dict = {}          # shape -> TensorRef.shape field bytes
+_REF_ID, _REF_VERSION, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.DTYPE, REF.SHAPE
+_REF_ZERO = REF.ID + b"\x00" + REF.STORAGE + b"\x00"   # id 0, storage 0: the head of a ref before dtype
 _state, _busy, _Busy = busy_flag()
+_ND_SHAPE = np.ndarray.shape.__get__
+_get_ident = threading.get_ident
+_NOT_HERE = object()   # record_ufunc: not the common call, record it the general way
+_ARG_FLOAT = _op.arg_field(A_FLOAT + bytes(8))[:-8]
+_TAG_OP = _op.TAG_OP
+_DTYPE_SHAPE: dict = {}   # (dtype, shape) -> a TensorRef's dtype and shape fields (record_ufunc)   # OpEvent.args header of a float Arg, then the double
 _REC = None   # the installed NumpyRecorder
 
 
@@ -143,6 +155,12 @@ class TracedArray(np.ndarray):
     """An ndarray whose NumPy calls the recorder writes to the trace."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and not kwargs:
+            rec = _REC
+            if rec is not None and rec.active and not _busy() and rec.thread == _get_ident():
+                result = _np_ufunc(rec, ufunc, inputs)
+                if result is not _NOT_HERE:
+                    return result
         name = f"numpy.{ufunc.__name__}" if method == "__call__" else f"numpy.{ufunc.__name__}.{method}"
         func = ufunc if method == "__call__" else getattr(ufunc, method)
         return _call(name, func, inputs, kwargs, kwargs.get("out"))
@@ -306,6 +324,8 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         self._const = {}        # tid -> version at which it is a constant
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
+        self._ufunc_fields = {}   # ufunc name -> (op name, OpEvent.op field) for record_ufunc
+        self._c_locations = {}    # np_ufunc's cache: code -> True if internal, else {lasti: (file id, line)}
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -409,15 +429,16 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         return out
 
     def _tensor_ref(self, a, tid, sid, v, full=True) -> bytes:
-        b = b"\x08" + varint(tid) + (b"\x10" + varint(v) if v else b"") + b"\x18" + varint(sid)
+        b = _REF_ID + varint(tid) + (_REF_VERSION + varint(v) if v else b"") + _REF_STORAGE + varint(sid)
         if full:
             dt = _DTYPES.get(a.dtype)
             if dt:
-                b += b"\x20" + varint(dt)
-            if a.ndim:
-                sh = _shapes.get(a.shape)
+                b += _REF_DTYPE + varint(dt)
+            shape = _ND_SHAPE(a)   # the ndarray getter, not TracedArray's recording property
+            if shape:
+                sh = _shapes.get(shape)
                 if sh is None:
-                    sh = _shapes[a.shape] = ld(b"\x2a", b"".join(varint(int(d)) for d in a.shape))
+                    sh = _shapes[shape] = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in shape))
                 b += sh
         return b
 
@@ -450,15 +471,123 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         return np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, TracedArray) else a)
 
     # -- recording -------------------------------------------------------------------------------
+    def record_ufunc(self, ufunc, inputs):
+        """The common call, recorded with fewer steps: a ufunc called on arrays the current frame
+        already knows (at least one not a constant) and Python floats/ints, giving one new array.
+        Writes what `record` writes (tests/python/test_record_bytes.py); returns _NOT_HERE,
+        before calling anything, for every other call, which then goes through `record`."""
+        if self._links:
+            return _NOT_HERE
+        ids = self._ids
+        known = self._known
+        versions = self._versions
+        const = self._const
+        args = []
+        plain = []
+        ins = []
+        foldable = True
+        for a in inputs:
+            t = type(a)
+            if t is TracedArray:
+                r = ids.get(id(a))
+                if r is None or r[0]() is not a:
+                    return _NOT_HERE
+                tid, sid = r[1], r[2]
+                v = versions.get(sid, 0)
+                if known.get(tid) != v:
+                    return _NOT_HERE
+                if foldable and const.get(tid) != v:
+                    foldable = False
+                e = (a, tid, sid, v)
+                ins.append(e)
+                args.append(_op.arg_field(ld(A_TENSOR, self._tensor_ref(*e))))
+                plain.append(a.view(np.ndarray))
+            elif t is float:
+                args.append(_ARG_FLOAT + _pack_double(a))
+                plain.append(a)
+            elif t is int:
+                b = enc_int(a)
+                args.append(_op.arg_field(b))
+                plain.append(a)
+            else:
+                return _NOT_HERE
+        if foldable:
+            return _NOT_HERE   # every input a constant: the outputs' values are recorded (record)
+        fields = self._ufunc_op(ufunc.__name__)
+        if fields is None:
+            return _NOT_HERE
+        parts = [fields[1], *args]
+        state = _state
+        prev = getattr(state, "busy", False)
+        state.busy = True
+        try:
+            start = time.perf_counter_ns()
+            try:
+                result = ufunc(*plain)
+            except BaseException:
+                self._finish(parts, fields[0], ins, [], None, start, raised=True)
+                raise
+            if type(result) is not np.ndarray or result.base is not None:
+                result = _rewrap(result, inputs, {}, None)
+                self._finish(parts, fields[0], ins, [], result, start)
+                return result
+            traced = result.view(TracedArray)
+            # What _ref(traced) does: its storage root (the plain result) gets an id first.
+            sid = self._new_id()
+            w = weakref.ref(result)
+            ids[id(result)] = (w, sid, sid)
+            self._ids_sid[sid] = sid
+            self._by_storage[sid] = [w]
+            if len(ids) > self._sweep_at:
+                self._sweep()
+            tid = self._new_id()
+            w = weakref.ref(traced)
+            ids[id(traced)] = (w, tid, sid)
+            self._ids_sid[tid] = sid
+            self._by_storage.setdefault(sid, []).append(w)   # (a sweep may have made a new list)
+            if len(ids) > self._sweep_at:
+                self._sweep()
+            # The result's TensorRef (version 0: a new storage), as _tensor_ref writes it.
+            key = (result.dtype, result.shape)
+            tail = _DTYPE_SHAPE.get(key)
+            if tail is None:
+                tail = self._tensor_ref(result, 0, 0, 0)[len(_REF_ZERO):]
+                if len(_DTYPE_SHAPE) < 4096:
+                    _DTYPE_SHAPE[key] = tail
+            parts.append(_op.result_field(ld(A_TENSOR, _REF_ID + varint(tid) + _REF_STORAGE + varint(sid) + tail)))
+            known[tid] = 0
+            const.pop(tid, None)
+            end = time.perf_counter_ns()
+            fid, line = _location(self._intern)
+            parts.append(_op.tail(0, fid, line, _get_ident(), start - self._t0, end - start))
+            self.w.add(_TAG_OP, b"".join(parts), op=True)
+            self.w.emit()
+            return traced
+        finally:
+            state.busy = prev
+
+    def _ufunc_op(self, name):
+        """(op name, OpEvent.op field) of ufunc `name`, None if the schema says it is random."""
+        fields = self._ufunc_fields.get(name, 0)
+        if fields == 0:
+            qual = f"numpy.{name}"
+            fields = None if self._schemas.is_random(qual) else (qual, _op.op_field(self._intern(qual)))
+            self._ufunc_fields[name] = fields
+        return fields
+
+    def _add_op(self, tag, payload):
+        """The C path's OpEvent (np_ufunc): queued and written like record_ufunc's."""
+        self.w.add(tag, payload, op=True)
+        self.w.emit()
+
     def record(self, name, func, args, kwargs, pargs, pkw, out):
         ins = []
-        parts = [b"\x08" + varint(self._intern(name))]
+        parts = [_op.op_field(self._intern(name))]
         with _Busy():
             for a in args:
-                parts.append(ld(b"\x12", self._enc.encode(a, ins)))
+                parts.append(_op.arg_field(self._enc.encode(a, ins)))
             for k, a in kwargs.items():
-                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", self._enc.encode(a, ins))
-                parts.append(ld(b"\x1a", kw))
+                parts.append(_op.kwarg_field(k, self._enc.encode(a, ins)))
             written = self._written(name, args, kwargs, out)
             start = time.perf_counter_ns()
             try:
@@ -480,9 +609,6 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         return ws
 
     def _finish(self, parts, name, ins, written, result, start, raised=False):
-        end = time.perf_counter_ns()
-        random = self._schemas.is_random(name)
-        flags = (RANDOM if random else 0) | (RAISED if raised else 0)
         # Writes: bump the storage versions first, so the result is seen at its new version.
         # Every known array on a written storage (the written array and its views) is listed as
         # mutated at the new version, so later reads of any of them resolve to this op.
@@ -500,46 +626,19 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
                 if tid not in seen:
                     seen.add(tid)
                     mutated.append((a, tid, sid2, v))
-        outs = []
-        if not raised:
-            parts.append(ld(b"\x22", self._enc_out.encode(result, outs)))
-        if mutated:
-            flags |= INPLACE
-            for a, tid, sid, v in mutated:
-                parts.append(ld(b"\x2a", self._tensor_ref(a, tid, sid, v, full=False)))
-            outs.extend(mutated)
-        foldable = not random and not raised and all(self._const.get(t) == v for _, t, _, v in ins)
-        values = None
-        if foldable and outs:
-            if all(a.nbytes <= FOLD_LIMIT for a, *_ in outs):
-                flags |= FOLDABLE_OP
-                values = FOLDABLE
-            for a, tid, sid, v in outs:
-                self._known[tid] = v
-                self._const[tid] = v
-        else:
-            if random:
-                values = RANDOM_OUTPUT
-            for a, tid, sid, v in outs:
-                self._known[tid] = v
-                self._const.pop(tid, None)
-        if flags:
-            parts.append(b"\x30" + varint(flags))
-        fid, line = _location(self._intern)
-        if fid:
-            parts.append(b"\x38" + varint(fid) + b"\x40" + varint(line))
-        parts.append(b"\x50" + varint(threading.get_ident()))
-        parts.append(b"\x58" + varint(start - self._t0) + b"\x60" + varint(end - start))
-        self.w.add(b"\x0a", b"".join(parts), op=True)
-        if values is not None:
-            done = set()
-            for a, tid, sid, v in outs:
-                if tid not in done:
-                    done.add(tid)
-                    self._write_value(a, self._tensor_ref(a, tid, sid, v), values)
-        self.w.emit()
+        self._finish_op(parts, name, ins, result, start, raised, mutated)
         if self._links and sids and not raised:
             _convert().after_numpy_write(self, sids)
+
+    def _is_const(self, entry):
+        return self._const.get(entry[1]) == entry[3]
+
+    def _set_known(self, entry, const):
+        self._known[entry[1]] = entry[3]
+        if const:
+            self._const[entry[1]] = entry[3]
+        else:
+            self._const.pop(entry[1], None)
 
     # -- regions ----------------------------------------------------------------------------------
     def wrap(self, v):
@@ -667,3 +766,19 @@ def _convert():
 
 def recorder_for(session) -> NumpyRecorder:
     return NumpyRecorder(session)
+
+
+# The common ufunc call in C when ivytrace._speedups is built (np_ufunc writes what record_ufunc
+# writes), else in Python.
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":
+        raise ImportError
+    from ivytrace import _speedups
+    from ivytrace.recorder.tags import c_tags as _c_tags
+    _speedups.set_tags(_c_tags(), INPLACE)
+    _speedups.np_setup(TracedArray, np.ndarray, _NOT_HERE, _state, _DTYPE_SHAPE, _ND_SHAPE,
+                       _INTERNAL_DIRS + ("<__array_function__",), _rewrap)   # the prefixes of _location
+    _np_ufunc = _speedups.np_ufunc
+except ImportError:
+    def _np_ufunc(rec, ufunc, inputs):
+        return rec.record_ufunc(ufunc, inputs)

@@ -6,6 +6,8 @@ framework (or at once if it already has).
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.abc
 import importlib.metadata
 import importlib.util
@@ -20,7 +22,16 @@ from ivytrace._version import __version__
 from ivytrace.recorder.writer import TAG_HEADER, LimitedTraceWriter, TraceWriter
 from ivytrace.v1 import trace_pb2
 
-KNOWN_FRAMEWORKS = ("torch", "numpy", "jax")
+# The frameworks a session can record, one row each: the module of its recorder (which has
+# `recorder_for(session)`; the recorder has install() / uninstall(), region_begin() / region_end()
+# and `_next_region`), and whether its arrays convert to and from the other rows' that do
+# (convert.py joins torch and NumPy). Recorders attach in this order and detach in reverse.
+FRAMEWORKS = {
+    "torch": ("ivytrace.recorder.torch_recorder", True),
+    "numpy": ("ivytrace.recorder.numpy_recorder", True),
+    "jax": ("ivytrace.recorder.jax_recorder", False),
+}
+KNOWN_FRAMEWORKS = tuple(FRAMEWORKS)
 
 # Open sessions, innermost last. `ivytrace.region` writes to the innermost one.
 _ACTIVE: list = []
@@ -74,9 +85,8 @@ class Recorder:
         self.max_bytes = max_bytes
         self.limit_names = limit_names   # how the limits are named in the message (flags for the CLI)
         self.writer = None
-        self.torch = None          # TorchRecorder once attached
-        self.numpy = None          # NumpyRecorder once attached
-        self.jax = None            # JaxRecorder once attached
+        for name in FRAMEWORKS:    # self.torch, self.numpy, self.jax: the recorder once attached
+            setattr(self, name, None)
         self.t0 = 0
         self.start_unix_ns = 0
         self.schemas = None
@@ -111,43 +121,41 @@ class Recorder:
         )
         self.writer.emit(TAG_HEADER, header.SerializeToString())
         _ACTIVE.append(self)
-        for name, attach in (("torch", self._attach_torch), ("numpy", self._attach_numpy),
-                             ("jax", self._attach_jax)):
+        for name in FRAMEWORKS:
             if name not in self.frameworks:
                 continue
             if _fully_imported(name):
-                attach()
+                self._attach(name)
             else:
-                hook = _AfterImport(name, attach)
+                hook = _AfterImport(name, functools.partial(self._attach, name))
                 self._hooks.append(hook)
                 sys.meta_path.insert(0, hook)
         return self
 
-    def _attach_jax(self, module=None):
-        if self._stopped or self.jax is not None:
+    def _attach(self, name, module=None):
+        """Attach the recorder of framework `name` (a row of FRAMEWORKS) once it is imported."""
+        if self._stopped or getattr(self, name) is not None:
             return
-        from ivytrace.recorder.jax_recorder import recorder_for
-        self.jax = recorder_for(self)
-        self.jax._next_region = self._next_region_id()
-        self.jax.install()
+        recorder_module, converts = FRAMEWORKS[name]
+        rec = importlib.import_module(recorder_module).recorder_for(self)
+        rec._next_region = max(rec._next_region, self._next_region_id())   # unique in the trace
+        setattr(self, name, rec)
+        rec.install()
+        if converts:
+            self._connect()
+
+    def _recorders(self):
+        """The attached recorders, in FRAMEWORKS order."""
+        return [r for r in (getattr(self, n) for n in FRAMEWORKS) if r is not None]
 
     def _next_region_id(self) -> int:
         """Region ids are unique in the trace: every recorder draws from one sequence."""
-        return max([r._next_region for r in (self.torch, self.numpy, self.jax) if r is not None] + [1])
+        return max([r._next_region for r in self._recorders()] + [1])
 
     def _sync_region_ids(self):
         n = self._next_region_id()
-        for r in (self.torch, self.numpy, self.jax):
-            if r is not None:
-                r._next_region = n
-
-    def _attach_numpy(self, module=None):
-        if self._stopped or self.numpy is not None:
-            return
-        from ivytrace.recorder.numpy_recorder import recorder_for
-        self.numpy = recorder_for(self)
-        self.numpy.install()
-        self._connect()
+        for r in self._recorders():
+            r._next_region = n
 
     def _unhook(self):
         if getattr(self, "_restore_from_numpy", None) is not None:
@@ -156,21 +164,10 @@ class Recorder:
         for h in self._hooks:
             if h is not None and h in sys.meta_path:
                 sys.meta_path.remove(h)
-        # JAX's recorder first: it wraps numpy functions the NumPy recorder may have wrapped before.
-        if self.jax is not None:
-            self.jax.uninstall()
-        if self.numpy is not None:
-            self.numpy.uninstall()
-
-    def _attach_torch(self, module=None):
-        if self._stopped or self.torch is not None:
-            return
-        from ivytrace.recorder.torch_recorder import recorder_for
-        self.torch = recorder_for(self)
-        if self.numpy is not None:   # region ids stay unique across the two recorders
-            self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
-        self.torch.install()
-        self._connect()
+        # In reverse: JAX's recorder first, it wraps numpy functions the NumPy recorder may have
+        # wrapped before.
+        for rec in reversed(self._recorders()):
+            rec.uninstall()
 
     def _connect(self):
         """Both recorders attached: conversions between them join the graphs (convert.py)."""
@@ -182,8 +179,6 @@ class Recorder:
         """Stop recording: framework hooks out, the session no longer active."""
         self._stopped = True
         self._unhook()
-        if self.torch is not None:
-            self.torch.uninstall()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
 
@@ -209,8 +204,6 @@ class Recorder:
         """Stop recording without writing anything more (the file belongs to another process)."""
         self._stopped = True
         self._unhook()
-        if self.torch is not None:
-            self.torch.uninstall()
         if self in _ACTIVE:
             _ACTIVE.remove(self)
         if self.writer is not None:
@@ -231,14 +224,14 @@ class Recorder:
     def add_root_module(self, module):
         """Name `module`'s parameters and submodules relative to it (for trace_graph(module))."""
         if self.torch is None and _fully_imported("torch"):
-            self._attach_torch()
+            self._attach("torch")
         if self.torch is not None:
             self.torch.register_root(module)
 
     def wrap_inputs(self, args, kwargs):
         """Region inputs as the recorders need them (NumPy arrays become recorded arrays)."""
         if self.numpy is None and "numpy" in self.frameworks and _fully_imported("numpy") and not self._stopped:
-            self._attach_numpy()
+            self._attach("numpy")
         if self.numpy is None or self._stopped or not _has_ndarray((args, kwargs)):
             return args, kwargs
         return self.numpy.wrap(tuple(args)), self.numpy.wrap(dict(kwargs))
@@ -262,7 +255,7 @@ class Recorder:
     def _region_begin(self, name: str, inputs, file: str = "", line: int = 0) -> int:
         if "jax" in self.frameworks and self.jax is None and _fully_imported("jax") and not self._stopped \
                 and _has_jax_array([v for _, v in inputs]):
-            self._attach_jax()
+            self._attach("jax")
         if self.jax is not None and not self._stopped and _has_jax_array([v for _, v in inputs]) \
                 and not _has_torch_tensor([v for _, v in inputs]):
             self._sync_region_ids()
@@ -272,17 +265,13 @@ class Recorder:
             return -rid if rid else 0
         if self.numpy is not None and not self._stopped and _has_ndarray([v for _, v in inputs]) \
                 and not _has_torch_tensor([v for _, v in inputs]):
-            # Region ids are unique in the trace: the two recorders draw from one sequence.
-            if self.torch is not None:
-                self.numpy._next_region = max(self.numpy._next_region, self.torch._next_region)
+            # Region ids are unique in the trace: the recorders draw from one sequence.
             self._sync_region_ids()
             rid = self.numpy.region_begin(name, inputs, file, line)
             self._sync_region_ids()
-            if self.torch is not None:
-                self.torch._next_region = max(self.torch._next_region, self.numpy._next_region)
             return -rid if rid else 0
         if self.torch is None and _fully_imported("torch") and not self._stopped:
-            self._attach_torch()
+            self._attach("torch")
         if self.torch is None or self._stopped:
             return 0
         self._sync_region_ids()

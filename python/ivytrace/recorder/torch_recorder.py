@@ -24,6 +24,8 @@ the rest (tests/python/test_speedups.py checks that both write the same records)
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import operator
 import os
 import sys
@@ -39,9 +41,11 @@ from torch.overrides import TorchFunctionMode
 from ivytrace.recorder import names as _names
 from ivytrace.recorder.encode import (A_DEVICE, A_DTYPE, A_SYMBOL, A_TENSOR, ArgEncoder, V,
                                       _int_cache, enc_int, ld, varint)
+from ivytrace.recorder import opevent as _op
 from ivytrace.recorder import sym as _sym
-from ivytrace.recorder.writer import (TAG_GUARD, TAG_REGION_BEGIN, TAG_REGION_END,
-                                      TAG_SHAPE_READ, TAG_TENSOR)
+from ivytrace.recorder.regions import RegionFraming
+from ivytrace.recorder.tags import OP, REF, TDATA, TENSOR, tags_of
+from ivytrace.recorder.writer import TAG_GUARD, TAG_SHAPE_READ, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
 try:
@@ -78,7 +82,7 @@ _DTYPE_NAMES = {
     "uint16": common_pb2.UINT16, "uint32": common_pb2.UINT32, "uint64": common_pb2.UINT64,
 }
 DTYPES = {getattr(torch, n): v for n, v in _DTYPE_NAMES.items() if hasattr(torch, n)}
-_DTYPE_FIELD = {dt: b"\x20" + V[e] for dt, e in DTYPES.items()}   # TensorRef.dtype = 4
+_DTYPE_FIELD = {dt: REF.DTYPE + V[e] for dt, e in DTYPES.items()}
 _DTYPE_ARG = {dt: A_DTYPE + V[e] for dt, e in DTYPES.items()}     # Arg.dtype = 7
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
@@ -90,25 +94,29 @@ _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
 _CONVERT = _names.CONVERT
 _SMALL = len(V)
-_VERSION = [b""] + [b"\x10" + V[n] for n in range(1, _SMALL)]   # TensorRef.version = 2
+_VERSION = [b""] + [REF.VERSION + V[n] for n in range(1, _SMALL)]
 _shapes: dict = {}
 # Ops whose result aliases their first argument's memory and version counter without being a
 # view (`_base` is None): recorded with the argument's storage id.
 _ALIAS_OPS = frozenset({"torch.Tensor.detach", "torch.detach"})
-# OpEvent.args (2) / OpEvent.result (4) headers around an Arg{tensor = 1} whose TensorRef is k bytes.
-_ARG_TENSOR = [b"\x12" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
-_RESULT_TENSOR = [b"\x22" + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+# OpEvent.args / OpEvent.result headers around an Arg{tensor} whose TensorRef is k bytes.
+_ARG_TENSOR = [OP.ARGS + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+_RESULT_TENSOR = [OP.RESULT + V[k + 2] + A_TENSOR + V[k] for k in range(120)]
+_SR = tags_of(trace_pb2.ShapeRead)
+_REF_ID, _REF_VERSION, _REF_STORAGE, _REF_SHAPE = REF.ID, REF.VERSION, REF.STORAGE, REF.SHAPE
+_OP_ARGS, _OP_RESULT, _OP_FLAGS, _OP_FILE, _OP_LINE = OP.ARGS, OP.RESULT, OP.FLAGS, OP.FILE, OP.LINE
+_OP_SCOPE, _OP_THREAD, _OP_START, _OP_DURATION = OP.SCOPE, OP.THREAD, OP.START_NS, OP.DURATION_NS
 
 
 def _version_field(v: int) -> bytes:
-    return _VERSION[v] if v < _SMALL else b"\x10" + varint(v)
+    return _VERSION[v] if v < _SMALL else _REF_VERSION + varint(v)
 
 
 def _shape_field(shape) -> bytes:
     """TensorRef.shape = 5 (packed); cached per shape."""
     b = _shapes.get(shape)
     if b is None:
-        b = ld(b"\x2a", b"".join(varint(int(d)) for d in shape)) if len(shape) else b""
+        b = ld(_REF_SHAPE, b"".join(varint(int(d)) for d in shape)) if len(shape) else b""
         if len(_shapes) < 100000:
             _shapes[shape] = b
     return b
@@ -203,7 +211,7 @@ def _plain_len(func, args, kwargs):
         return _sym._builtin_len(args[0])
 
 
-class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
+class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
     """The recorder is itself the mode: `__torch_function__` is `handle`, with no extra call.
     (The pure-Python recorder; TorchRecorder below adds the C fast path when it is built.)"""
 
@@ -231,7 +239,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         self._scopes = {}          # thread ident -> [(module, names, scope id, scope name, scope field)]
         self._internal_code = {}   # code object -> 0 if inside torch/ivytrace, else {f_lasti: file+line fields}
         self._files = {}           # filename -> OpEvent.file field bytes
-        self._lines = [b""] + [b"\x40" + V[n] for n in range(1, _SMALL)]
+        self._lines = [b""] + [_OP_LINE + V[n] for n in range(1, _SMALL)]
         self._threads = {}         # thread ident -> OpEvent.thread field bytes
         self._warned = set()
         self._regions = []         # open region ids
@@ -295,7 +303,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         self._next_tid = tid + 1
         b = t._base
         sid = tid if b is None else self._ref_of(b)[1]
-        r = (_weakref(t), tid, sid, b"\x08" + varint(tid), b"\x18" + varint(sid))
+        r = (_weakref(t), tid, sid, _REF_ID + varint(tid), _REF_STORAGE + varint(sid))
         ids[id(t)] = r
         if len(ids) > self._sweep_at:
             self._sweep()
@@ -311,7 +319,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         sid = self._ref_of(src)[2]
         tid = self._next_tid
         self._next_tid = tid + 1
-        r = (_weakref(t), tid, sid, b"\x08" + varint(tid), b"\x18" + varint(sid))
+        r = (_weakref(t), tid, sid, _REF_ID + varint(tid), _REF_STORAGE + varint(sid))
         self._ids[id(t)] = r
         return r
 
@@ -393,12 +401,12 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 return 0
         total = arr.nbytes
         mv = memoryview(arr)
-        # Tensor: dtype = 1, shape = 2 (packed), data = 3, name = 4, role = 5
-        head = (b"\x08" + varint(dtype) if dtype else b"") + (
-            ld(b"\x12", b"".join(varint(d) for d in shape)) if shape else b"")
-        tail = (ld(b"\x22", name.encode()) if name else b"") + b"\x28" + varint(role)
-        ref_field = ld(b"\x0a", ref)   # TensorData.ref = 1
-        total_field = b"\x20" + varint(total)
+        # TensorData{ref, value = Tensor{dtype, shape, data, name, role}, offset, total_bytes}
+        head = (TENSOR.DTYPE + varint(dtype) if dtype else b"") + (
+            ld(TENSOR.SHAPE, b"".join(varint(d) for d in shape)) if shape else b"")
+        tail = (ld(TENSOR.NAME, name.encode()) if name else b"") + TENSOR.ROLE + varint(role)
+        ref_field = ld(TDATA.REF, ref)
+        total_field = TDATA.TOTAL_BYTES + varint(total)
         add = self.w.add_parts
         at_once = getattr(self.w, "writes_at_once", False)
         for off in range(0, max(total, 1), CHUNK_BYTES):
@@ -410,10 +418,10 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             if not at_once:
                 chunk = chunk.tobytes()
             n = len(chunk)
-            data_tag = b"\x1a" + varint(n)
+            data_tag = TENSOR.DATA + varint(n)
             tensor_len = len(head) + len(data_tag) + n + len(tail)
-            parts = [ref_field, b"\x12", varint(tensor_len), head, data_tag, chunk, tail,
-                     (b"\x18" + varint(off) if off else b""), total_field]
+            parts = [ref_field, TDATA.VALUE, varint(tensor_len), head, data_tag, chunk, tail,
+                     (TDATA.OFFSET + varint(off) if off else b""), total_field]
             add(TAG_TENSOR, parts, tensor_bytes=n)
             if total > CHUNK_BYTES:
                 self.w.emit()   # bounded memory: do not queue several 64 MiB chunks
@@ -438,9 +446,9 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 if b is None:
                     fb = self._files.get(c.co_filename)
                     if fb is None:
-                        fb = self._files[c.co_filename] = b"\x38" + varint(self._intern(c.co_filename))
+                        fb = self._files[c.co_filename] = _OP_FILE + varint(self._intern(c.co_filename))
                     n = f.f_lineno or 0
-                    b = lines[f.f_lasti] = fb + (self._lines[n] if n < _SMALL else b"\x40" + varint(n))
+                    b = lines[f.f_lasti] = fb + (self._lines[n] if n < _SMALL else _OP_LINE + varint(n))
                 return b
             f = f.f_back
         return b""
@@ -464,7 +472,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         ident = self._get_ident()
         tb = self._threads.get(ident)
         if tb is None:
-            tb = self._threads[ident] = b"\x50" + varint(ident)
+            tb = self._threads[ident] = _op.thread_field(ident)
         st = self._scopes.get(ident)
         if st and st[-1][2]:
             return st[-1][4] + tb
@@ -490,7 +498,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         return info
 
     def _make_info(self, kind, name, obj):
-        op = b"\x08" + varint(self._intern(name)) if kind != _SKIP else b""
+        op = _op.op_field(self._intern(name)) if kind != _SKIP else b""
         return (kind, op, self._schemas.is_random(name), name, obj)
 
     def handle(self, func, types, args=(), kwargs=None, invoke=None):
@@ -546,14 +554,13 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             else:
                 b = enc(a, ins)
             n = len(b)
-            append(b"\x12")   # OpEvent.args = 2
+            append(_OP_ARGS)
             append(V[n] if n < _SMALL else varint(n))
             append(b)
         if kwargs:
             for k, a in kwargs.items():
                 b = enc(a, ins)
-                kw = ld(b"\x0a", k.encode()) + ld(b"\x12", b)   # KwArg name = 1, value = 2
-                append(ld(b"\x1a", kw))                           # OpEvent.kwargs = 3
+                append(_op.kwarg_field(k, b))
         if self._sym_seen:   # symbolic ints among the arguments: the call gets plain ints
             self._sym_seen = 0
             args, kwargs = self._unwrap_call(args, kwargs)
@@ -598,11 +605,11 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 append(ref)
             else:
                 b = A_TENSOR + varint(k) + ref
-                append(b"\x22" + varint(len(b)))
+                append(_OP_RESULT + varint(len(b)))
                 append(b)
         else:
             b = self._out.encode(result, outs)
-            append(b"\x22")   # OpEvent.result = 4
+            append(_OP_RESULT)
             append(varint(len(b)))
             append(b)
             if ins and any(e is _SYM_IN for e in ins):
@@ -613,7 +620,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         if mutated:
             flags |= INPLACE
             for t, r, v in mutated:
-                append(ld(b"\x2a", r[3] + _version_field(v) + r[4]))   # OpEvent.mutated = 5
+                append(_op.mutated_field(r[3] + _version_field(v) + r[4]))
             outs.extend(mutated)
 
         const = self._const
@@ -653,7 +660,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
 
         # file/line, scope, thread, timing
         if flags:
-            append(b"\x30" + V[flags])   # OpEvent.flags = 6
+            append(_OP_FLAGS + V[flags])
         if f is None:   # called from C: the caller of the recorded function is the next frame
             f = _getframe(1)
         lines = self._internal_code.get(f.f_code)
@@ -665,15 +672,13 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             append(st[-1][4])
         tb = self._threads.get(ident)
         if tb is None:
-            tb = self._threads[ident] = b"\x50" + varint(ident)
+            tb = self._threads[ident] = _op.thread_field(ident)
         append(tb)
-        append(b"\x58" + varint(start - self._t0))   # start_ns = 11
-        d = end - start
-        append(b"\x60" + (V[d] if d < _SMALL else varint(d)))   # duration_ns = 12
+        append(_op.time_fields(start - self._t0, end - start))
         if values is None:
             self.w.emit_op(b"".join(parts))
             return result
-        self.w.add(b"\x0a", b"".join(parts), op=True)   # Record.op, then the values
+        _op.write_op(self.w, parts)   # Record.op, then the values
         done = set()
         for t, r, v in outs:
             if r[1] not in done:
@@ -690,19 +695,16 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         if mutated:
             flags |= INPLACE
             for t, r, v in mutated:
-                parts.append(ld(b"\x2a", r[3] + _version_field(v) + r[4]))
+                parts.append(_op.mutated_field(r[3] + _version_field(v) + r[4]))
         self.w.emit_op(self._payload(parts, flags, start, end))
 
     __torch_function__ = handle
 
     def _payload(self, parts, flags, start, end) -> bytes:
-        if flags:
-            parts.append(b"\x30" + V[flags])          # OpEvent.flags = 6
+        parts.append(_op.flags_field(flags))
         parts.append(self._file_line(_getframe(1)))
         parts.append(self._scope_thread())
-        parts.append(b"\x58" + varint(start - self._t0))   # start_ns = 11
-        d = end - start
-        parts.append(b"\x60" + (V[d] if d < _SMALL else varint(d)))   # duration_ns = 12
+        parts.append(_op.time_fields(start - self._t0, end - start))
         return b"".join(parts)
 
     def _mutations(self, ins):
@@ -727,9 +729,9 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
         if isinstance(t, _Tensor):
             r = self._ref_of(t)
             fid, line = self._location()
-            # ShapeRead: tensor = 1, op = 2, value = 3, file = 4, line = 5
-            payload = (ld(b"\x0a", r[3] + _version_field(t._version) + r[4]) + b"\x10" + info[1][1:]
-                       + ld(b"\x1a", self._ref.encode(result, [])) + b"\x20" + varint(fid) + b"\x28" + varint(line))
+            # ShapeRead{tensor, op, value, file, line}; info[1] is the OpEvent.op field: its id after the tag
+            payload = (ld(_SR.TENSOR, r[3] + _version_field(t._version) + r[4]) + _SR.OP + info[1][len(OP.OP):]
+                       + ld(_SR.VALUE, self._ref.encode(result, [])) + _SR.FILE + varint(fid) + _SR.LINE + varint(line))
             self.w.emit(TAG_SHAPE_READ, payload)
             if self._regions and self._get_ident() == self._thread and self._sym_known(t) is not None:
                 return self._symbolic(info[3], t, args, kwargs, result)
@@ -922,7 +924,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
             ps = parent[3]
             qn = f"{ps}.{type(module).__name__}" if ps else type(module).__name__
         sid = self._intern(qn) if qn else 0
-        st.append((module, parent[1], sid, qn, b"\x48" + varint(sid) if sid else b""))
+        st.append((module, parent[1], sid, qn, _OP_SCOPE + varint(sid) if sid else b""))
         return None
 
     def _post_hook(self, module, args, output):
@@ -935,73 +937,63 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost):
                 break
         return None
 
-    # -- regions ----------------------------------------------------------------------------
-    def region_begin(self, name, inputs, file="", line=0) -> int:
-        """Write RegionBegin (inputs: list of (name, value)) and REGION_INPUT values."""
-        if self._get_ident() != self._thread or not self._active:
-            return 0
-        with torch._C.DisableTorchFunction():
-            rid = self._next_region
-            self._next_region += 1
-            tensors = []
-            sym_inputs = []
-            named = []
-            for n, v in inputs:
-                if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
-                    b = self._sym_input_ref(v)
-                    sym_inputs.append(v)
-                else:
-                    b = self._ref.encode(v, tensors)
-                named.append(common_pb2.NamedArg(name=n, value=common_pb2.Arg.FromString(b)))
-            fid = self._intern(file) if file else 0
-            msg = trace_pb2.RegionBegin(region=rid, name=name, inputs=named, file=fid, line=line)
-            self.w.add(TAG_REGION_BEGIN, msg.SerializeToString())
-            self._frames.append(self._frame)
-            self._frame = fr = _Frame()
-            self._regions.append(rid)
-            for v in sym_inputs:
-                self._sym_bind_input(v, fr)
-            for t, r, v in _unique(tensors):
-                fr.known[r[1]] = v
-                fr.inputs[r[1]] = v
-                fr.input_refs.append((t, r, v))
-                self._const.pop(r[1], None)
-                self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
-            self.w.emit()
-            return rid
+    # -- regions: RegionFraming's hooks (regions.py; region_begin / region_end are shared) ------
+    def _records_regions(self) -> bool:
+        return self._get_ident() == self._thread and self._active
 
-    def region_end(self, rid, result=None, raised=False):
-        if not rid or rid not in self._regions:
-            return
-        with torch._C.DisableTorchFunction():
-            tensors = []
-            msg = trace_pb2.RegionEnd(region=rid, raised=raised)
-            if not raised:
-                msg.result.CopyFrom(common_pb2.Arg.FromString(self._ref.encode(result, tensors)))
-                fr = self._frame
-                for t, r, v in _unique(tensors):
-                    if fr.known.get(r[1]) != v and fr.written.get(r[2]) != v:
-                        self._define_external(t, r, v, self._full_ref(t, r, v))
-            self.w.add(TAG_REGION_END, msg.SerializeToString())
-            for t, r, v in _unique(tensors):
-                self._write_value(t, self._full_ref(t, r, v), REGION_OUTPUT)
-            self.w.emit()
-            # Close `rid` (and any region left open inside it): what a region computed is known
-            # to the enclosing frame too; its inputs are not.
-            while self._regions:
-                top = self._regions.pop()
-                inner = self._frame
-                outer = self._frame = self._frames.pop()
-                inputs = inner.inputs
-                for tid, v in inner.known.items():
-                    if inputs.get(tid) != v:
-                        outer.known[tid] = v
-                outer.written.update(inner.written)
-                if top == rid:
-                    break
+    @staticmethod
+    def _quiet():
+        return torch._C.DisableTorchFunction()
 
+    @property
+    def _region_encoder(self):
+        return self._ref
+
+    def _encode_region_input(self, v, tensors, extra) -> bytes:
+        if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
+            extra.append(v)
+            return self._sym_input_ref(v)
+        return self._ref.encode(v, tensors)
+
+    def _enter_frame(self):
+        self._frames.append(self._frame)
+        self._frame = _Frame()
+
+    def _bind_region_inputs(self, rid, tensors, sym_inputs, file, line):
+        fr = self._frame
+        for v in sym_inputs:
+            self._sym_bind_input(v, fr)
+        for t, r, v in _unique(tensors):
+            fr.known[r[1]] = v
+            fr.inputs[r[1]] = v
+            fr.input_refs.append((t, r, v))
+            self._const.pop(r[1], None)
+            self._write_value(t, self._full_ref(t, r, v), REGION_INPUT)
+
+    def _define_region_result(self, tensors):
+        fr = self._frame
+        for t, r, v in _unique(tensors):
+            if fr.known.get(r[1]) != v and fr.written.get(r[2]) != v:
+                self._define_external(t, r, v, self._full_ref(t, r, v))
+
+    def _write_region_outputs(self, tensors):
+        for t, r, v in _unique(tensors):
+            self._write_value(t, self._full_ref(t, r, v), REGION_OUTPUT)
+
+    def _leave_frame(self):
+        """What a region computed is known to the enclosing frame too; its inputs are not."""
+        inner = self._frame
+        outer = self._frame = self._frames.pop()
+        inputs = inner.inputs
+        for tid, v in inner.known.items():
+            if inputs.get(tid) != v:
+                outer.known[tid] = v
+        outer.written.update(inner.written)
 
 if _speedups is not None:
+    from ivytrace.recorder.tags import c_tags as _c_tags
+    _speedups.set_tags(_c_tags(), INPLACE)   # the C path writes the descriptors' tags too
+
     class TorchRecorder(_PyTorchRecorder, _speedups.RecorderBase):
         """The recorder with its common call recorded in C (ivytrace/_speedups.c): the tables
         above are members of the C base, shared by both paths; every call the C path does not

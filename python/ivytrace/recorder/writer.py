@@ -12,11 +12,14 @@ records, so a killed process leaves a file readable up to its last complete reco
 """
 from __future__ import annotations
 
+from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
+
 import os
 import threading
 import zlib
 
 from ivytrace.recorder.encode import V, varint
+from ivytrace.recorder.tags import REC
 from ivytrace.v1 import trace_pb2
 
 try:
@@ -26,18 +29,18 @@ except ImportError:   # built without the C extension: write() path below
 
 MAGIC = b"IVYTRC01"
 
-# Field tags of the `Record.kind` oneof members (field number << 3 | wire type 2). A record is
+# Field tags of the `Record.kind` oneof members (from the descriptors, tags.py). A record is
 # framed by hand as tag + varint(len) + payload, which is byte-for-byte what serializing a
 # `Record` with that one field set produces, without building the wrapper message per op.
-TAG_OP = b"\x0a"            # Record.op = 1
-TAG_TENSOR = b"\x12"        # Record.tensor = 2
-TAG_INTERN = b"\x1a"        # Record.intern = 3
-TAG_REGION_BEGIN = b"\x22"  # Record.region_begin = 4
-TAG_REGION_END = b"\x2a"    # Record.region_end = 5
-TAG_GUARD = b"\x32"         # Record.guard = 6
-TAG_SHAPE_READ = b"\x3a"    # Record.shape_read = 7
-TAG_HEADER = b"\x72"        # Record.header = 14
-TAG_FOOTER = b"\x7a"        # Record.footer = 15
+TAG_OP = REC.OP
+TAG_TENSOR = REC.TENSOR
+TAG_INTERN = REC.INTERN
+TAG_REGION_BEGIN = REC.REGION_BEGIN
+TAG_REGION_END = REC.REGION_END
+TAG_GUARD = REC.GUARD
+TAG_SHAPE_READ = REC.SHAPE_READ
+TAG_HEADER = REC.HEADER
+TAG_FOOTER = REC.FOOTER
 
 _SMALL = len(V)
 
@@ -50,7 +53,7 @@ def frame(tag: bytes, payload: bytes) -> bytes:
     """
     n = len(payload)
     inner = V[n] if n < _SMALL else varint(n)
-    m = 1 + len(inner) + n
+    m = len(tag) + len(inner) + n
     return (V[m] if m < _SMALL else varint(m)) + tag + inner + payload
 
 
@@ -58,7 +61,7 @@ def frame_parts(tag: bytes, parts: list) -> list:
     """Like frame() for a payload given as a list of bytes-like parts (no copy until written)."""
     n = sum(len(p) for p in parts)
     inner = varint(n)
-    return [varint(1 + len(inner) + n), tag, inner, *parts]
+    return [varint(len(tag) + len(inner) + n), tag, inner, *parts]
 
 
 def seal_footer(footer: trace_pb2.Footer) -> None:
