@@ -708,17 +708,11 @@ def _source_framework(fn, args, kwargs) -> str:
 
 
 def _load(plan_path, to, source):
-    """Load the exported plan, for framework `to` when given (retargeting: the runtime's
-    `load_plan(path, target=...)`)."""
-    if to is None:
+    """Load the exported plan, replayed in framework `to` when given (retargeting: the runtime
+    converts inputs and outputs at the boundary and refuses, at load, ops `to` cannot run)."""
+    if to is None or to == source:
         return load_plan(plan_path)
-    if "target" in inspect.signature(load_plan).parameters:
-        return load_plan(plan_path, target=to)
-    if to == source:
-        return load_plan(plan_path)
-    raise NotImplementedError(f"ivytrace: to={to!r}: this graph was traced in {source}, and this ivytrace cannot "
-                              f"replay a {source} graph in {to} (its plan runtime has no retargeting); trace "
-                              f"without to=, or in {to} itself")
+    return load_plan(plan_path, target=to)
 
 
 def _compile_backend(spec, target, static_positions, static_names):
@@ -840,8 +834,6 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
     is_module = _is_torch_module(fn)
     source = _source_framework(fn, args, kwargs)
     target = to or source
-    if to is not None and to != source and "target" not in inspect.signature(load_plan).parameters:
-        _load(None, to, source)   # raises: no retargeting in this runtime (before recording anything)
     if return_backend_traced_fn and target == "numpy":
         raise ValueError(_NUMPY_BACKEND_FN)
     workdir = tempfile.mkdtemp(prefix="ivytrace-")

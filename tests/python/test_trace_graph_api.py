@@ -420,11 +420,25 @@ def test_to_names_a_known_framework():
     assert torch.equal(g(x), x * 2)
 
 
-@pytest.mark.skipif("target" in inspect.signature(load_plan).parameters,
-                    reason="the plan runtime retargets graphs (its own tests cover to=)")
-def test_to_another_framework_without_retargeting_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match="traced in torch.*cannot replay a torch graph in jax"):
-        ivytrace.trace_graph(lambda x: x * 2, args=(torch.ones(2),), to="jax")
+def test_to_replays_a_torch_graph_in_numpy_and_jax():
+    # The runtime's retargeting (load_plan(target=...)): inputs converted at the boundary, the
+    # outputs are the target's arrays.
+    lin = torch.nn.Linear(4, 3)
+
+    def f(x):
+        return torch.relu(lin(x)) * 2
+
+    x = torch.randn(5, 4)
+    with torch.no_grad():
+        want = f(x).numpy()
+        g_np = ivytrace.trace_graph(f, args=(x,), to="numpy")
+        g_jax = ivytrace.trace_graph(f, args=(x,), to="jax")
+    got_np = g_np(x.numpy())
+    assert isinstance(got_np, np.ndarray)
+    np.testing.assert_allclose(got_np, want, rtol=1e-4, atol=1e-5)
+    got_jax = g_jax(x)
+    assert type(got_jax).__module__.startswith("jax")
+    np.testing.assert_allclose(np.asarray(got_jax), want, rtol=1e-4, atol=1e-5)
 
 
 # -- stateful: keyword arguments -------------------------------------------------------------------
