@@ -627,6 +627,19 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   return Status::Ok();
 }
 
+namespace {
+// interpolate's scale_factor (a number or one per spatial dim) as `n` doubles.
+Status ScaleFactors(const BoundCall& call, int n, std::vector<double>* s) {
+  const v1::Arg* sf = call.Get("scale_factor");
+  if (auto f = AsDouble(*sf)) s->assign(n, *f);
+  else if (const v1::ArgList* l = Items(sf)) {
+    for (const auto& it : l->items()) s->push_back(AsDouble(it).value_or(0.0));
+  }
+  if (static_cast<int>(s->size()) != n) return Status::Unsupported("scale_factor " + ArgToString(*sf, true));
+  return Status::Ok();
+}
+}  // namespace
+
 Status LowerInterpolate(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -659,12 +672,7 @@ Status LowerInterpolate(const Node& node, const BoundCall& call, LoweringContext
   const bool by_scale = !call.IsNone("scale_factor") && !call.Bool("recompute_scale_factor").value_or(false);
   if (by_scale) {
     std::vector<double> s;
-    const v1::Arg* sf = call.Get("scale_factor");
-    if (auto f = AsDouble(*sf)) s.assign(n, *f);
-    else if (const v1::ArgList* l = Items(sf)) {
-      for (const auto& it : l->items()) s.push_back(AsDouble(it).value_or(0.0));
-    }
-    if (static_cast<int>(s.size()) != n) return Status::Unsupported("scale_factor " + ArgToString(*sf, true));
+    IVY_RETURN_IF_ERROR(ScaleFactors(call, n, &s));
     std::vector<Number> values = {Number::Float(1.0), Number::Float(1.0)};
     for (double v : s) values.push_back(Number::Float(v));
     onnx::TensorProto t;
@@ -693,12 +701,7 @@ Status LowerInterpolate(const Node& node, const BoundCall& call, LoweringContext
     } else if (!call.IsNone("scale_factor")) {
       // recompute_scale_factor: the output size is floor(in * scale), from the run-time input size.
       std::vector<double> s;
-      const v1::Arg* sf = call.Get("scale_factor");
-      if (auto f = AsDouble(*sf)) s.assign(n, *f);
-      else if (const v1::ArgList* l = Items(sf)) {
-        for (const auto& it : l->items()) s.push_back(AsDouble(it).value_or(0.0));
-      }
-      if (static_cast<int>(s.size()) != n) return Status::Unsupported("scale_factor " + ArgToString(*sf, true));
+      IVY_RETURN_IF_ERROR(ScaleFactors(call, n, &s));
       std::vector<Number> scales;
       for (double v : s) scales.push_back(Number::Float(v));
       onnx::TensorProto t;
