@@ -96,7 +96,10 @@ int RunExport(const ExportOptions& o) {
     spdlog::warn("the ONNX model is specialized on {} guard(s) (written into its metadata_props); inputs that "
                  "would fail them take the recorded path anyway", lg.graph.guards.size());
   }
-  onnx::ModelProto model;
+  // On an arena: a million-node model is millions of small messages and strings, and an arena
+  // makes building them cheap and freeing them one step (bench/bench_scale.py).
+  google::protobuf::Arena arena;
+  onnx::ModelProto& model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
   st = ExportOnnx(lg.graph, oo, &model);
   if (!st.ok()) return Fail("export", st, kExitUnsupported);
   std::string bytes;

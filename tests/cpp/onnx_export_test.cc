@@ -454,6 +454,27 @@ TEST(OnnxExport, DuplicateParameterNamesAreMadeUnique) {
   EXPECT_EQ(InitializerNames(m), (Strings{"w", "w_1", "const_" + std::to_string(c3)}));
 }
 
+// Value names come from one table of every name in the graph (inputs, initializers, results);
+// node names are made unique per ivytrace node (see LoweringContext).
+TEST(OnnxExport, GeneratedNamesStepAroundTakenOnes) {
+  Builder b;
+  ValueId x = b.Input("x", {3});
+  ValueId p = b.Param("v2", {3});                             // an initializer named like a result
+  ValueId s = b.Call("torch.add", {b.T(x), b.T(p)}, {3});     // %2: "v2" is taken
+  ValueId t = b.Call("torch.mul", {b.T(s), b.T(s)}, {3});
+  b.Output(b.Call("torch.exp", {b.T(t)}, {3}));
+  ASSERT_EQ(s, 2u);
+  onnx::ModelProto m = ExportOk(b.g);
+  ASSERT_EQ(m.graph().node_size(), 3);
+  EXPECT_EQ(m.graph().node(0).output(0), "v2_1");
+  EXPECT_EQ(m.graph().node(1).input(0), "v2_1");
+  EXPECT_EQ(m.graph().node(1).output(0), "v" + std::to_string(t));
+  EXPECT_EQ(m.graph().node(2).output(0), "output");
+  Strings names;
+  for (const auto& n : m.graph().node()) names.push_back(n.name());
+  EXPECT_EQ(names, (Strings{"n0.Add", "n1.Mul", "n2.Exp"}));
+}
+
 TEST(OnnxExport, UnsupportedOpsAreAllListedWithTheirLines) {
   Builder b;
   ValueId x = b.Input("x", {4, 3});
