@@ -475,6 +475,28 @@ TEST(OnnxExport, GeneratedNamesStepAroundTakenOnes) {
   EXPECT_EQ(names, (Strings{"n0.Add", "n1.Mul", "n2.Exp"}));
 }
 
+// Inference runs on the model itself and leaves nothing behind; above max_inferred_nodes it is
+// skipped and the outputs take the recorded shapes with dim 0 as the batch, which for this graph
+// is what inference derives.
+TEST(OnnxExport, OutputShapesWithAndWithoutInference) {
+  Builder b;
+  ValueId x = b.Input("x", {4, 3});
+  ValueId w = b.Param("w", {5, 3});
+  ValueId y = b.Call("torch.nn.functional.linear", {b.T(x), b.T(w)}, {4, 5});
+  b.Output(b.Call("torch.relu", {b.T(y)}, {4, 5}));
+  onnx::ModelProto inferred = ExportOk(b.g);
+  OnnxExportOptions skip;
+  skip.max_inferred_nodes = 1;
+  onnx::ModelProto recorded = ExportOk(b.g, skip);
+  EXPECT_EQ(inferred.graph().value_info_size(), 0);
+  EXPECT_EQ(recorded.graph().value_info_size(), 0);
+  const auto& shape = inferred.graph().output(0).type().tensor_type().shape();
+  ASSERT_EQ(shape.dim_size(), 2);
+  EXPECT_EQ(shape.dim(0).dim_param(), "batch");
+  EXPECT_EQ(shape.dim(1).dim_value(), 5);
+  EXPECT_EQ(inferred.SerializeAsString(), recorded.SerializeAsString());
+}
+
 TEST(OnnxExport, UnsupportedOpsAreAllListedWithTheirLines) {
   Builder b;
   ValueId x = b.Input("x", {4, 3});
