@@ -27,11 +27,12 @@ class StringSet {
   // Inserts `s` if absent. Returns the stored copy (valid while the set lives) and whether `s`
   // was new.
   std::pair<std::string_view, bool> Insert(std::string_view s) {
-    auto it = set_.find(s);
-    if (it != set_.end()) return {*it, false};
-    std::string_view kept = Store(s);
-    set_.insert(kept);
-    return {kept, true};
+    bool added = false;
+    auto it = set_.lazy_emplace(s, [&](const auto& construct) {  // one probe, not find + insert
+      added = true;
+      construct(Store(s));
+    });
+    return {*it, added};
   }
   bool Contains(std::string_view s) const { return set_.contains(s); }
   // A copy of `s` that lives as long as the set, without making it a member.

@@ -475,6 +475,23 @@ TEST(OnnxExport, GeneratedNamesStepAroundTakenOnes) {
   EXPECT_EQ(names, (Strings{"n0.Add", "n1.Mul", "n2.Exp"}));
 }
 
+// The other way round: a result took "v1" first, and a parameter named "v1" comes later.
+TEST(OnnxExport, InitializerNamesStepAroundResultNames) {
+  Builder b;
+  ValueId x = b.Input("x", {3});
+  ValueId s = b.Call("torch.add", {b.T(x), b.T(x)}, {3});
+  ValueId p = b.Param("v" + std::to_string(s), {3});
+  ValueId t = b.Call("torch.mul", {b.T(s), b.T(p)}, {3});
+  b.Output(b.Call("torch.exp", {b.T(t)}, {3}));
+  onnx::ModelProto m = ExportOk(b.g);
+  ASSERT_EQ(m.graph().node_size(), 3);
+  const std::string plain = "v" + std::to_string(s);
+  EXPECT_EQ(m.graph().node(0).output(0), plain);
+  EXPECT_EQ(InitializerNames(m), (Strings{plain + "_1"}));
+  EXPECT_EQ(m.graph().node(1).input(0), plain);
+  EXPECT_EQ(m.graph().node(1).input(1), plain + "_1");
+}
+
 // Inference runs on the model itself and leaves nothing behind; above max_inferred_nodes it is
 // skipped and the outputs take the recorded shapes with dim 0 as the batch, which for this graph
 // is what inference derives.

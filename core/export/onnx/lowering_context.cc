@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <tuple>
 #include <cstring>
 
 #include "core/ir/arg.h"
@@ -144,8 +143,22 @@ void SetAttr(onnx::NodeProto* n, const std::string& name, const onnx::TensorProt
 
 LoweringContext::LoweringContext(const Graph& graph, const OnnxExportOptions& options,
                                  onnx::GraphProto* out)
-    : graph_(graph), options_(options), out_(out), value_names_(graph.values.size()) {
-  names_.Reserve(graph.nodes.size() + graph.values.size() / 4 + 64);
+    : graph_(graph),
+      options_(options),
+      out_(out),
+      value_names_(graph.values.size()),
+      plain_result_name_(graph.values.size(), false) {
+  names_.Reserve(graph.nodes.size() / 4 + 64);
+}
+
+bool LoweringContext::IsPlainResultName(std::string_view s) const {
+  if (s.size() < 2 || s.size() > 11 || s[0] != 'v' || (s[1] == '0' && s.size() > 2)) return false;
+  uint64_t id = 0;
+  for (char c : s.substr(1)) {
+    if (c < '0' || c > '9') return false;
+    id = id * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return id < plain_result_name_.size() && plain_result_name_[id];
 }
 
 std::optional<ValueId> LoweringContext::ResultTensor(const Node& node) {
@@ -155,20 +168,20 @@ std::optional<ValueId> LoweringContext::ResultTensor(const Node& node) {
 
 std::string_view LoweringContext::Unique(std::string_view base) {
   if (base.empty()) base = "t";
-  auto [kept, added] = names_.Insert(base);
-  if (added) return kept;
-  std::string candidate;
+  std::string candidate(base);
   for (int i = 1;; ++i) {
+    if (!IsPlainResultName(candidate)) {
+      auto [kept, added] = names_.Insert(candidate);
+      if (added) return kept;
+    }
     candidate.assign(base);
     candidate += '_';
     candidate += std::to_string(i);
-    std::tie(kept, added) = names_.Insert(candidate);
-    if (added) return kept;
   }
 }
 
 Status LoweringContext::ReserveName(const std::string& name) {
-  if (!names_.Insert(name).second) {
+  if (IsPlainResultName(name) || !names_.Insert(name).second) {
     return Status::InvalidArgument("the ONNX graph would have two values named '" + name + "'");
   }
   return Status::Ok();
@@ -238,6 +251,11 @@ std::string LoweringContext::Out(ValueId v) {
   }
   std::string base = "v";
   base += std::to_string(v);
+  if (!names_.Contains(base)) {  // no other name is "v<v>", and no other result takes it plainly
+    plain_result_name_[v] = true;
+    value_names_[v] = names_.Store(base);
+    return base;
+  }
   value_names_[v] = Unique(base);
   return std::string(value_names_[v]);
 }
