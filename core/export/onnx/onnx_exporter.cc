@@ -25,9 +25,10 @@ using onnx_export::LoweringContext;
 constexpr int kMinOpset = 13;  // Squeeze/Unsqueeze/ReduceSum/Slice take axes as inputs
 
 // Strict ONNX type/shape inference runs on models up to OnnxExportOptions::max_inferred_nodes
-// (default 250,000) nodes, and is skipped above. Why: libonnx 1.12's inference keeps a std::unordered_map from every value's name to a TypeProto
-// and writes a value_info per value; at a million nodes it was 30% of `export --to onnx` and grew
-// faster than the graph (hash tables past the cache), while the issue asks for linear exports.
+// (default 250,000) nodes, and is skipped above. Why: libonnx 1.12's inference keeps a
+// std::unordered_map from every value's name to a TypeProto and writes a value_info per value; at
+// a million nodes it was 30% of `export --to onnx` and grew faster than the graph (hash tables
+// past the cache), while issue 16 asks for exports that scale linearly.
 // What is lost above the size: the type mismatches inference finds and the checker does not (a
 // lowering bug; onnxruntime would refuse such a model when loading it), and inferred output dims:
 // outputs then take the recorded shapes, dim 0 "batch" when it has the batch size, as for the dims
