@@ -33,7 +33,7 @@ constexpr int kMinOpset = 13;  // Squeeze/Unsqueeze/ReduceSum/Slice take axes as
 // lowering bug; onnxruntime would refuse such a model when loading it), and inferred output dims:
 // outputs then take the recorded shapes, dim 0 "batch" when it has the batch size, as for the dims
 // inference cannot tell. The checker still runs on every model. Graphs of real models are far
-// below the size (ResNet-50 and BERT-large export a few thousand nodes).
+// below the size (ResNet-50 and BERT-large export at most a few thousand nodes).
 
 std::string Location(const Node& n) {
   if (n.loc.file().empty()) return "";
