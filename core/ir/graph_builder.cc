@@ -157,7 +157,7 @@ class Builder {
       case v1::Record::kRegionEnd: return EndRegion(rec->region_end());
       case v1::Record::kOp:
         ++ops_read_;
-        if (active_ || (regions_seen_ == 0 && want_name_.empty())) return AddOp(rec->op());
+        if (active_ || (regions_seen_ == 0 && want_name_.empty())) return AddOp(rec->mutable_op());
         break;
       case v1::Record::kGuard:
         if (active_) return AddGuard(rec->guard());
@@ -326,7 +326,10 @@ class Builder {
     return Status::Ok();
   }
 
-  Status AddOp(const v1::OpEvent& op) {
+  // Takes the event's argument trees (swapped out, not copied: the record is parsed afresh for
+  // the next op, and a deep copy of each call's arguments was a tenth of building the graph).
+  Status AddOp(v1::OpEvent* event) {
+    v1::OpEvent& op = *event;
     Node n;
     n.op = reader_.String(op.op());
     n.schema = registry_.Find(n.op);
@@ -343,9 +346,11 @@ class Builder {
       st = Resolve(*r, where, &id);
       r->set_value(id);
     };
-    n.args.assign(op.args().begin(), op.args().end());
+    n.args.resize(op.args_size());
+    for (int i = 0; i < op.args_size(); ++i) n.args[i].Swap(op.mutable_args(i));
     for (auto& a : n.args) ForEachTensorMutable(&a, resolve);
-    n.kwargs.assign(op.kwargs().begin(), op.kwargs().end());
+    n.kwargs.resize(op.kwargs_size());
+    for (int i = 0; i < op.kwargs_size(); ++i) n.kwargs[i].Swap(op.mutable_kwargs(i));
     for (auto& kw : n.kwargs) ForEachTensorMutable(kw.mutable_value(), resolve);
     IVY_RETURN_IF_ERROR(st);
 
@@ -374,9 +379,10 @@ class Builder {
       mine.emplace_back(key, id);
       r->set_value(id);
     };
-    n.result = op.result();
+    n.result.Swap(op.mutable_result());
     ForEachTensorMutable(&n.result, define);
-    n.mutated.assign(op.mutated().begin(), op.mutated().end());
+    n.mutated.resize(op.mutated_size());
+    for (int i = 0; i < op.mutated_size(); ++i) n.mutated[i].Swap(op.mutable_mutated(i));
     // Views share their base's version counter, so one write bumps every alias the call was
     // passed (`t[0] += 5` on a view passes both the view and the item). Only one of them was
     // written: the first argument (self) if it is among them; the others are re-derived from

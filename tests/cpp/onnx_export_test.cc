@@ -459,6 +459,75 @@ TEST(OnnxExport, DuplicateParameterNamesAreMadeUnique) {
   EXPECT_EQ(InitializerNames(m), (Strings{"w", "w_1", "const_" + std::to_string(c3)}));
 }
 
+// Value names come from one table of every name in the graph (inputs, initializers, results);
+// node names are made unique per ivytrace node (see LoweringContext).
+TEST(OnnxExport, GeneratedNamesStepAroundTakenOnes) {
+  Builder b;
+  ValueId x = b.Input("x", {3});
+  ValueId p = b.Param("v2", {3});                             // an initializer named like a result
+  ValueId s = b.Call("torch.add", {b.T(x), b.T(p)}, {3});     // %2: "v2" is taken
+  ValueId t = b.Call("torch.mul", {b.T(s), b.T(s)}, {3});
+  b.Output(b.Call("torch.exp", {b.T(t)}, {3}));
+  ASSERT_EQ(s, 2u);
+  onnx::ModelProto m = ExportOk(b.g);
+  ASSERT_EQ(m.graph().node_size(), 3);
+  EXPECT_EQ(m.graph().node(0).output(0), "v2_1");
+  EXPECT_EQ(m.graph().node(1).input(0), "v2_1");
+  EXPECT_EQ(m.graph().node(1).output(0), "v" + std::to_string(t));
+  EXPECT_EQ(m.graph().node(2).output(0), "output");
+  Strings names;
+  for (const auto& n : m.graph().node()) names.push_back(n.name());
+  EXPECT_EQ(names, (Strings{"n0.Add", "n1.Mul", "n2.Exp"}));
+}
+
+// The other way round: a result took "v1" first, and a parameter named "v1" comes later.
+TEST(OnnxExport, InitializerNamesStepAroundResultNames) {
+  Builder b;
+  ValueId x = b.Input("x", {3});
+  ValueId s = b.Call("torch.add", {b.T(x), b.T(x)}, {3});
+  ValueId p = b.Param("v" + std::to_string(s), {3});
+  ValueId t = b.Call("torch.mul", {b.T(s), b.T(p)}, {3});
+  b.Output(b.Call("torch.exp", {b.T(t)}, {3}));
+  onnx::ModelProto m = ExportOk(b.g);
+  ASSERT_EQ(m.graph().node_size(), 3);
+  const std::string plain = "v" + std::to_string(s);
+  EXPECT_EQ(m.graph().node(0).output(0), plain);
+  EXPECT_EQ(InitializerNames(m), (Strings{plain + "_1"}));
+  EXPECT_EQ(m.graph().node(1).input(0), plain);
+  EXPECT_EQ(m.graph().node(1).input(1), plain + "_1");
+}
+
+// Inference runs on the model itself and leaves nothing behind; above max_inferred_nodes it is
+// skipped and the outputs take the recorded shapes with dim 0 as the batch, which for this graph
+// is what inference derives.
+TEST(OnnxExport, OutputShapesWithAndWithoutInference) {
+  Builder b;
+  ValueId x = b.Input("x", {4, 3});
+  ValueId w = b.Param("w", {5, 3});
+  ValueId y = b.Call("torch.nn.functional.linear", {b.T(x), b.T(w)}, {4, 5});
+  b.Output(b.Call("torch.relu", {b.T(y)}, {4, 5}));
+  onnx::ModelProto inferred = ExportOk(b.g);
+  OnnxExportOptions skip;
+  skip.max_inferred_nodes = 1;
+  onnx::ModelProto recorded = ExportOk(b.g, skip);
+  EXPECT_EQ(inferred.graph().value_info_size(), 0);
+  EXPECT_EQ(recorded.graph().value_info_size(), 0);
+  const auto& shape = inferred.graph().output(0).type().tensor_type().shape();
+  ASSERT_EQ(shape.dim_size(), 2);
+  EXPECT_EQ(shape.dim(0).dim_param(), "batch");
+  EXPECT_EQ(shape.dim(1).dim_value(), 5);
+  // Without inference a model with dynamic dims declares its outputs' dims unknown: a recorded
+  // size could be wrong for them (a dim computed from the batch), and a name a guess.
+  const auto& unknown = recorded.graph().output(0).type().tensor_type().shape();
+  ASSERT_EQ(unknown.dim_size(), 2);
+  for (const auto& d : unknown.dim()) EXPECT_TRUE(!d.has_dim_value() && !d.has_dim_param()) << d.DebugString();
+  OnnxExportOptions fixed;
+  fixed.dynamic_batch = false;
+  OnnxExportOptions fixed_skip = fixed;
+  fixed_skip.max_inferred_nodes = 1;
+  EXPECT_EQ(ExportOk(b.g, fixed).SerializeAsString(), ExportOk(b.g, fixed_skip).SerializeAsString());
+}
+
 TEST(OnnxExport, UnsupportedOpsAreAllListedWithTheirLines) {
   Builder b;
   ValueId x = b.Input("x", {4, 3});

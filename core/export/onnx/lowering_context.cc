@@ -1,5 +1,6 @@
 #include "core/export/onnx/lowering_context.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -142,24 +143,45 @@ void SetAttr(onnx::NodeProto* n, const std::string& name, const onnx::TensorProt
 
 LoweringContext::LoweringContext(const Graph& graph, const OnnxExportOptions& options,
                                  onnx::GraphProto* out)
-    : graph_(graph), options_(options), out_(out), value_names_(graph.values.size()) {}
+    : graph_(graph),
+      options_(options),
+      out_(out),
+      value_names_(graph.values.size()),
+      plain_result_name_(graph.values.size(), false) {
+  names_.Reserve(graph.nodes.size() / 4 + 64);
+}
+
+bool LoweringContext::IsPlainResultName(std::string_view s) const {
+  if (s.size() < 2 || s.size() > 11 || s[0] != 'v' || (s[1] == '0' && s.size() > 2)) return false;
+  uint64_t id = 0;
+  for (char c : s.substr(1)) {
+    if (c < '0' || c > '9') return false;
+    id = id * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return id < plain_result_name_.size() && plain_result_name_[id];
+}
 
 std::optional<ValueId> LoweringContext::ResultTensor(const Node& node) {
   if (node.result.kind_case() != v1::Arg::kTensor) return std::nullopt;
   return node.result.tensor().value();
 }
 
-std::string LoweringContext::Unique(std::string_view base) {
-  std::string b(base.empty() ? "t" : base);
-  if (names_.insert(b).second) return b;
+std::string_view LoweringContext::Unique(std::string_view base) {
+  if (base.empty()) base = "t";
+  std::string candidate(base);
   for (int i = 1;; ++i) {
-    std::string candidate = b + "_" + std::to_string(i);
-    if (names_.insert(candidate).second) return candidate;
+    if (!IsPlainResultName(candidate)) {
+      auto [kept, added] = names_.Insert(candidate);
+      if (added) return kept;
+    }
+    candidate.assign(base);
+    candidate += '_';
+    candidate += std::to_string(i);
   }
 }
 
 Status LoweringContext::ReserveName(const std::string& name) {
-  if (!names_.insert(name).second) {
+  if (IsPlainResultName(name) || !names_.Insert(name).second) {
     return Status::InvalidArgument("the ONNX graph would have two values named '" + name + "'");
   }
   return Status::Ok();
@@ -174,7 +196,7 @@ std::string LoweringContext::In(ValueId v) {
     if (error_.ok()) error_ = Status::InvalidArgument("reference to unknown value %" + std::to_string(v));
     return "undefined." + std::to_string(v);
   }
-  if (!value_names_[v].empty()) return value_names_[v];
+  if (!value_names_[v].empty()) return std::string(value_names_[v]);
   if (graph_.values[v].kind == v1::CONSTANT_VALUE) return ConstantInitializer(v);
   if (error_.ok()) {
     error_ = Status::InvalidArgument("value %" + std::to_string(v) + " is read before it is defined");
@@ -185,7 +207,10 @@ std::string LoweringContext::In(ValueId v) {
 std::string LoweringContext::ConstantInitializer(ValueId v) {
   const Value& value = graph_.values[v];
   auto it = constant_inits_.find(value.constant);
-  if (it != constant_inits_.end()) return value_names_[v] = it->second;
+  if (it != constant_inits_.end()) {
+    value_names_[v] = names_.Store(it->second);
+    return it->second;
+  }
   if (value.constant < 0 || static_cast<size_t>(value.constant) >= graph_.constants.size()) {
     if (error_.ok()) {
       error_ = Status::InvalidArgument("constant value %" + std::to_string(v) + " has no stored tensor");
@@ -212,23 +237,39 @@ std::string LoweringContext::ConstantInitializer(ValueId v) {
   init.set_raw_data(t.data());
   std::string name = AddInitializer(std::move(init), label.empty() ? "const_" + std::to_string(v) : label);
   constant_inits_[value.constant] = name;
-  return value_names_[v] = name;
+  value_names_[v] = names_.Store(name);
+  return name;
 }
 
 std::string LoweringContext::Out(ValueId v) {
   if (v >= value_names_.size()) return Temp("unknown");
-  if (!value_names_[v].empty()) return value_names_[v];
+  if (!value_names_[v].empty()) return std::string(value_names_[v]);
   auto it = output_names_.find(v);
-  std::string name = it != output_names_.end() ? it->second : Unique("v" + std::to_string(v));
-  return value_names_[v] = name;
+  if (it != output_names_.end()) {
+    value_names_[v] = names_.Store(it->second);
+    return it->second;
+  }
+  std::string base = "v";
+  base += std::to_string(v);
+  if (!names_.Contains(base)) {  // no other name is "v<v>", and no other result takes it plainly
+    plain_result_name_[v] = true;
+    value_names_[v] = names_.Store(base);
+    return base;
+  }
+  value_names_[v] = Unique(base);
+  return std::string(value_names_[v]);
 }
 
 std::string LoweringContext::Temp(std::string_view hint) {
-  return Unique(node_prefix_ + "." + std::string(hint));
+  std::string base = node_prefix_;
+  base += '.';
+  base += hint;
+  return std::string(Unique(base));
 }
 
 void LoweringContext::BeginNode(const Node& node, size_t index) {
   node_prefix_ = "n" + std::to_string(index);
+  node_names_.clear();
   scope_ = node.scope;
   doc_ = node.op;
   if (!node.loc.file().empty()) doc_ += " at " + node.loc.file() + ":" + std::to_string(node.loc.line());
@@ -242,8 +283,10 @@ onnx::NodeProto* LoweringContext::Emit(std::string_view op_type, const std::vect
   for (const auto& o : outputs) n->add_output(o);
   std::string base = (scope_.empty() ? "" : scope_ + "/") + node_prefix_ + "." + std::string(op_type);
   std::string name = base;
-  for (int i = 1; !node_names_.insert(name).second; ++i) name = base + "_" + std::to_string(i);
+  auto taken = [&] { return std::find(node_names_.begin(), node_names_.end(), name) != node_names_.end(); };
+  for (int i = 1; taken(); ++i) name = base + "_" + std::to_string(i);
   n->set_name(name);
+  node_names_.push_back(std::move(name));
   if (!doc_.empty()) n->set_doc_string(doc_);
   return n;
 }
@@ -257,7 +300,7 @@ std::string LoweringContext::EmitTemp(std::string_view op_type, const std::vecto
 }
 
 std::string LoweringContext::AddInitializer(onnx::TensorProto t, std::string_view hint) {
-  std::string name = Unique(hint);
+  std::string name(Unique(hint));
   t.set_name(name);
   *out_->add_initializer() = std::move(t);
   return name;

@@ -27,6 +27,17 @@ using onnx_export::LoweringContext;
 
 constexpr int kMinOpset = 13;  // Squeeze/Unsqueeze/ReduceSum/Slice take axes as inputs
 
+// Strict ONNX type/shape inference runs on models up to OnnxExportOptions::max_inferred_nodes
+// (default 250,000) nodes, and is skipped above. Why: libonnx 1.12's inference keeps a
+// std::unordered_map from every value's name to a TypeProto and writes a value_info per value; at
+// a million nodes it was 30% of `export --to onnx` and grew faster than the graph (hash tables
+// past the cache), while issue 16 asks for exports that scale linearly.
+// What is lost above the size: the type mismatches inference finds and the checker does not (a
+// lowering bug; onnxruntime would refuse such a model when loading it), and inferred output dims:
+// outputs then take the recorded shapes in a model without dynamic dims, and unknown dims in one
+// with dynamic dims, as for the dims inference cannot tell. The checker still runs on every model. Graphs of real models are far
+// below the size (ResNet-50 and BERT-large export at most a few thousand nodes).
+
 std::string Location(const Node& n) {
   if (n.loc.file().empty()) return "";
   return n.loc.file() + ":" + std::to_string(n.loc.line());
@@ -105,9 +116,9 @@ Status ValueType(const Graph& g, ValueId v, const std::string& what, const std::
   return Status::Ok();
 }
 
-// The declared shape of an output: what ONNX shape inference derives from the (symbolic-batch)
-// inputs, checked against the recorded shape; dims inference cannot tell stay unknown, and
-// without inference dim 0 is "batch" when it has the recorded batch size.
+// The declared shape of an output: what ONNX shape inference derives from the inputs (with their
+// dim_params), checked against the recorded shape; dims inference cannot tell stay unknown when
+// the model has dynamic dims, and are the recorded sizes when it has none.
 Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInfoProto& inferred,
                       bool any_dynamic, onnx::ValueInfoProto* out) {
   auto* shape = out->mutable_type()->mutable_tensor_type()->mutable_shape();
@@ -146,29 +157,6 @@ Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInf
     }
   }
   return Status::Ok();
-}
-
-// The model without the data of large float initializers (weights): inference only reads
-// the values of small integer tensors (shapes, axes), and weights can be most of a model's size.
-onnx::ModelProto CopyForInference(const onnx::ModelProto& model) {
-  onnx::ModelProto copy;
-  onnx::GraphProto* graph = copy.mutable_graph();
-  for (const auto& opset : model.opset_import()) *copy.add_opset_import() = opset;
-  copy.set_ir_version(model.ir_version());
-  for (const auto& n : model.graph().node()) *graph->add_node() = n;
-  for (const auto& i : model.graph().input()) *graph->add_input() = i;
-  for (const auto& o : model.graph().output()) *graph->add_output() = o;
-  for (const auto& t : model.graph().initializer()) {
-    if (t.raw_data().size() <= 4096 || t.data_type() == onnx::TensorProto::INT64) {
-      *graph->add_initializer() = t;
-      continue;
-    }
-    onnx::TensorProto* light = graph->add_initializer();
-    light->set_name(t.name());
-    light->set_data_type(t.data_type());
-    *light->mutable_dims() = t.dims();
-  }
-  return copy;
 }
 
 // Lowers one node: its schema's canonical op, after argument normalization, through the table.
@@ -449,18 +437,33 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   }
 
   // Strict type and shape inference catches type mismatches the checker does not look at, and
-  // tells which output dims follow the symbolic batch.
-  onnx::ModelProto inferred = CopyForInference(*model);
-  try {
-    onnx::ShapeInferenceOptions opts(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/false);
-    onnx::shape_inference::InferShapes(inferred, onnx::OpSchemaRegistry::Instance(), opts);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("the exported ONNX model fails ONNX type/shape inference "
-                                               "(a lowering bug): ") + e.what());
-  }
-  for (size_t i = 0; i < outs.size(); ++i) {
-    IVY_RETURN_IF_ERROR(SetOutputShape(graph.values[outs[i]].shape, inferred.graph().output(i), any_dynamic,
-                                       og->mutable_output(i)));
+  // tells which output dims follow the symbolic batch. It runs on the model itself, not a copy (a
+  // copy of a million-node graph cost more than a tenth of the export, and twice its memory):
+  // inference only adds value_info entries and fills in the outputs' types, and both are put
+  // back as they were afterwards. (It reads only small integer initializers, and never copies
+  // tensor data.)
+  if (og->node_size() > options.max_inferred_nodes) {  // see the note at the top
+    for (size_t i = 0; i < outs.size(); ++i) {
+      IVY_RETURN_IF_ERROR(SetOutputShape(graph.values[outs[i]].shape, onnx::ValueInfoProto(), any_dynamic,
+                                         og->mutable_output(i)));
+    }
+  } else {
+    std::vector<onnx::ValueInfoProto> declared(og->output().begin(), og->output().end());
+    const int value_info_before = og->value_info_size();
+    try {
+      onnx::ShapeInferenceOptions opts(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/false);
+      onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument(std::string("the exported ONNX model fails ONNX type/shape inference "
+                                                 "(a lowering bug): ") + e.what());
+    }
+    og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      onnx::ValueInfoProto inferred = std::move(*og->mutable_output(static_cast<int>(i)));
+      *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
+      IVY_RETURN_IF_ERROR(SetOutputShape(graph.values[outs[i]].shape, inferred, any_dynamic,
+                                         og->mutable_output(i)));
+    }
   }
   try {
     onnx::checker::check_model(*model);
