@@ -113,12 +113,18 @@ std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtyp
 bool IsSymbolicArg(const LoweringContext& ctx, const v1::Arg& arg);
 Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out);
 // Guards compiled into the model. A guard is checkable when the graph holds its value and it
-// recorded a bool, int or float. EmitGuardChecks emits one check per guard, each a Reshape named
-// "ivytrace guard <i>: <op> at <file>:<line>: recorded <value>" that onnxruntime fails (naming
-// it) when the input breaks the guard; `*ok` is a 0-d bool every output is made to wait on.
+// recorded a bool, int or float. EmitGuardCheck emits its check: a Reshape named
+// "ivytrace guard <i>: <op> at <file>:<line>: recorded <value>" that onnxruntime fails (naming it)
+// when the input breaks the guard, and returns its output: a [0] (int64, shape [1]).
+// CombineGuardChecks makes of such outputs a 0-d bool gate; GateOn returns `value` unchanged but
+// readable only after the gate's checks ran. The exporter reads every value defined before a
+// check through that check's gate, so no node recorded after a guard runs (and trips over the
+// path the input does not take) before the guard is checked.
 bool IsSymbolicValue(const Graph& graph, ValueId v);
 bool GuardCheckable(const Graph& graph, const v1::Guard& guard);
-Status EmitGuardChecks(LoweringContext& ctx, const std::vector<const v1::Guard*>& guards, std::string* ok);
+std::string EmitGuardCheck(LoweringContext& ctx, const v1::Guard& guard, size_t index);
+std::string CombineGuardChecks(LoweringContext& ctx, const std::vector<std::string>& checks);
+std::string GateOn(LoweringContext& ctx, const std::string& value, v1::DType dtype, const std::string& gate);
 
 }  // namespace onnx_export
 }  // namespace ivytrace

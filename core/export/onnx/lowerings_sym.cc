@@ -192,23 +192,58 @@ std::string GuardOk(LoweringContext& ctx, const v1::Guard& g) {
 
 }  // namespace
 
-Status EmitGuardChecks(LoweringContext& ctx, const std::vector<const v1::Guard*>& guards, std::string* ok) {
-  // A chain of Reshapes of a one-element tensor: each reshapes to [1] while its guard holds and
-  // to [-2] (which onnxruntime rejects, naming the node) when it does not. ONNX has no assert op;
-  // a failing node is the one way a model can refuse an input.
-  std::string sentinel = ctx.Int64s({0});
-  const std::string pass = ctx.Int64s({1}), fail = ctx.Int64s({-2});
-  for (size_t i = 0; i < guards.size(); ++i) {
-    const v1::Guard& g = *guards[i];
-    std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
-    const std::string shape = ctx.EmitTemp("Where", {GuardOk(ctx, g), pass, fail});
-    onnx::NodeProto* n = nullptr;
-    sentinel = ctx.EmitTemp("Reshape", {sentinel, shape}, &n);
-    n->set_name("ivytrace guard " + std::to_string(i) + ": " + g.op() + " at " + where + ": recorded " +
-                ArgToString(g.observed(), true) + " (the input takes another path in the program)");
+std::string EmitGuardCheck(LoweringContext& ctx, const v1::Guard& g, size_t index) {
+  // A Reshape of a one-element tensor to [1] while the guard holds and to [-2] (which onnxruntime
+  // rejects, naming the node) when it does not. ONNX has no assert op; a failing node is the one
+  // way a model can refuse an input. Each check reshapes its own constant (a chain of Reshapes
+  // would be fused by onnxruntime into the last one, dropping the others), and is emitted right
+  // after the guard's value, so that it fails before later nodes trip over the wrong path.
+  std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
+  const std::string shape = ctx.EmitTemp("Where", {GuardOk(ctx, g), ctx.Int64s({1}), ctx.Int64s({-2})});
+  onnx::NodeProto* n = nullptr;
+  const std::string out = ctx.EmitTemp("Reshape", {ctx.Int64s({0}), shape}, &n);
+  n->set_name("ivytrace guard " + std::to_string(index) + ": " + g.op() + " at " + where + ": recorded " +
+              ArgToString(g.observed(), true) + " (the input takes another path in the program)");
+  return out;
+}
+
+std::string CombineGuardChecks(LoweringContext& ctx, const std::vector<std::string>& checks) {
+  // A 0-d bool that exists only when every check passed (and is then true).
+  std::string all = checks[0];
+  if (checks.size() > 1) {
+    onnx::NodeProto* c = nullptr;
+    all = ctx.EmitTemp("Concat", checks, &c);
+    SetAttr(c, "axis", int64_t{0});
   }
-  *ok = ctx.Squeeze(ctx.EmitTemp("Equal", {sentinel, ctx.Int64s({0})}), {0});
-  return Status::Ok();
+  onnx::NodeProto* r = nullptr;
+  const std::string sum = ctx.EmitTemp("ReduceSum", {all}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  return ctx.EmitTemp("Equal", {sum, ctx.Scalar(Number::Int(0), v1::INT64)});
+}
+
+std::string GateOn(LoweringContext& ctx, const std::string& value, v1::DType dtype, const std::string& gate) {
+  // Where(gate, v, v) is v, bit for bit, with v's static shape (a Reshape to Shape(v) would hide
+  // the shape from ONNX shape inference), computed only once the gate's checks ran. It copies v:
+  // a gate is taken only by values that live across a guard. onnxruntime's CPU Where has no
+  // kernel for bool (And with the true gate instead) nor for 16-bit ints, bfloat16 and uint64
+  // (through a type that holds them exactly, and back).
+  switch (dtype) {
+    case v1::BOOL:
+    case v1::SYM_BOOL:
+      return ctx.EmitTemp("And", {gate, value});
+    case v1::INT16:
+    case v1::UINT16:
+      return ctx.CastTo(ctx.EmitTemp("Where", {gate, ctx.CastTo(value, dtype, v1::INT32), ctx.CastTo(value, dtype, v1::INT32)}),
+                        v1::INT32, dtype);
+    case v1::BFLOAT16:
+      return ctx.CastTo(ctx.EmitTemp("Where", {gate, ctx.CastTo(value, dtype, v1::FLOAT32), ctx.CastTo(value, dtype, v1::FLOAT32)}),
+                        v1::FLOAT32, dtype);
+    case v1::UINT64:  // Cast between uint64 and int64 keeps the bits
+      return ctx.CastTo(ctx.EmitTemp("Where", {gate, ctx.CastTo(value, dtype, v1::INT64), ctx.CastTo(value, dtype, v1::INT64)}),
+                        v1::INT64, dtype);
+    default:
+      return ctx.EmitTemp("Where", {gate, value, value});
+  }
 }
 
 }  // namespace onnx_export

@@ -343,6 +343,30 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   const std::vector<bool> live_for_outputs = checks.empty() ? live : LiveNodes(graph, {});
   // A node only a guard's check needs and that cannot be lowered costs that check, not the export.
   std::set<ValueId> unchecked;
+  // Each check is emitted right after its guard's value (see onnx_export::EmitGuardCheck), and
+  // starts a new epoch: a value defined in an earlier epoch is read through the newest gate.
+  std::map<ValueId, std::vector<size_t>> checks_of;
+  for (size_t k = 0; k < checks.size(); ++k) checks_of[checks[k]->tensor().value()].push_back(k);
+  std::vector<std::string> check_outputs;
+  std::string gate;
+  uint32_t epoch = 0;
+  std::vector<uint32_t> epoch_of(graph.values.size(), 0);  // when the value was defined or last gated
+  auto emit_checks_of = [&](ValueId v) {
+    auto it = checks_of.find(v);
+    if (it == checks_of.end()) return;
+    std::vector<std::string> now;
+    for (size_t k : it->second) now.push_back(onnx_export::EmitGuardCheck(ctx, *checks[k], k));
+    check_outputs.insert(check_outputs.end(), now.begin(), now.end());
+    gate = onnx_export::CombineGuardChecks(ctx, now);
+    ++epoch;
+  };
+  if (!checks.empty()) {  // guards on region inputs and constants, before any node
+    ctx.BeginNode(Node{}, graph.nodes.size() + 1 + outs.size());
+    for (const auto& [v, ks] : checks_of) {
+      if (v < graph.values.size() && graph.values[v].kind != v1::NODE_OUTPUT) emit_checks_of(v);
+    }
+    IVY_RETURN_IF_ERROR(ctx.TakeError());
+  }
   UnsupportedOps unsupported;  // every node that cannot be lowered, reported together
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& node = graph.nodes[i];
@@ -364,6 +388,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     }
     for (ValueId v : node.outputs) IVY_RETURN_IF_ERROR(check_value(v));
     ctx.BeginNode(node, i);
+    for (ValueId v : node.inputs) {
+      if (epoch_of[v] == epoch || graph.values[v].kind == v1::CONSTANT_VALUE) continue;
+      ctx.BindValue(v, onnx_export::GateOn(ctx, ctx.In(v), graph.values[v].dtype, gate));
+      epoch_of[v] = epoch;
+    }
     Status st = LowerNode(node, ctx);
     if (st.ok()) st = ctx.TakeError();
     if (st.ok()) {
@@ -378,7 +407,12 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
         }
       }
     }
-    if (st.ok()) continue;
+    if (st.ok()) {
+      for (ValueId v : node.outputs) epoch_of[v] = epoch;
+      for (ValueId v : node.outputs) emit_checks_of(v);
+      st = ctx.TakeError();
+      if (st.ok()) continue;
+    }
     (void)ctx.TakeError();
     if (!live_for_outputs[i]) {
       for (ValueId v : node.outputs) unchecked.insert(v);
@@ -389,7 +423,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   }
   if (!unsupported.empty()) return Status::Unsupported(unsupported.Message("ONNX"));
 
-  // The guards' checks: every output waits on them (see onnx_export::EmitGuardChecks).
+  // The guards' checks: every output waits on them.
   if (!unchecked.empty()) {
     std::vector<const v1::Guard*> kept;
     std::string lost;
@@ -412,9 +446,9 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     prop->set_value("guards listed but not checked by the model (their value needs an op without a lowering):" + lost);
   }
   std::string checked;
-  if (!checks.empty()) {
+  if (!check_outputs.empty()) {
     ctx.BeginNode(Node{}, graph.nodes.size());
-    IVY_RETURN_IF_ERROR(onnx_export::EmitGuardChecks(ctx, checks, &checked));
+    checked = onnx_export::CombineGuardChecks(ctx, check_outputs);
     IVY_RETURN_IF_ERROR(ctx.TakeError());
   }
   // Outputs: typed here; their shapes come from ONNX shape inference below.
@@ -426,8 +460,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
                                        ", a region input that is not bound to an input name");
       }
       ctx.BeginNode(Node{}, graph.nodes.size() + 1 + i);
-      if (checked.empty()) ctx.Emit("Identity", {ctx.In(v)}, {out_names[i]});
-      else ctx.Emit("Where", {checked, ctx.In(v), ctx.In(v)}, {out_names[i]});
+      if (checked.empty()) {
+        ctx.Emit("Identity", {ctx.In(v)}, {out_names[i]});
+      } else {  // every output waits on every check
+        ctx.Emit("Identity", {onnx_export::GateOn(ctx, ctx.In(v), graph.values[v].dtype, checked)}, {out_names[i]});
+      }
       IVY_RETURN_IF_ERROR(ctx.TakeError());
     }
     auto* info = og->add_output();
