@@ -863,11 +863,12 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         rec.start()
         try:
             args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
-            host = rec.torch   # region inputs that are Python ints: the torch recorder's
+            # Region inputs that are Python ints: stand-ins of the recorder that opens the region
+            # (torch or NumPy; JAX bakes ints into its primitives' params, so they stay guarded).
+            host = rec.torch if source == "torch" else rec.numpy if source == "numpy" else None
             if host is not None and not hasattr(host, "_sym_input"):
                 host = None
-            torch_region = source == "torch"
-            if symbolic_ints and host is not None and torch_region:
+            if symbolic_ints and host is not None:
                 args, kwargs, sym_args = _symbolize_ints(host, sig, args, kwargs, static_argnums, static_argnames)
             inputs = bind_inputs(sig, args, kwargs)
             arg_names = [n for n, _ in inputs]

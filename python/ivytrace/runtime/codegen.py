@@ -51,6 +51,18 @@ def _guard_check(evaluate, observed, op, where):
     return check
 
 
+def _count_check(n, step):
+    where = f"{step.loc.file}:{step.loc.line}" if step.loc.file else "an unknown line"
+
+    def check(result):
+        if len(result) != n:
+            raise GuardError(
+                f"ivytrace: guard failed at {where}: when traced, {step.function} returned {n} values; on "
+                f"these inputs it returns {len(result)}. The graph was specialized on that count; trace "
+                f"again with inputs that take this path.")
+    return check
+
+
 def _input_check(observed, name, path):
     def check(value):
         if not same_value(value, observed):
@@ -344,9 +356,19 @@ class _Gen:
                 else:
                     target = self.target(step.result, where)
                     kind = step.result.WhichOneof("kind")
-                    if kind in ("list", "tuple") and len(getattr(step.result, kind).items) > 1:
+                    n = len(getattr(step.result, kind).items) if kind in ("list", "tuple") else 0
+                    if n > 1:
                         target = target[1:-1]   # v5, v6 = f2(...)
-                    body.append(f"    {target} = {call}")
+                    if kind in ("list", "tuple"):
+                        # How many values a split or unbind returns can follow the input's shape
+                        # or an int input: a different count is another path, not a ValueError.
+                        check = self.bind("g", _count_check(n, step))
+                        body.append(f"    r{i} = {call}")
+                        body.append(f"    {check}(r{i})")
+                        body.append(f"    {target} = r{i}")
+                        body.append(f"    del r{i}")
+                    else:
+                        body.append(f"    {target} = {call}")
             else:
                 body.append(f"    {call}")
             for w in step.written:   # a tensor written in place and not returned: the argument object
