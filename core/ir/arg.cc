@@ -190,13 +190,15 @@ const char* DTypeName(v1::DType d) {
     case v1::UINT64: return "uint64";
     case v1::SYM_INT: return "sym_int";
     case v1::SYM_BOOL: return "sym_bool";
+    case v1::SYM_FLOAT: return "sym_float";
     default: return "?";
   }
 }
 
 size_t DTypeSize(v1::DType d) {
   switch (d) {
-    case v1::FLOAT64: case v1::INT64: case v1::UINT64: case v1::COMPLEX64: case v1::SYM_INT: return 8;
+    case v1::FLOAT64: case v1::INT64: case v1::UINT64: case v1::COMPLEX64: case v1::SYM_INT:
+    case v1::SYM_FLOAT: return 8;
     case v1::FLOAT32: case v1::INT32: case v1::UINT32: return 4;
     case v1::FLOAT16: case v1::BFLOAT16: case v1::INT16: case v1::UINT16: return 2;
     case v1::INT8: case v1::UINT8: case v1::BOOL: case v1::SYM_BOOL: return 1;

@@ -440,7 +440,7 @@ class Builder {
     } else {
       for (const auto& [key, id] : mine) {
         const auto dt = graph_->values[id].dtype;
-        if (dt == v1::SYM_INT || dt == v1::SYM_BOOL) awaiting_value_[key] = id;  // its OBSERVED value
+        if (dt == v1::SYM_INT || dt == v1::SYM_BOOL || dt == v1::SYM_FLOAT) awaiting_value_[key] = id;  // its OBSERVED value
       }
     }
     // Writes through views are carried back to the base for torch ops, whose recorder lists

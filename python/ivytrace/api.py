@@ -776,12 +776,12 @@ def _symbolize_ints(host, sig, args, kwargs, static_argnums, static_argnames):
     pos_names = _positional_names(sig, len(args))
     new_args = list(args)
     for i, v in enumerate(args):
-        if type(v) is int and i not in nums:
+        if type(v) in (int, float) and i not in nums:
             new_args[i] = host._sym_input(v)
             made[pos_names[i] or f"arg{i}"] = v
     new_kwargs = dict(kwargs)
     for k, v in kwargs.items():
-        if type(v) is int and k not in names:
+        if type(v) in (int, float) and k not in names:
             new_kwargs[k] = host._sym_input(v)
             made[k] = v
     return tuple(new_args), new_kwargs, made

@@ -2,7 +2,7 @@
 
 A replayed graph recomputes every shape-derived Python int from the arrays it is given, with
 these functions: `size(x, 0)` is `x.shape[0]` for a torch tensor, a NumPy array or a JAX array.
-They take and return plain Python ints and bools. (While recording, the program sees stand-ins
+They take and return plain Python ints, bools and floats (float arguments of a traced function). (While recording, the program sees stand-ins
 for those ints that remember where they came from: python/ivytrace/recorder/sym.py.)
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ add = operator.add
 sub = operator.sub
 mul = operator.mul
 floordiv = operator.floordiv
+truediv = operator.truediv
 mod = operator.mod
 neg = operator.neg
 eq = operator.eq
@@ -40,7 +41,7 @@ def dim(x) -> int:
     return len(x.shape)
 
 
-def pow(a: int, b: int) -> int:  # noqa: A001 - int ** non-negative int stays an int
+def pow(a, b):  # noqa: A001 - int ** non-negative int stays an int; floats as Python computes them
     return a ** b
 
 

@@ -97,6 +97,23 @@ def test_values_of_every_dtype_pass_the_guards_unchanged(cli, tmp_path):
         sess.run(None, {"x": np.ones((2, 3), np.float32)})
 
 
+def test_a_float_argument_is_a_model_input(cli, tmp_path):
+    def fn(x, alpha):
+        s = alpha * 2 - 0.5
+        return x * s + torch.full_like(x, alpha) + x.clamp(min=-alpha) * (1 / alpha) + alpha // 0.3 + alpha % 0.4
+
+    x = torch.randn(4, 3)
+    graph = ivytrace.trace_graph(fn, args=(x, 0.7))
+    proc = cli("export", graph.save(tmp_path / "m.ivt"), "--to", "onnx", "-o", tmp_path / "m.onnx")
+    assert proc.returncode == 0, proc.stderr
+    sess = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    assert [(i.name, i.type, i.shape) for i in sess.get_inputs()] == \
+        [("x", "tensor(float)", ["batch", 3]), ("alpha", "tensor(double)", [])]
+    for alpha in (0.7, 1.9, -0.35):
+        np.testing.assert_allclose(sess.run(None, {"x": x.numpy(), "alpha": np.array(alpha)})[0],
+                                   fn(x, alpha).numpy(), rtol=RTOL, atol=ATOL)
+
+
 def test_static_exports_the_recorded_shapes(cli, tmp_path):
     fn = S.reshape_by_batch(S.TorchOps)
     sess = _export(cli, fn, torch.randn(2, 3, 4), tmp_path / "m.onnx", "--static")

@@ -5,6 +5,7 @@ and the checks on `to`. Every graph is recorded, exported by the real CLI and re
 import copy
 import inspect
 import types
+import math
 import warnings
 
 import numpy as np
@@ -364,9 +365,51 @@ def test_static_argnames_specializes_with_a_guard():
         g(x, n=4)
 
 
-def test_a_float_is_specialized_with_a_guard():
+def test_a_python_float_is_an_input_not_baked():
+    def f(x, alpha, beta):
+        s = alpha * 2 - beta            # Python arithmetic on the floats is recorded too
+        return x * s + torch.full_like(x, alpha) + x.clamp(min=-alpha) * (1 / alpha) + alpha // 0.3 + alpha % 0.4
+
     x = torch.randn(3)
-    g = ivytrace.trace_graph(lambda x, s: x * s, args=(x, 0.5))
+    g = ivytrace.trace_graph(f, args=(x, 0.7, 0.5))
+    assert _plan_inputs(g) == ["x", "alpha", "beta"]
+    for alpha, beta in ((0.7, 0.5), (1.9, -3.0), (-0.35, 0.0)):
+        torch.testing.assert_close(g(x, alpha, beta), f(x, alpha, beta))
+    assert g.traces == 1
+
+
+def test_a_python_float_is_an_input_of_a_numpy_graph_too():
+    def f(a, s):
+        return a * s + np.float32(1.0) - s ** 2
+
+    a = np.ones(2, np.float32)
+    g = ivytrace.trace_graph(f, args=(a, 0.5))
+    for s in (0.5, 3.0, -1.25):
+        np.testing.assert_allclose(g(a, s), f(a, s), rtol=1e-6)
+    assert g.traces == 1
+
+
+def test_a_float_that_decides_control_flow_or_leaves_python_is_guarded():
+    def branch(x, t):
+        return x * t if t > 0.5 else x - t
+
+    def leaves(x, t):
+        return x * math.sqrt(t)         # math.sqrt takes the plain float: the graph holds its result
+
+    x = torch.randn(3)
+    g = ivytrace.trace_graph(branch, args=(x, 0.7))
+    torch.testing.assert_close(g(x, 0.9), branch(x, 0.9))     # the comparison holds: no retrace
+    with pytest.raises(ivytrace.GuardError, match=r"ivytrace.sym.__bool__ gave True; on these inputs it gives False"):
+        g(x, 0.1)
+    g = ivytrace.trace_graph(leaves, args=(x, 4.0))
+    torch.testing.assert_close(g(x, 4.0), leaves(x, 4.0))
+    with pytest.raises(ivytrace.GuardError, match=r"__float__ gave 4.0; on these inputs it gives 9.0"):
+        g(x, 9.0)
+
+
+def test_static_argnums_specializes_a_float_with_a_guard():
+    x = torch.randn(3)
+    g = ivytrace.trace_graph(lambda x, s: x * s, args=(x, 0.5), static_argnums=1)
     torch.testing.assert_close(g(x, 0.5), x * 0.5)
     with pytest.raises(ivytrace.GuardError, match="was 0.5 when traced and is 1.5 now"):
         g(x, 1.5)

@@ -32,6 +32,7 @@ int OnnxElemType(v1::DType d) {
     case v1::COMPLEX128: return T::COMPLEX128;
     case v1::SYM_INT: return T::INT64;   // a shape-derived int: a 0-d int64 tensor
     case v1::SYM_BOOL: return T::BOOL;
+    case v1::SYM_FLOAT: return T::DOUBLE;  // a float argument of a traced function: a 0-d double
     default: return T::UNDEFINED;
   }
 }

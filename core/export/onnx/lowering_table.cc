@@ -199,6 +199,7 @@ const CanonicalLowering kTable[] = {
     {"sym_pow",                     "Pow",                          LowerSymArith},
     {"sym_size",                    "Shape+Gather",                 LowerSymSize},
     {"sym_sub",                     "Sub",                          LowerSymArith},
+    {"sym_truediv",                 "Div",                          LowerSymArith},
     {"take",                         "Gather",                       LowerTake},
     {"tan",                          "Tan",                          LowerUnary},
     {"tanh",                         "Tanh",                         LowerUnary},

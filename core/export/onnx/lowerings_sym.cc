@@ -20,16 +20,27 @@ namespace {
 
 bool IsSymValue(const LoweringContext& ctx, ValueId v) {
   const v1::DType d = ctx.DType(v);
-  return d == v1::SYM_INT || d == v1::SYM_BOOL;
+  return d == v1::SYM_INT || d == v1::SYM_BOOL || d == v1::SYM_FLOAT;
 }
 
-// A sym op's operand (a sym value or a Python int/bool) as a 0-d tensor of `dtype`.
+// The plain dtype a sym value is held as in ONNX.
+v1::DType PlainDType(v1::DType d) {
+  return d == v1::SYM_INT ? v1::INT64 : d == v1::SYM_BOOL ? v1::BOOL : d == v1::SYM_FLOAT ? v1::FLOAT64 : d;
+}
+
+// A sym op's operand (a sym value or a Python int/bool/float) as a 0-d tensor of `dtype`.
 Status SymOperand(LoweringContext& ctx, const v1::Arg* a, v1::DType dtype, std::string* out) {
   if (!a) return Status::Unsupported("missing operand");
   if (a->kind_case() == v1::Arg::kTensor) {
     const ValueId v = a->tensor().value();
     if (ctx.Rank(v) != 0) return Status::Unsupported("a shape-arithmetic operand that is not a scalar");
-    *out = ctx.CastTo(ctx.In(v), ctx.DType(v) == v1::SYM_INT ? v1::INT64 : ctx.DType(v), dtype);
+    *out = ctx.CastTo(ctx.In(v), PlainDType(ctx.DType(v)), dtype);
+    return Status::Ok();
+  }
+  if (dtype == v1::FLOAT64) {
+    const auto f = AsDouble(*a);
+    if (!f) return Status::Unsupported("float arithmetic operand " + ArgToString(*a, true) + " is not a number");
+    *out = ctx.Scalar(Number::Float(*f), dtype);
     return Status::Ok();
   }
   const auto i = AsInt(*a);
@@ -65,12 +76,12 @@ Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out) {
   for (const v1::Arg* it : items) {
     if (it->kind_case() == v1::Arg::kTensor) {
       const ValueId v = it->tensor().value();
-      if (ctx.Rank(v) != 0 || IsFloating(ctx.DType(v)) || ctx.DType(v) == v1::SYM_BOOL) {
+      if (ctx.Rank(v) != 0 || IsFloating(ctx.DType(v)) || ctx.DType(v) == v1::SYM_BOOL ||
+          ctx.DType(v) == v1::SYM_FLOAT) {
         return Status::Unsupported("a size " + ArgToString(*it, true) + " that is not an int");
       }
       flush();
-      parts.push_back(ctx.Unsqueeze(ctx.CastTo(ctx.In(v), ctx.DType(v) == v1::SYM_INT ? v1::INT64 : ctx.DType(v),
-                                               v1::INT64), {0}));
+      parts.push_back(ctx.Unsqueeze(ctx.CastTo(ctx.In(v), PlainDType(ctx.DType(v)), v1::INT64), {0}));
       continue;
     }
     const auto i = AsInt(*it);
@@ -120,12 +131,31 @@ Status LowerSymArith(const Node& node, const BoundCall& call, LoweringContext& c
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const std::string& c = ctx.canonical();
   const bool logical = c == "sym_not" || c == "sym_and" || c == "sym_or";
-  const v1::DType d = logical ? v1::BOOL : v1::INT64;
+  // Float arithmetic (a float argument of the traced function) is done in double, as Python does.
+  bool floating = ctx.DType(result) == v1::SYM_FLOAT;
+  for (const char* p : {"a", "b"}) {
+    const v1::Arg* x = call.Get(p);
+    if (!x) continue;
+    if (x->kind_case() == v1::Arg::kTensor) floating = floating || ctx.DType(x->tensor().value()) == v1::SYM_FLOAT;
+    else floating = floating || x->kind_case() == v1::Arg::kF;
+  }
+  const v1::DType d = logical ? v1::BOOL : floating ? v1::FLOAT64 : v1::INT64;
   std::string a, b;
   IVY_RETURN_IF_ERROR(SymOperand(ctx, call.Get("a"), d, &a));
   const bool unary = c == "sym_neg" || c == "sym_abs" || c == "sym_not";
   if (!unary) IVY_RETURN_IF_ERROR(SymOperand(ctx, call.Get("b"), d, &b));
   const std::string out = ctx.Out(result);
+  if (floating && (c == "sym_truediv" || c == "sym_floordiv" || c == "sym_mod")) {
+    // Python's float a // b is floor(a / b); a % b is a - floor(a / b) * b (the divisor's sign).
+    if (c == "sym_truediv") {
+      ctx.Emit("Div", {a, b}, {out});
+    } else {
+      const std::string q = ctx.EmitTemp("Floor", {ctx.EmitTemp("Div", {a, b})});
+      if (c == "sym_floordiv") ctx.Emit("Identity", {q}, {out});
+      else ctx.Emit("Sub", {a, ctx.EmitTemp("Mul", {q, b})}, {out});
+    }
+    return Status::Ok();
+  }
   static const std::pair<std::string_view, std::string_view> kDirect[] = {
       {"sym_add", "Add"},   {"sym_sub", "Sub"},     {"sym_mul", "Mul"},     {"sym_pow", "Pow"},
       {"sym_min", "Min"},   {"sym_max", "Max"},     {"sym_eq", "Equal"},    {"sym_lt", "Less"},
@@ -157,7 +187,8 @@ Status LowerSymArith(const Node& node, const BoundCall& call, LoweringContext& c
 }
 
 bool IsSymbolicValue(const Graph& graph, ValueId v) {
-  return v < graph.values.size() && (graph.values[v].dtype == v1::SYM_INT || graph.values[v].dtype == v1::SYM_BOOL);
+  return v < graph.values.size() && (graph.values[v].dtype == v1::SYM_INT || graph.values[v].dtype == v1::SYM_BOOL ||
+                                     graph.values[v].dtype == v1::SYM_FLOAT);
 }
 
 bool GuardCheckable(const Graph& graph, const v1::Guard& guard) {
@@ -174,7 +205,7 @@ namespace {
 // t.item() read a one-element tensor: it is reshaped to 0-d, then compared.
 std::string GuardOk(LoweringContext& ctx, const v1::Guard& g) {
   const ValueId v = g.tensor().value();
-  const v1::DType d = ctx.DType(v) == v1::SYM_INT ? v1::INT64 : ctx.DType(v) == v1::SYM_BOOL ? v1::BOOL : ctx.DType(v);
+  const v1::DType d = PlainDType(ctx.DType(v));
   std::string t = ctx.In(v);
   if (ctx.Rank(v) != 0) t = ctx.EmitTemp("Reshape", {t, ctx.Int64s({})});
   const v1::Arg& want = g.observed();

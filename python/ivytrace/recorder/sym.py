@@ -32,13 +32,15 @@ import struct
 import threading
 import time
 
-from ivytrace.recorder.encode import A_FALSE, A_TENSOR, A_TRUE, enc_int, ld
+from ivytrace.recorder.encode import A_FALSE, A_TENSOR, A_TRUE, enc_float, enc_int, ld
 from ivytrace.recorder.writer import TAG_GUARD, TAG_OP, TAG_TENSOR
 from ivytrace.v1 import common_pb2, trace_pb2
 
 SYM_INT = common_pb2.SYM_INT
 SYM_BOOL = common_pb2.SYM_BOOL
+SYM_FLOAT = common_pb2.SYM_FLOAT
 _PACK_Q = struct.Struct("<q").pack
+_PACK_D = struct.Struct("<d").pack
 
 # Types that handle a stand-in themselves in a reflected operator (`s * x` -> x.__rmul__(s)),
 # recording it as an op with a symbolic argument. Hosts register their array types here.
@@ -335,9 +337,162 @@ class SymBool(SymValue):
         return _compare(self, o, "ivytrace.sym.ne", operator.ne)
 
 
+class SymFloat(SymValue):
+    """A stand-in for a Python float the caller passed to a traced function, or one computed
+    from such floats (`alpha * 2`, `1 - beta`, `scale / n`): the arithmetic is recorded like shape
+    arithmetic, so the float is an input of the graph, not a constant. It leaves, with a guard on
+    its exact value, where Python needs the plain float (float(), math.*, a C function, a dict key);
+    `if alpha > 0.5` guards the comparison."""
+    __slots__ = ()
+    DTYPE = SYM_FLOAT
+
+    @property
+    def __class__(self):   # isinstance(x, float) holds
+        return float
+
+    def _literal(self) -> bytes:
+        return enc_float(self.value)
+
+    def _leave(self, how: str = "__float__"):
+        self._host._sym_guard(self, "__float__", self.value)
+        return self.value
+
+    def __index__(self):   # a float is never an index (as for float itself); no guard
+        raise TypeError("'float' object cannot be interpreted as an integer")
+
+    def __int__(self):
+        return int(self._leave())
+
+    def __float__(self):
+        return self._leave()
+
+    def __bool__(self):
+        return bool(_fcompare(self, 0.0, "ivytrace.sym.ne", operator.ne))
+
+    def __hash__(self):
+        return hash(self._leave())
+
+    def __reduce__(self):
+        return (float, (self._leave(),))
+
+    # arithmetic -> SymFloat
+    def __add__(self, o):
+        return _farith(self, o, "ivytrace.sym.add", operator.add)
+
+    def __radd__(self, o):
+        return _farith(o, self, "ivytrace.sym.add", operator.add, reflected=True)
+
+    def __sub__(self, o):
+        return _farith(self, o, "ivytrace.sym.sub", operator.sub)
+
+    def __rsub__(self, o):
+        return _farith(o, self, "ivytrace.sym.sub", operator.sub, reflected=True)
+
+    def __mul__(self, o):
+        return _farith(self, o, "ivytrace.sym.mul", operator.mul)
+
+    def __rmul__(self, o):
+        return _farith(o, self, "ivytrace.sym.mul", operator.mul, reflected=True)
+
+    def __truediv__(self, o):
+        return _farith(self, o, "ivytrace.sym.truediv", operator.truediv)
+
+    def __rtruediv__(self, o):
+        return _farith(o, self, "ivytrace.sym.truediv", operator.truediv, reflected=True)
+
+    def __floordiv__(self, o):
+        return _farith(self, o, "ivytrace.sym.floordiv", operator.floordiv)
+
+    def __rfloordiv__(self, o):
+        return _farith(o, self, "ivytrace.sym.floordiv", operator.floordiv, reflected=True)
+
+    def __mod__(self, o):
+        return _farith(self, o, "ivytrace.sym.mod", operator.mod)
+
+    def __rmod__(self, o):
+        return _farith(o, self, "ivytrace.sym.mod", operator.mod, reflected=True)
+
+    def __divmod__(self, o):
+        return self // o, self % o
+
+    def __rdivmod__(self, o):
+        return o // self, o % self
+
+    def __pow__(self, o, mod=None):
+        if mod is None:
+            return _farith(self, o, "ivytrace.sym.pow", operator.pow)
+        return pow(self._leave(), _plain_left(o), mod)
+
+    def __rpow__(self, o):
+        return _farith(o, self, "ivytrace.sym.pow", operator.pow, reflected=True)
+
+    def __neg__(self):
+        return _unary(self, "ivytrace.sym.neg", operator.neg, SymFloat)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _unary(self, "ivytrace.sym.abs", abs, SymFloat)
+
+    def __round__(self, ndigits=None):
+        return round(self._leave(), ndigits)
+
+    def __trunc__(self):
+        return int(self._leave())
+
+    def __floor__(self):
+        import math
+        return math.floor(self._leave())
+
+    def __ceil__(self):
+        import math
+        return math.ceil(self._leave())
+
+    # comparisons -> SymBool
+    def __eq__(self, o):
+        return _fcompare(self, o, "ivytrace.sym.eq", operator.eq)
+
+    def __ne__(self, o):
+        return _fcompare(self, o, "ivytrace.sym.ne", operator.ne)
+
+    def __lt__(self, o):
+        return _fcompare(self, o, "ivytrace.sym.lt", operator.lt)
+
+    def __le__(self, o):
+        return _fcompare(self, o, "ivytrace.sym.le", operator.le)
+
+    def __gt__(self, o):
+        return _fcompare(self, o, "ivytrace.sym.gt", operator.gt)
+
+    def __ge__(self, o):
+        return _fcompare(self, o, "ivytrace.sym.ge", operator.ge)
+
+    # float's own helpers some code calls
+    def is_integer(self):
+        return self._leave().is_integer()
+
+    def as_integer_ratio(self):
+        return self._leave().as_integer_ratio()
+
+    def hex(self):
+        return self._leave().hex()
+
+    def conjugate(self):
+        return self
+
+    @property
+    def real(self):
+        return self
+
+    @property
+    def imag(self):
+        return 0.0
+
+
 # Every stand-in class (hosts add their own kinds, e.g. torch's, which torch's argument parser
 # takes for ints): `unwrap` and the encoders look them up by exact type.
-SYM_CLASSES = {SymInt, SymBool}
+SYM_CLASSES = {SymInt, SymBool, SymFloat}
 
 
 def not_(b):
@@ -350,7 +505,11 @@ def not_(b):
 
 # -- helpers ------------------------------------------------------------------------------------
 def _is_int(o) -> bool:
-    return type(o) is int or type(o) is bool or isinstance(o, SymValue)
+    return type(o) is int or type(o) is bool or (isinstance(o, SymValue) and not isinstance(o, SymFloat))
+
+
+def _is_number(o) -> bool:
+    return type(o) in (int, bool, float) or isinstance(o, SymValue)
 
 
 def _plain(o):
@@ -375,13 +534,20 @@ def _make(other, name, pyop, a, b, cls=None):
     """A new stand-in of the host's kind (`cls` SymInt or SymBool: which of the two)."""
     host = _host_of(a, b)
     value = pyop(_plain(a), _plain(b))
-    kind = host.SymBoolType if (cls is SymBool or (cls is None and type(value) is bool)) else host.SymIntType
+    if cls is SymBool or (cls is None and type(value) is bool):
+        kind = host.SymBoolType
+    elif cls is SymFloat or type(value) is float:
+        kind = host.SymFloatType
+    else:
+        kind = host.SymIntType
     return kind(value, ("op", name, (a, b)), host)
 
 
 def _arith(a, b, name, pyop, reflected=False):
     other = a if reflected else b
     me = b if reflected else a
+    if isinstance(other, SymFloat):
+        return NotImplemented   # the float's (reflected) operator keeps both symbolic
     if _is_int(other):
         return _make(other, name, pyop, a, b, SymInt)
     if _defers(other):
@@ -397,11 +563,44 @@ def _arith(a, b, name, pyop, reflected=False):
 
 def _unary(a, name, pyop, cls=SymInt):
     host = a._host
-    kind = host.SymBoolType if cls is SymBool else host.SymIntType
+    kind = host.SymBoolType if cls is SymBool else host.SymFloatType if cls is SymFloat else host.SymIntType
     return kind(pyop(a.value), ("op", name, (a,)), host)
 
 
+def _farith(a, b, name, pyop, reflected=False):
+    """Arithmetic with a SymFloat: with any Python number or stand-in it stays symbolic."""
+    other = a if reflected else b
+    me = b if reflected else a
+    if _is_number(other) and not isinstance(other, SymBool):
+        try:
+            value = pyop(_plain(a), _plain(b))
+        except ZeroDivisionError:
+            me._leave()
+            raise
+        if type(value) is float:
+            return _make(other, name, pyop, a, b, SymFloat)
+        # (-2.0) ** 0.5 is complex: the exact values leave
+    if _defers(other):
+        return NotImplemented
+    v = me._leave()
+    o = _plain_left(other)
+    try:
+        return pyop(o, v) if reflected else pyop(v, o)
+    except TypeError:
+        return NotImplemented
+
+
+def _fcompare(a, b, name, pyop):
+    if _is_number(b):
+        return _make(b, name, pyop, a, b, SymBool)
+    if _defers(b):
+        return NotImplemented
+    return NotImplemented
+
+
 def _compare(a, b, name, pyop):
+    if isinstance(b, SymFloat):
+        return NotImplemented   # its reflected comparison
     if _is_int(b):
         return _make(b, name, pyop, a, b, SymBool)
     if _defers(b):
@@ -416,6 +615,8 @@ def _arg_of(o) -> bytes:
         return o.arg()
     if type(o) is bool:
         return A_TRUE if o else A_FALSE
+    if type(o) is float:
+        return enc_float(o)
     return enc_int(o)
 
 
@@ -482,6 +683,7 @@ class SymHost:
 
     SymIntType = SymInt     # the stand-in classes this host hands out
     SymBoolType = SymBool
+    SymFloatType = SymFloat
 
     def _sym_leaf(self, t, op: str, dim, value: int) -> SymInt:
         return self.SymIntType(value, ("leaf", op, t, dim), self)
@@ -495,9 +697,12 @@ class SymHost:
         """The interned module scope of the code that made the value (0: none)."""
         return 0
 
-    def _sym_input(self, value: int) -> SymInt:
-        """A stand-in for a Python int the caller passes in (a stateful object's attribute): it
-        becomes a region input when handed to region_begin (`_sym_input_ref`)."""
+    def _sym_input(self, value):
+        """A stand-in for a Python int or float the caller passes in (an argument, a stateful
+        object's attribute): it becomes a region input when handed to region_begin
+        (`_sym_input_ref`)."""
+        if type(value) is float:
+            return self.SymFloatType(value, ("input",), self)
         return self.SymIntType(value, ("input",), self)
 
     def _sym_input_ref(self, sym: SymValue) -> bytes:
@@ -537,13 +742,19 @@ class SymHost:
         ev.thread = threading.get_ident()
         ev.start_ns = max(time.perf_counter_ns() - self._t0, 0)
         w.add(TAG_OP, ev.SerializeToString(), op=True)
-        value = int(sym.value)
-        td = trace_pb2.TensorData(total_bytes=8 if sym.DTYPE == SYM_INT else 1)
+        td = trace_pb2.TensorData(total_bytes=1 if sym.DTYPE == SYM_BOOL else 8)
         td.ref.id = tid
         td.ref.storage = tid
         td.ref.dtype = sym.DTYPE
-        td.value.dtype = common_pb2.INT64 if sym.DTYPE == SYM_INT else common_pb2.BOOL
-        td.value.data = _PACK_Q(value) if sym.DTYPE == SYM_INT else bytes((value,))
+        if sym.DTYPE == SYM_FLOAT:
+            td.value.dtype = common_pb2.FLOAT64
+            td.value.data = _PACK_D(float(sym.value))
+        elif sym.DTYPE == SYM_INT:
+            td.value.dtype = common_pb2.INT64
+            td.value.data = _PACK_Q(int(sym.value))
+        else:
+            td.value.dtype = common_pb2.BOOL
+            td.value.data = bytes((int(sym.value),))
         td.value.role = common_pb2.OBSERVED
         w.add(TAG_TENSOR, td.SerializeToString(), tensor_bytes=len(td.value.data))
         w.emit()
@@ -563,6 +774,8 @@ class SymHost:
         value = common_pb2.Arg()
         if type(observed) is bool:
             value.b = observed
+        elif type(observed) is float:
+            value.f = observed
         else:
             value.i = int(observed)
         g = trace_pb2.GuardEvent(tensor=ref, op=self.w.intern(f"ivytrace.sym.{how}"), value=value,

@@ -197,7 +197,25 @@ class TorchSymBool(_sym.SymBool, torch.SymBool):
         return _sym.not_(self)
 
 
-_sym.SYM_CLASSES.update((TorchSymInt, TorchSymBool))
+class TorchSymFloat(_sym.SymFloat, torch.SymFloat):
+    """A float argument of a traced function, which torch's argument parser takes where it takes
+    a float or a number (as it takes torch.SymFloat)."""
+    __slots__ = ()
+
+    def __sym_max__(self, o):
+        return _sym._make(o, "ivytrace.sym.max", max, self, o, _sym.SymFloat)
+
+    def __sym_min__(self, o):
+        return _sym._make(o, "ivytrace.sym.min", min, self, o, _sym.SymFloat)
+
+    def __sym_float__(self):
+        return self
+
+    def __sym_int__(self):
+        return int(self)
+
+
+_sym.SYM_CLASSES.update((TorchSymInt, TorchSymBool, TorchSymFloat))
 _sym._UNWRAP_TYPES[TorchSymSize] = lambda v: torch.Size([_sym.unwrap(x) for x in v])
 _sym.DEFER_TYPES.append(torch.Tensor)
 # An argument entry standing for "a symbolic int read": no tensor, never a constant, never
@@ -217,6 +235,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
 
     SymIntType = TorchSymInt
     SymBoolType = TorchSymBool
+    SymFloatType = TorchSymFloat
 
     def __init__(self, session):
         super().__init__()
