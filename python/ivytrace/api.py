@@ -888,9 +888,9 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
                     if _is_array(v):
                         state_in.append(_StateSlot(which, a))
                         extra.append((f"state:{a}", v))
-                    elif type(v) is int and host is not None:
-                        # An int attribute is an input of the graph (`self.count += 1` then
-                        # computes the new count from the live one on every replay).
+                    elif type(v) in (int, float) and host is not None:
+                        # An int or float attribute is an input of the graph (`self.count += 1`
+                        # then computes the new count from the live one on every replay).
                         s = host._sym_input(v)
                         setattr(obj, a, s)
                         stand_ins.append((obj, a, v, s))

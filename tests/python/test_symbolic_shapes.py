@@ -387,6 +387,25 @@ def test_a_counter_attribute_counts_on_every_replay():
     assert torch.allclose(out, m.lin(torch.ones(1, 2)) * 4)
 
 
+def test_a_float_attribute_decays_on_every_replay():
+    class Decay:
+        def __init__(self):
+            self.scale, self.n = 1.0, 0
+
+        def step(self, x):
+            self.scale = self.scale * 0.5
+            self.n += 1
+            return x * self.scale + self.n
+
+    s, eager = Decay(), Decay()
+    g = ivytrace.trace_graph(s.step, args=(torch.ones(2),), stateful=[s])
+    eager.step(torch.ones(2))
+    for _ in range(3):
+        torch.testing.assert_close(g(torch.ones(2)), eager.step(torch.ones(2)))
+    assert (s.scale, s.n) == (eager.scale, eager.n) == (0.0625, 4) and type(s.scale) is float
+    assert g.traces == 1
+
+
 def test_a_buffer_written_in_eval_mode_is_a_warning_not_silence():
     class Steps(torch.nn.Module):
         def __init__(self):

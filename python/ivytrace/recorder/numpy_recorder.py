@@ -304,6 +304,8 @@ def _storage_root(a):
 # An operand entry standing for "a symbolic int was read": never a constant, so the call's
 # result is not folded (it depends on a shape).
 _SYM_IN = (None, -1, -1, 0)
+# `n * a` with n a stand-in: the array's reflected operator records the call with n symbolic.
+_sym.DEFER_TYPES.append(TracedArray)
 
 
 class NumpyRecorder(ArrayRecorder, _sym.SymHost):
