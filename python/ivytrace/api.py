@@ -813,7 +813,7 @@ def _trace(fn, args, kwargs, *, static_argnums=frozenset(), static_argnames=froz
         traced = _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=False, **options)
     except CLIError:
         raise refused.__cause__ from None   # not the ints: the first attempt's error says why
-    warnings.warn(f"ivytrace: {_name_of(fn)}: the int argument(s) {', '.join(refused.names)} cannot be inputs of "
+    warnings.warn(f"ivytrace: {_name_of(fn)}: the number argument(s) {', '.join(refused.names)} cannot be inputs of "
                   f"the graph ({refused.reason}); the graph is specialized on their values (pass them in "
                   f"static_argnums / static_argnames to skip this attempt)", StateWarning,
                   stacklevel=_user_level()[0])
