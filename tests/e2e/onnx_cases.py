@@ -302,6 +302,7 @@ def _torch_cases():
     case("torch", "sym_sub", lambda x: x.reshape(b(x), -1)[:, : b(x) - 1], X)
     case("torch", "sym_mul", lambda x: x.reshape(b(x) * 3, 4), X)
     case("torch", "sym_floordiv", lambda x: x * (-(b(x) * 5) // 3) + x * (b(x) * 7 // 2), X)
+    case("torch", "sym_truediv", lambda x: x * (b(x) / 2) + (3.5 - b(x)) * x + x * b(x) ** 0.5 + 1 / b(x), X)
     case("torch", "sym_mod", lambda x: x * ((-b(x)) % 3) + x * (b(x) * 7 % 4), X)
     case("torch", "sym_pow", lambda x: x * b(x) ** 2, X)
     case("torch", "sym_neg", lambda x: x * -b(x), X)

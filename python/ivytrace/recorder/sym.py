@@ -16,8 +16,9 @@ comparison (`if x.shape[0] > 4`) checks the comparison on replay, not the exact 
 check the exact value. Either way a replay that would take another path raises a GuardError.
 
 Limits: what is formatted into a string (`f"{n}"`, `str(n)`) leaves without a guard (strings are
-not expected to decide control flow); true division (`n / 2`) and mixing with floats guard the
-exact value; stand-ins are made only for tensors the region computed or was given (a parameter's
+not expected to decide control flow); arithmetic with a float (`n / 2`, `n * 0.5`, `n ** 0.5`)
+gives a SymFloat, which leaves with a guard on its exact value where Python needs the plain
+float (`math.sqrt`, `float()`, `int()`); stand-ins are made only for tensors the region computed or was given (a parameter's
 or a constant's shape is constant) and only on the recorder's thread; `isinstance(n, int)` holds,
 `type(n) is int` does not.
 
@@ -188,21 +189,32 @@ class SymInt(SymValue):
         return o // self, o % self
 
     def __pow__(self, o, mod=None):
-        if mod is None and _is_int(o) and _plain(o) >= 0:
+        if mod is None and (_is_int(o) and _plain(o) >= 0 or type(o) is float):
             return _arith(self, o, "ivytrace.sym.pow", operator.pow)
+        if mod is None and isinstance(o, SymFloat):
+            return NotImplemented
         return pow(self._leave("__index__"), _plain_left(o), mod)
 
     def __rpow__(self, o):
-        if _is_int(o) and self.value >= 0:
+        if _is_int(o) and self.value >= 0 or type(o) is float:
             return _arith(o, self, "ivytrace.sym.pow", operator.pow, reflected=True)
         return pow(_plain_left(o), self._leave("__index__"))
 
+    # true division gives a float: a SymFloat when the other operand is a number
     def __truediv__(self, o):
-        if _defers(o):
+        if _is_number(o) and not isinstance(o, SymFloat):
+            if _plain(o) == 0:
+                return self._leave("__index__") / _plain_left(o)   # ZeroDivisionError, as Python
+            return _make(o, "ivytrace.sym.truediv", operator.truediv, self, o, SymFloat)
+        if _defers(o) or isinstance(o, SymFloat):
             return NotImplemented
         return self._leave("__index__") / _plain_left(o)
 
     def __rtruediv__(self, o):
+        if _is_number(o) and not isinstance(o, SymFloat):
+            if self.value == 0:
+                return _plain_left(o) / self._leave("__index__")
+            return _make(o, "ivytrace.sym.truediv", operator.truediv, o, self, SymFloat)
         return _plain_left(o) / self._leave("__index__")
 
     def __lshift__(self, o):
@@ -550,6 +562,14 @@ def _arith(a, b, name, pyop, reflected=False):
         return NotImplemented   # the float's (reflected) operator keeps both symbolic
     if _is_int(other):
         return _make(other, name, pyop, a, b, SymInt)
+    if type(other) is float:
+        try:
+            value = pyop(_plain(a), _plain(b))
+        except ZeroDivisionError:
+            me._leave("__index__")
+            raise
+        if type(value) is float:   # not a complex power
+            return _make(other, name, pyop, a, b, SymFloat)
     if _defers(other):
         return NotImplemented   # the array's own (reflected) operator records the call
     # Floats and anything else (a list repeated, another library's number): the exact value
@@ -603,10 +623,10 @@ def _compare(a, b, name, pyop):
         return NotImplemented   # its reflected comparison
     if _is_int(b):
         return _make(b, name, pyop, a, b, SymBool)
+    if type(b) is float:
+        return _make(b, name, pyop, a, b, SymBool)
     if _defers(b):
         return NotImplemented
-    if isinstance(b, float):
-        return pyop(a._leave("__index__"), b)
     return NotImplemented
 
 
