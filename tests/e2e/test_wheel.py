@@ -45,6 +45,21 @@ def _missing_prerequisite(msg):
     pytest.skip(msg)
 
 
+def _adopt_build_tree():
+    """scikit-build-core records in build/.skbuild-info.json which installation of it configured the
+    tree, and clears CMakeCache.txt and CMakeFiles/ (every object file: a full C++ build follows)
+    when another one builds there. The tree is scripts/setup.sh's, configured with the same
+    settings, so a record left by another installation (a .venv made anew) is dropped instead."""
+    import scikit_build_core
+    info = BUILD / ".skbuild-info.json"
+    try:
+        recorded = json.loads(info.read_text()).get("skbuild_path")
+    except (OSError, ValueError, AttributeError):
+        return
+    if recorded != str(Path(scikit_build_core.__file__).parent.resolve()):
+        info.unlink()
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     if not (BUILD / "CMakeCache.txt").is_file():
@@ -53,6 +68,7 @@ def wheel(tmp_path_factory):
         _missing_prerequisite(f"scikit-build-core is not installed in {sys.executable}: run scripts/setup.sh")
     if not list(WHEELHOUSE.glob("numpy-*.whl")) or not list(WHEELHOUSE.glob("protobuf-*.whl")):
         _missing_prerequisite(f"no numpy/protobuf wheels in {WHEELHOUSE}: run scripts/setup.sh")
+    _adopt_build_tree()
     out = tmp_path_factory.mktemp("dist")
     env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2))
     proc = subprocess.run(
