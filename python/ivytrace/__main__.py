@@ -1,8 +1,8 @@
 """`python -m ivytrace ARGS` and the `ivytrace` console script: run the ivytrace CLI binary.
 
-The binary is the one bundled in the package (ivytrace/bin/ivytrace), else $IVYTRACE_BIN, else the
-build of the source checkout the package lives in, else an `ivytrace` executable on PATH that is a
-binary (not this script). Commands that run Python themselves (`check`, `record`) use this
+The binary is $IVYTRACE_BIN when set, else the one bundled in the package (ivytrace/bin/ivytrace,
+in a wheel), else an `ivytrace` executable on PATH that is a binary (not this script), else the
+build of the source checkout the package lives in (ivytrace.cli_bin.find_cli). Commands that run Python themselves (`check`, `record`) use this
 interpreter unless $IVYTRACE_PYTHON says otherwise.
 """
 from __future__ import annotations
