@@ -594,10 +594,19 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(FillValue(value, d, &v));
   std::string shape;
   const bool like = c != "new_ones" && c != "new_zeros" && c != "full";
+  // The size: `size` (full), or the variadic `args` of new_zeros/new_ones, given as one sequence
+  // (x.new_zeros(x.shape)) or as ints (x.new_zeros(b, t)).
+  const v1::Arg* size = call.Get("size");
+  if (!size && !like) {
+    if (const v1::ArgList* args = Items(call.Get("args"))) {
+      size = call.Get("args");
+      if (args->items_size() == 1 && Items(&args->items(0))) size = &args->items(0);
+    }
+  }
   if (auto in = call.Tensor("input"); in && like) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
-  else if (const v1::Arg* size = call.Get("size"); size && IsSymbolicArg(ctx, *size))
-    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size, &shape));  // full((b, t), v): sizes read from shapes
-  else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(size): the recorded size
+  else if (size && IsSymbolicArg(ctx, *size))
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size, &shape));  // full((b, t), v), x.new_zeros(x.shape): sizes read from shapes
+  else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(2, 3): the recorded (constant) size
   auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
   SetAttr(n, "value", v);
   return Status::Ok();
