@@ -567,6 +567,24 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const int rank = ctx.Rank(x);
   auto flat = call.IntList("pad");
+  std::string sym_pads;  // pads computed at run time: F.pad(x, (0, w_pad, 0, h_pad)) with sizes read from shapes
+  if (const v1::Arg* pad = call.Get("pad"); !flat && pad && IsSymbolicArg(ctx, *pad) &&
+                                            !call.Bool("pad_per_axis").value_or(false)) {
+    const v1::ArgList* items = Items(pad);
+    if (!items || items->items_size() % 2 != 0 || items->items_size() / 2 > rank) {
+      return Status::Unsupported("pad is not a list of (before, after) pairs");
+    }
+    // ONNX's order: every dim's begin, then every dim's end; torch pairs the last dim first.
+    v1::Arg onnx_order;
+    for (int k = 0; k < 2 * rank; ++k) onnx_order.mutable_list()->add_items()->set_i(0);
+    for (int i = 0; i < items->items_size() / 2; ++i) {
+      const int dim = rank - 1 - i;
+      *onnx_order.mutable_list()->mutable_items(dim) = items->items(2 * i);
+      *onnx_order.mutable_list()->mutable_items(rank + dim) = items->items(2 * i + 1);
+    }
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, onnx_order, &sym_pads));
+    flat = std::vector<int64_t>();  // the recorded sizes are not used
+  }
   if (!flat || flat->size() % 2 != 0) return Status::Unsupported("pad is not a list of (before, after) pairs");
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   const bool per_axis = call.Bool("pad_per_axis").value_or(false);
@@ -587,6 +605,7 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   if (const v1::Arg* m = call.Get("mode"); m && m->kind_case() == v1::Arg::kS) mode = m->s();
   const v1::DType d = ctx.DType(x);
   if (mode == "circular") {
+    if (!sym_pads.empty()) return Status::Unsupported("circular pad with sizes read from shapes");
     std::string cur = ctx.In(x);
     for (int dim = 0; dim < rank; ++dim) {
       if (begin[dim] == 0 && end[dim] == 0) continue;
@@ -612,7 +631,7 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   else return Status::Unsupported("pad mode '" + mode + "'");
   std::vector<int64_t> pads = begin;
   pads.insert(pads.end(), end.begin(), end.end());
-  std::vector<std::string> ins = {ctx.In(x), ctx.Int64s(pads)};
+  std::vector<std::string> ins = {ctx.In(x), sym_pads.empty() ? ctx.Int64s(pads) : sym_pads};
   if (onnx_mode == "constant") {
     const v1::Arg* v = call.Get("value");
     if (v && v->kind_case() == v1::Arg::kTensor) {

@@ -251,6 +251,39 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       return Status::Ok();
     }
   }
+  // One list of ints among ints, slices and an Ellipsis, no None (falcon: x[..., [-2], :]): a
+  // Gather of those positions on its dim (rank kept, negative positions from the end), then the
+  // rest of the index with the list read as a full slice.
+  std::string src = ctx.In(x);
+  v1::Arg full_slice;
+  full_slice.mutable_slice();
+  {
+    int lists = 0, list_at = -1, ellipsis_at = -1, n = 0;
+    bool plain = true;
+    for (const v1::Arg* it : items) {
+      if (it->kind_case() == v1::Arg::kList) {
+        ++lists;
+        list_at = n;
+      } else if (it->kind_case() == v1::Arg::kEllipsis) {
+        ellipsis_at = n;
+      } else if (it->kind_case() != v1::Arg::kI && it->kind_case() != v1::Arg::kSlice) {
+        plain = false;
+      }
+      ++n;
+    }
+    if (lists == 1 && plain) {
+      const int rank = ctx.Rank(x);
+      const auto positions = AsIntList(*items[list_at]);
+      if (!positions || positions->empty()) return Status::Unsupported("indexing with a list that is not of ints");
+      int64_t axis = list_at;
+      if (ellipsis_at >= 0 && ellipsis_at < list_at) axis = rank - (static_cast<int64_t>(items.size()) - list_at);
+      if (axis < 0 || axis >= rank) return Status::Unsupported("a list index out of the tensor's dims");
+      onnx::NodeProto* g = nullptr;
+      src = ctx.EmitTemp("Gather", {src, ctx.Int64s(*positions)}, &g);
+      SetAttr(g, "axis", axis);
+      items[list_at] = &full_slice;
+    }
+  }
   int consumed = 0, ellipses = 0;
   for (const v1::Arg* it : items) {
     switch (it->kind_case()) {
@@ -331,7 +364,7 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     }
   }
 
-  std::string cur = ctx.In(x);
+  std::string cur = src;
   const int stages = !axes.empty() + !squeeze.empty() + !unsqueeze.empty();
   if (stages == 0) {
     ctx.Emit("Identity", {cur}, {ctx.Out(result)});
