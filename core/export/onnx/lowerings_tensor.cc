@@ -461,6 +461,48 @@ Status LowerSetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   } else {
     items.push_back(index);
   }
+  // Only integer tensors, indexing the leading dims (weight[idx, idx] = kernel in diffusers'
+  // Downsample1d): they broadcast together to the shape B; ScatterND writes at the stacked
+  // coordinates a value broadcast to B + the remaining dims.
+  {
+    bool int_tensors = items.size() >= 1 && static_cast<int>(items.size()) <= rank;
+    for (const v1::Arg* it : items) {
+      int_tensors = int_tensors && it->kind_case() == v1::Arg::kTensor &&
+                    ctx.DType(it->tensor().value()) != v1::BOOL && ctx.DType(it->tensor().value()) != v1::SYM_BOOL &&
+                    !IsFloating(ctx.DType(it->tensor().value())) && ctx.Rank(it->tensor().value()) > 0;
+    }
+    if (int_tensors) {
+      std::vector<std::string> idx;
+      for (const v1::Arg* it : items) {
+        const ValueId t = it->tensor().value();
+        idx.push_back(ctx.CastTo(ctx.In(t), ctx.DType(t), v1::INT64));
+      }
+      std::string sum = idx[0];
+      for (size_t i = 1; i < idx.size(); ++i) sum = ctx.EmitTemp("Add", {sum, idx[i]});
+      const std::string bshape = ctx.EmitTemp("Shape", {sum});
+      std::vector<std::string> parts;
+      for (const auto& i : idx) parts.push_back(ctx.Unsqueeze(ctx.EmitTemp("Expand", {i, bshape}), {-1}));
+      std::string coords = parts[0];
+      if (parts.size() > 1) {
+        onnx::NodeProto* c = nullptr;
+        coords = ctx.EmitTemp("Concat", parts, &c);
+        SetAttr(c, "axis", int64_t{-1});
+      }
+      std::string ushape = bshape;
+      if (static_cast<int>(items.size()) < rank) {
+        const std::string rest = ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {ctx.In(x)}),
+                                                        ctx.Int64s({static_cast<int64_t>(items.size())}),
+                                                        ctx.Int64s({std::numeric_limits<int64_t>::max()})});
+        onnx::NodeProto* c = nullptr;
+        ushape = ctx.EmitTemp("Concat", {bshape, rest}, &c);
+        SetAttr(c, "axis", int64_t{0});
+      }
+      // Repeated coordinates: torch keeps one of the writes, ScatterND's result is undefined; both
+      // are what the program asked for only when the written values agree, as for x[i, i] = v.
+      ctx.Emit("ScatterND", {ctx.In(x), coords, ctx.EmitTemp("Expand", {v, ushape})}, {ctx.Out(result)});
+      return Status::Ok();
+    }
+  }
   // An int index: a Python int, or a 0-d integer tensor or shape value (x[:, n - 1] = v).
   auto is_int_index = [&](const v1::Arg* it) {
     if (it->kind_case() == v1::Arg::kI) return true;
