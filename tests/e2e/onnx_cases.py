@@ -202,6 +202,9 @@ def _torch_cases():
     case("torch", "avg_pool2d", lambda x: F.avg_pool2d(x, 2, count_include_pad=False, padding=1), f32("B", 2, 6, 6))
     case("torch", "avg_pool3d", lambda x: F.avg_pool3d(x, 2), f32("B", 2, 4, 4, 4))
     case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), f32("B", 3, 4, 4))
+    # The width is read as a shape, so the model's width is dynamic: the window must follow it.
+    case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 1)) * x.shape[-1],
+         f32(1, 2, 4, "B"), variant="window")
     case("torch", "batch_norm", lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3),
          f32("B", 3, 4), f32(3), pos(3), f32(3), f32(3))
     case("torch", "layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), X, f32(4), f32(4))
