@@ -11,6 +11,7 @@ against eager, exported with `ivytrace export --to onnx` and run in onnxruntime 
 - diffusers UNet1DModel: `timestep.broadcast_to(...)` was not in the schemas (trace_graph failed),
   and `weight[idx, idx] = kernel` had no lowering.
 - flax: `nn.Embed` is a lax.gather, which had no lowering.
+- ConvBERT: `F.unfold` was not in the schemas (trace_graph failed).
 """
 import os
 import subprocess
@@ -155,3 +156,20 @@ def test_flax_embedding_model_exports(cli, tmp_path):
     other = jnp.asarray(np.random.RandomState(1).randint(0, 100, (2, 8)).astype(np.int32))
     for x in (ids, other):
         _check(_ort(sess, x), forward(x), "onnx")
+
+
+def test_convbert_unfold_replays():
+    # F.unfold (its span-based dynamic convolution) was not in the schemas: trace_graph failed.
+    torch.manual_seed(0)
+    cfg = transformers.ConvBertConfig(vocab_size=100, embedding_size=32, hidden_size=32, num_hidden_layers=1,
+                                      num_attention_heads=4, intermediate_size=64)
+    model = transformers.ConvBertModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    graph = ivytrace.trace_graph(forward, args=(_ids(2, 8, 0),))
+    for b, s in ((3, 5), (4, 16)):
+        ids = _ids(b, s, 30 + b)
+        _check(graph(ids).numpy(), forward(ids), f"replay at ({b}, {s})")

@@ -79,6 +79,7 @@ const CanonicalLowering kTable[] = {
     {"exp2",                         "Pow",                          LowerUnary},
     {"expand_dims",                  "Unsqueeze",                    LowerExpandDims},
     {"expm1",                        "Exp+Sub",                      LowerUnary},
+    {"eye",                          "ConstantOfShape+EyeLike",      LowerEye},
     {"flatten",                      "Flatten|Reshape",              LowerFlatten},
     {"flip",                         "Slice",                        LowerFlip},
     {"floor",                        "Floor",                        LowerUnary},

@@ -700,6 +700,36 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   return Status::Ok();
 }
 
+// eye(n[, m]) (torch.eye, np.eye, np.identity): EyeLike of a zero matrix whose sizes may be read
+// from shapes (XLNet: torch.eye(qlen)).
+Status LowerEye(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<const v1::Arg*> nm;
+  if (const v1::ArgList* args = Items(call.Get("args"))) {
+    for (const auto& it : args->items()) nm.push_back(&it);
+  } else {
+    for (const char* p : {"N", "n", "M"}) {
+      if (call.Has(p) && !call.IsNone(p)) nm.push_back(call.Get(p));
+    }
+  }
+  if (nm.empty() || nm.size() > 2) return Status::Unsupported("eye with " + std::to_string(nm.size()) + " sizes");
+  if (nm.size() == 2 && IsNone(*nm[1])) nm.pop_back();
+  v1::Arg size;
+  *size.mutable_list()->add_items() = *nm[0];
+  *size.mutable_list()->add_items() = *nm.back();
+  std::string shape;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, size, &shape));
+  const v1::DType d = ctx.DType(result);
+  onnx::TensorProto zero;
+  IVY_RETURN_IF_ERROR(FillValue(nullptr, d, &zero));
+  auto* z = static_cast<onnx::NodeProto*>(nullptr);
+  const std::string zeros = ctx.EmitTemp("ConstantOfShape", {shape}, &z);
+  SetAttr(z, "value", zero);
+  ctx.Emit("EyeLike", {zeros}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 // arange(end) / arange(start, end[, step]) -> Range in the result's dtype.
 Status LowerArange(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId result;

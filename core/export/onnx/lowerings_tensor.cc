@@ -161,7 +161,9 @@ Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx
   if (!items || items->items_size() == 0) return Status::Unsupported("concat of something that is not a list of tensors");
   const int rank = ctx.Rank(result);
   int64_t axis;
-  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  // torch.cat(tensors, axis=k): torch's alias of dim.
+  const char* dim_param = call.Has("axis") && !call.IsNone("axis") ? "axis" : "dim";
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int(dim_param).value_or(0), rank, &axis));
   std::vector<std::string> ins;
   for (const auto& it : items->items()) {
     if (it.kind_case() != v1::Arg::kTensor) return Status::Unsupported("concat of a non-tensor item");
