@@ -356,6 +356,10 @@ def _torch_cases():
     # The size read from a shape (XLNet: -torch.eye(qlen)): not folded into a constant.
     case("torch", "eye", lambda x: x - torch.eye(x.shape[0], dtype=x.dtype), f32("B", "B"), variant="shape")
     case("torch", "concat", lambda x: torch.cat([x, x * 2], axis=1), X, variant="axis")   # Funnel
+    case("torch", "repeat_interleave", lambda x: torch.repeat_interleave(x[:, :, None, :], 2, 3), X)   # GPT-J
+    case("torch", "repeat_interleave", lambda x: x.repeat_interleave(3), X, variant="flat")
+    case("torch", "mean", lambda x: x.mean(axis=-1) + torch.sum(x, axis=1, keepdim=True).mean(axis=2), X,
+         variant="axis")   # I-BERT
     # The size read from the input's shape (BART's shift_tokens_right: ids.new_zeros(ids.shape)).
     case("torch", "new_zeros", lambda x: x.new_zeros(x.shape) + x.new_ones(x.shape[0], 3, 1), X, variant="shape")
     # Pads read from a shape (Swin pads each window to a multiple of the window size).
@@ -458,6 +462,7 @@ def _numpy_cases():
     case("numpy", "zeros", lambda x: x + np.zeros((3, 4), dtype=np.float32), X)
     case("numpy", "ones", lambda x: x * np.ones(4, dtype=np.float32), X)
     case("numpy", "full", lambda x: x + np.full((4,), 2.0, dtype=np.float32), X)
+    case("numpy", "repeat_interleave", lambda x: np.repeat(x, 2, axis=1), X)
     case("numpy", "eye", lambda x: x + np.eye(3, 4, dtype=np.float32) - np.identity(4, dtype=np.float32)[:3], X)
     case("numpy", "zeros_like", lambda x: np.zeros_like(x) + x, X)
     case("numpy", "ones_like", lambda x: np.ones_like(x) * x, X)

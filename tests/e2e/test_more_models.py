@@ -11,7 +11,8 @@ against eager, exported with `ivytrace export --to onnx` and run in onnxruntime 
 - diffusers UNet1DModel: `timestep.broadcast_to(...)` was not in the schemas (trace_graph failed),
   and `weight[idx, idx] = kernel` had no lowering.
 - flax: `nn.Embed` is a lax.gather, which had no lowering.
-- ConvBERT: `F.unfold` was not in the schemas (trace_graph failed).
+- ConvBERT: `F.unfold` was not in the schemas (trace_graph failed); GPT-J: nor was
+  `torch.repeat_interleave`.
 """
 import os
 import subprocess
@@ -173,3 +174,22 @@ def test_convbert_unfold_replays():
     for b, s in ((3, 5), (4, 16)):
         ids = _ids(b, s, 30 + b)
         _check(graph(ids).numpy(), forward(ids), f"replay at ({b}, {s})")
+
+
+def test_gptj_rotary_repeat_interleave(cli, tmp_path):
+    # torch.repeat_interleave (GPT-J's rotary embedding) was not in the schemas: trace_graph failed.
+    torch.manual_seed(0)
+    cfg = transformers.GPTJConfig(vocab_size=100, n_embd=32, n_layer=1, n_head=4, rotary_dim=4, n_positions=64,
+                                  use_cache=False, bos_token_id=0, eos_token_id=0)
+    model = transformers.GPTJModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    graph = ivytrace.trace_graph(forward, args=(_ids(2, 8, 0),))
+    _check(graph(_ids(3, 5, 1)).numpy(), forward(_ids(3, 5, 1)), "replay at (3, 5)")
+    sess = _export(graph, tmp_path, cli, "gptj")
+    for b, s in ((2, 8), (4, 16)):
+        ids = _ids(b, s, 40 + b)
+        _check(_ort(sess, ids), forward(ids), f"onnx at ({b}, {s})")

@@ -155,6 +155,7 @@ const CanonicalLowering kTable[] = {
     {"relu",                         "Relu",                         LowerUnary},
     {"relu6",                        "Max+Min",                      LowerUnary},
     {"remainder",                    "Mod|Floor decomposition",      LowerElementwiseBinary},
+    {"repeat_interleave",            "Unsqueeze+Expand+Reshape",     LowerRepeatInterleave},
     {"reshape",                      "Reshape",                      LowerReshape},
     {"rms_norm",                     "ReduceMean+Sqrt decomposition", LowerRmsNorm},
     {"round",                        "Round",                        LowerUnary},

@@ -418,6 +418,46 @@ Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringCont
   return Status::Ok();
 }
 
+// repeat_interleave(x, r, dim) with an int r (torch.repeat_interleave, np.repeat): each element
+// r times in a row along dim: Unsqueeze after dim, Expand r there, merge the two dims (sizes read
+// when the model runs). dim None repeats the flattened input.
+Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* r = call.Get("repeats");
+  std::optional<int64_t> reps = r ? AsInt(*r) : std::nullopt;
+  if (!reps && r && r->kind_case() == v1::Arg::kTensor) return Status::Unsupported("repeats given as a tensor");
+  if (!reps || *reps < 0) return Status::Unsupported("repeats is not an int >= 0");
+  std::string in = ctx.In(x);
+  int rank = ctx.Rank(x);
+  int64_t dim = 0;
+  if (call.IsNone("dim") || rank == 0) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+    rank = 1;
+  } else {
+    IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &dim));
+  }
+  std::vector<int64_t> ones(rank + 1, 1);
+  ones[dim + 1] = *reps;
+  const std::string expanded = ctx.EmitTemp("Expand", {ctx.Unsqueeze(in, {dim + 1}), ctx.Int64s(ones)});
+  const std::string shape = ctx.EmitTemp("Shape", {in});
+  std::vector<std::string> parts;
+  if (dim > 0) parts.push_back(ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({dim})}));
+  parts.push_back(ctx.Int64s({-1}));
+  if (dim + 1 < rank) {
+    parts.push_back(ctx.EmitTemp("Slice", {shape, ctx.Int64s({dim + 1}), ctx.Int64s({std::numeric_limits<int64_t>::max()})}));
+  }
+  std::string target = parts[0];
+  if (parts.size() > 1) {
+    onnx::NodeProto* c = nullptr;
+    target = ctx.EmitTemp("Concat", parts, &c);
+    SetAttr(c, "axis", int64_t{0});
+  }
+  ctx.Emit("Reshape", {expanded, target}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 Status LowerTile(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
