@@ -188,6 +188,11 @@ def _torch_cases():
     case("torch", "outer", lambda x, y: torch.outer(x, y), f32(3), f32(4))
     # layers
     case("torch", "conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), f32("B", 3, 9), f32(4, 3, 3), f32(4))
+
+    def depthwise(x, w):   # Mamba: F.conv1d(h, w, groups=h.shape[1]) on a computed h
+        h = (x @ torch.linspace(-1, 1, 24).reshape(4, 6)).transpose(1, 2)
+        return F.conv1d(h, w, padding=1, groups=h.shape[1])
+    case("torch", "conv1d", depthwise, X, f32(6, 1, 2), variant="groups_from_shape")
     case("torch", "conv2d", lambda x, w: F.conv2d(x, w, padding="same", dilation=2), f32("B", 2, 6, 6), f32(4, 2, 3, 3))
     case("torch", "conv2d", lambda x, w: F.conv2d(x, w, groups=2), f32("B", 4, 5, 5), f32(4, 2, 3, 3), variant="groups")
     case("torch", "conv3d", lambda x, w: F.conv3d(x, w, padding=1), f32("B", 2, 4, 4, 4), f32(3, 2, 3, 3, 3))

@@ -7,6 +7,7 @@
 
 #include "core/export/onnx/lowerings.h"
 #include "core/ir/arg.h"
+#include "core/passes/recorded_values.h"
 
 namespace ivytrace {
 namespace onnx_export {
@@ -194,6 +195,13 @@ Status LowerConv(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(IntN(call, "stride", n, &stride));
   IVY_RETURN_IF_ERROR(IntN(call, "dilation", n, &dilation));
   auto groups = call.Int("groups");
+  if (const v1::Arg* g = call.Get("groups"); !groups && g && g->kind_case() == v1::Arg::kTensor &&
+                                             ctx.DType(g->tensor().value()) == v1::SYM_INT) {
+    // groups read from a shape (Mamba's depthwise conv: groups=x.shape[1]): the recorded value.
+    // ONNX's group is an attribute; the conv then needs x's channels == group * weight.shape[1],
+    // as the program's conv did with its own groups, so no other value passes in silence.
+    groups = RecordedScalar(ctx.graph(), g->tensor().value());
+  }
   if (!groups) return Status::Unsupported("groups is not an int");
   std::vector<int64_t> pads;
   const v1::Arg* padding = call.Get("padding");
