@@ -362,6 +362,9 @@ def _torch_cases():
     case("torch", "eye", lambda x: x - torch.eye(x.shape[0], dtype=x.dtype), f32("B", "B"), variant="shape")
     case("torch", "concat", lambda x: torch.cat([x, x * 2], axis=1), X, variant="axis")   # Funnel
     case("torch", "repeat_interleave", lambda x: torch.repeat_interleave(x[:, :, None, :], 2, 3), X)   # GPT-J
+    case("torch", "im2col", lambda x: F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1)),
+         f32("B", 2, 5, 6))
+    case("torch", "im2col", lambda x: F.unfold(x, (9, 1), padding=(4, 0)), f32("B", 3, 7, 1), variant="convbert")
     case("torch", "repeat_interleave", lambda x: x.repeat_interleave(3), X, variant="flat")
     case("torch", "mean", lambda x: x.mean(axis=-1) + torch.sum(x, axis=1, keepdim=True).mean(axis=2), X,
          variant="axis")   # I-BERT

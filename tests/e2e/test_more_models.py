@@ -11,8 +11,8 @@ against eager, exported with `ivytrace export --to onnx` and run in onnxruntime 
 - diffusers UNet1DModel: `timestep.broadcast_to(...)` was not in the schemas (trace_graph failed),
   and `weight[idx, idx] = kernel` had no lowering.
 - flax: `nn.Embed` is a lax.gather, which had no lowering.
-- ConvBERT: `F.unfold` was not in the schemas (trace_graph failed); GPT-J: nor was
-  `torch.repeat_interleave`.
+- ConvBERT: `F.unfold` was not in the schemas (trace_graph failed) and had no lowering; GPT-J:
+  nor was `torch.repeat_interleave`.
 """
 import os
 import subprocess
@@ -159,8 +159,9 @@ def test_flax_embedding_model_exports(cli, tmp_path):
         _check(_ort(sess, x), forward(x), "onnx")
 
 
-def test_convbert_unfold_replays():
-    # F.unfold (its span-based dynamic convolution) was not in the schemas: trace_graph failed.
+def test_convbert_unfold_replays_and_exports(cli, tmp_path):
+    # F.unfold (its span-based dynamic convolution) was not in the schemas: trace_graph failed;
+    # and it had no ONNX lowering.
     torch.manual_seed(0)
     cfg = transformers.ConvBertConfig(vocab_size=100, embedding_size=32, hidden_size=32, num_hidden_layers=1,
                                       num_attention_heads=4, intermediate_size=64)
@@ -174,6 +175,10 @@ def test_convbert_unfold_replays():
     for b, s in ((3, 5), (4, 16)):
         ids = _ids(b, s, 30 + b)
         _check(graph(ids).numpy(), forward(ids), f"replay at ({b}, {s})")
+    sess = _export(graph, tmp_path, cli, "convbert")
+    for b, s in ((2, 8), (4, 16)):
+        ids = _ids(b, s, 50 + b)
+        _check(_ort(sess, ids), forward(ids), f"onnx at ({b}, {s})")
 
 
 def test_gptj_rotary_repeat_interleave(cli, tmp_path):

@@ -100,6 +100,7 @@ const CanonicalLowering kTable[] = {
     {"hardtanh",                     "Max+Min",                      LowerActivation},
     {"hypot",                        "Sqrt(a*a+b*b)",                LowerElementwiseBinary},
     {"identity",                     "Identity",                     LowerUnary},
+    {"im2col",                       "Pad+Slice+Concat+Reshape",     LowerIm2col},
     {"instance_norm",                "InstanceNormalization",        LowerInstanceNorm},
     {"interpolate",                  "Resize",                       LowerInterpolate},
     {"iota",                         "Range+Expand",                 LowerIota},

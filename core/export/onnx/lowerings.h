@@ -79,6 +79,7 @@ IVY_LOWERING(LowerEmbedding);
 IVY_LOWERING(LowerTriangle);
 IVY_LOWERING(LowerFull);
 IVY_LOWERING(LowerEye);
+IVY_LOWERING(LowerIm2col);
 IVY_LOWERING(LowerRepeatInterleave);
 IVY_LOWERING(LowerArange);
 IVY_LOWERING(LowerIota);

@@ -565,6 +565,60 @@ Status LowerNormalize(const Node& node, const BoundCall& call, LoweringContext& 
   return Status::Ok();
 }
 
+// F.unfold(x, kernel_size, dilation, padding, stride) (im2col) on a 4-D input: after the zero
+// padding, one strided Slice per kernel offset (i, j), stacked so that the channel index is
+// c * kh * kw + i * kw + j as in torch, then [N, C * kh * kw, L]. The slices end relative to
+// the padded size, so the model follows the input's spatial size; no arithmetic on the values.
+Status LowerIm2col(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) != 4) return Status::Unsupported("unfold of a tensor of rank other than 4");
+  std::vector<int64_t> k, dil, pad, st;
+  IVY_RETURN_IF_ERROR(IntN(call, "kernel_size", 2, &k));
+  IVY_RETURN_IF_ERROR(IntN(call, "dilation", 2, &dil));
+  IVY_RETURN_IF_ERROR(IntN(call, "padding", 2, &pad));
+  IVY_RETURN_IF_ERROR(IntN(call, "stride", 2, &st));
+  for (int a = 0; a < 2; ++a) {
+    if (k[a] < 1 || dil[a] < 1 || st[a] < 1 || pad[a] < 0) return Status::Unsupported("unfold with sizes < 1");
+  }
+  std::string xp = ctx.In(x);
+  if (pad[0] || pad[1]) {
+    const v1::DType d = ctx.DType(x);
+    xp = ctx.EmitTemp("Pad", {xp, ctx.Int64s({0, 0, pad[0], pad[1], 0, 0, pad[0], pad[1]}),
+                              ctx.Scalar(IsFloating(d) ? Number::Float(0.0) : Number::Int(0), d)});
+  }
+  std::vector<std::string> pieces;
+  for (int64_t i = 0; i < k[0]; ++i) {
+    for (int64_t j = 0; j < k[1]; ++j) {
+      // rows i*dil, i*dil + s, ... up to Hp - dil*(kh-1-i): exactly the output's rows.
+      const int64_t end_h = dil[0] * (k[0] - 1 - i), end_w = dil[1] * (k[1] - 1 - j);
+      const std::string piece = ctx.EmitTemp(
+          "Slice", {xp, ctx.Int64s({i * dil[0], j * dil[1]}),
+                    ctx.Int64s({end_h ? -end_h : std::numeric_limits<int64_t>::max(),
+                                end_w ? -end_w : std::numeric_limits<int64_t>::max()}),
+                    ctx.Int64s({2, 3}), ctx.Int64s({st[0], st[1]})});
+      pieces.push_back(ctx.Unsqueeze(piece, {2}));
+    }
+  }
+  std::string stacked = pieces[0];
+  if (pieces.size() > 1) {
+    onnx::NodeProto* c = nullptr;
+    stacked = ctx.EmitTemp("Concat", pieces, &c);
+    SetAttr(c, "axis", int64_t{2});
+  }
+  // [N, C, K, oh, ow] -> [N, C * K, oh * ow], C read when the model runs.
+  const std::string shape = ctx.EmitTemp("Shape", {ctx.In(x)});
+  const std::string ck = ctx.EmitTemp("Mul", {ctx.EmitTemp("Slice", {shape, ctx.Int64s({1}), ctx.Int64s({2})}),
+                                              ctx.Int64s({k[0] * k[1]})});
+  onnx::NodeProto* c = nullptr;
+  const std::string target = ctx.EmitTemp("Concat", {ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({1})}),
+                                                      ck, ctx.Int64s({-1})}, &c);
+  SetAttr(c, "axis", int64_t{0});
+  ctx.Emit("Reshape", {stacked, target}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 // --- pad, interpolate -------------------------------------------------------------------------------
 
 // pad(input, pad, mode, value): torch's flat list pairs the last dim first; NumPy's pad_width
