@@ -47,6 +47,10 @@ def i64(*shape, lo=0, hi=5):
     return ("int64", shape, lo, hi)
 
 
+def i32(*shape, lo=0, hi=5):
+    return ("int32", shape, lo, hi)
+
+
 def boolean(*shape):
     return ("bool", shape, 0, 2)
 
@@ -56,8 +60,8 @@ def make_inputs(specs, batch, seed):
     out = []
     for dtype, shape, lo, hi in specs:
         shape = tuple(batch if s == "B" else s for s in shape)
-        if dtype == "int64":
-            a = rng.randint(lo, hi, size=shape).astype(np.int64)
+        if dtype in ("int64", "int32"):
+            a = rng.randint(lo, hi, size=shape).astype(dtype)
         elif dtype == "bool":
             a = rng.randint(0, 2, size=shape).astype(bool)
         else:
@@ -184,6 +188,11 @@ def _torch_cases():
     case("torch", "outer", lambda x, y: torch.outer(x, y), f32(3), f32(4))
     # layers
     case("torch", "conv1d", lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), f32("B", 3, 9), f32(4, 3, 3), f32(4))
+
+    def depthwise(x, w):   # Mamba: F.conv1d(h, w, groups=h.shape[1]) on a computed h
+        h = (x @ torch.linspace(-1, 1, 24).reshape(4, 6)).transpose(1, 2)
+        return F.conv1d(h, w, padding=1, groups=h.shape[1])
+    case("torch", "conv1d", depthwise, X, f32(6, 1, 2), variant="groups_from_shape")
     case("torch", "conv2d", lambda x, w: F.conv2d(x, w, padding="same", dilation=2), f32("B", 2, 6, 6), f32(4, 2, 3, 3))
     case("torch", "conv2d", lambda x, w: F.conv2d(x, w, groups=2), f32("B", 4, 5, 5), f32(4, 2, 3, 3), variant="groups")
     case("torch", "conv3d", lambda x, w: F.conv3d(x, w, padding=1), f32("B", 2, 4, 4, 4), f32(3, 2, 3, 3, 3))
@@ -198,6 +207,9 @@ def _torch_cases():
     case("torch", "avg_pool2d", lambda x: F.avg_pool2d(x, 2, count_include_pad=False, padding=1), f32("B", 2, 6, 6))
     case("torch", "avg_pool3d", lambda x: F.avg_pool3d(x, 2), f32("B", 2, 4, 4, 4))
     case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), f32("B", 3, 4, 4))
+    # The width is read as a shape, so the model's width is dynamic: the window must follow it.
+    case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 1)) * x.shape[-1],
+         f32(1, 2, 4, "B"), variant="window")
     case("torch", "batch_norm", lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3),
          f32("B", 3, 4), f32(3), pos(3), f32(3), f32(3))
     case("torch", "layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), X, f32(4), f32(4))
@@ -250,6 +262,7 @@ def _torch_cases():
     case("torch", "getitem", lambda x, i: x[:, i], X, i64(5, hi=3), variant="tensor")
     case("torch", "getitem", lambda x, i: x[..., i], X, i64(2, 2, hi=4), variant="tensor_last")
     case("torch", "getitem", lambda x: x[x > 0], X, variant="mask", static=True)
+    case("torch", "getitem", lambda x: x[..., [2, -1], :], f32("B", 3, 4, 2), variant="list")
     case("torch", "getitem", lambda x, b, k: x[b[:, None], k[None, :]], X, i64(4, hi=2), i64(3, hi=3), variant="advanced",
          static=True)
 
@@ -258,7 +271,22 @@ def _torch_cases():
         y[:, 1:3] = v
         y[0, ..., -1] = 5.0
         return y
-    case("torch", "setitem", setitem, X, f32(4), static=True)
+    case("torch", "setitem", setitem, X, f32(4))
+
+    def setitem_shapes(x):
+        y = x.clone()
+        n = x.shape[0]
+        y[n - 1:, :, ::2] = -1.0      # a bound read from a shape
+        y[:, -1] = 3.0
+        return y
+    case("torch", "setitem", setitem_shapes, X, variant="shapes")
+
+    def setitem_tensor_index(x):
+        y = x.clone()
+        i = torch.arange(3)
+        y[i, i] = x[:, 0, :] + 9.0   # diffusers' Downsample1d: weight[idx, idx] = kernel
+        return y
+    case("torch", "setitem", lambda x: setitem_tensor_index(x.permute(1, 2, 0)), X, variant="tensor_index")
 
     def setitem_mask(x):
         y = x.clone()
@@ -330,6 +358,21 @@ def _torch_cases():
     case("torch", "zeros_like", lambda x: torch.zeros_like(x) + 1, X)
     case("torch", "new_ones", lambda x: x + x.new_ones(3, 4), X)
     case("torch", "new_zeros", lambda x: x + x.new_zeros((4,)), X)
+    case("torch", "eye", lambda x: x * torch.eye(3, 4, dtype=x.dtype, device=x.device) + torch.eye(4)[1:], X)
+    # The size read from a shape (XLNet: -torch.eye(qlen)): not folded into a constant.
+    case("torch", "eye", lambda x: x - torch.eye(x.shape[0], dtype=x.dtype), f32("B", "B"), variant="shape")
+    case("torch", "concat", lambda x: torch.cat([x, x * 2], axis=1), X, variant="axis")   # Funnel
+    case("torch", "repeat_interleave", lambda x: torch.repeat_interleave(x[:, :, None, :], 2, 3), X)   # GPT-J
+    case("torch", "im2col", lambda x: F.unfold(x, (3, 2), dilation=(1, 2), padding=(1, 0), stride=(2, 1)),
+         f32("B", 2, 5, 6))
+    case("torch", "im2col", lambda x: F.unfold(x, (9, 1), padding=(4, 0)), f32("B", 3, 7, 1), variant="convbert")
+    case("torch", "repeat_interleave", lambda x: x.repeat_interleave(3), X, variant="flat")
+    case("torch", "mean", lambda x: x.mean(axis=-1) + torch.sum(x, axis=1, keepdim=True).mean(axis=2), X,
+         variant="axis")   # I-BERT
+    # The size read from the input's shape (BART's shift_tokens_right: ids.new_zeros(ids.shape)).
+    case("torch", "new_zeros", lambda x: x.new_zeros(x.shape) + x.new_ones(x.shape[0], 3, 1), X, variant="shape")
+    # Pads read from a shape (Swin pads each window to a multiple of the window size).
+    case("torch", "pad", lambda x: F.pad(x, (0, (3 - x.shape[0] % 3) % 3, 1, 0)), X, variant="shapes")
     case("torch", "ones_like", lambda x: torch.ones_like(x, dtype=torch.int64), X)
     case("torch", "full_like", lambda x: torch.full_like(x, 7), X)
     case("torch", "arange", lambda x: x + torch.arange(4), X)
@@ -428,6 +471,8 @@ def _numpy_cases():
     case("numpy", "zeros", lambda x: x + np.zeros((3, 4), dtype=np.float32), X)
     case("numpy", "ones", lambda x: x * np.ones(4, dtype=np.float32), X)
     case("numpy", "full", lambda x: x + np.full((4,), 2.0, dtype=np.float32), X)
+    case("numpy", "repeat_interleave", lambda x: np.repeat(x, 2, axis=1), X)
+    case("numpy", "eye", lambda x: x + np.eye(3, 4, dtype=np.float32) - np.identity(4, dtype=np.float32)[:3], X)
     case("numpy", "zeros_like", lambda x: np.zeros_like(x) + x, X)
     case("numpy", "ones_like", lambda x: np.ones_like(x) * x, X)
     case("numpy", "full_like", lambda x: np.full_like(x, 3.0) - x, X)
@@ -492,6 +537,11 @@ def _jax_cases():
     case("jax", "cumsum", lambda x: jnp.cumsum(x, axis=1), X)
     case("jax", "iota", lambda x: x + jnp.arange(4, dtype=jnp.float32), X)
     case("jax", "pad", lambda x: jnp.pad(x, ((0, 0), (1, 2))), f32("B", 4))
+    # lax.gather as jnp.take records it (flax's Embed): out-of-bounds and negative indices follow
+    # the gather's mode (fill with NaN, clip; x[ids] promises in-bounds indices, which XLA clamps).
+    case("jax", "gather", lambda x, i: jnp.take(x, i, axis=1), X, i32(2, 5, lo=-4, hi=5), variant="take")
+    case("jax", "gather", lambda x, i: jnp.take(x, i, axis=2, mode="clip"), X, i32(7, lo=-6, hi=7), variant="clip")
+    case("jax", "gather", lambda x, i: x[i], X, i32(3, 2, lo=-3, hi=3), variant="index")
     case("jax", "flip", lambda x: jnp.flip(x, axis=1), X)
     case("jax", "tile", lambda x: lax.tile(x, (1, 2)) if hasattr(lax, "tile") else jnp.tile(x, (1, 2)), f32("B", 3))
     case("jax", "top_k", lambda x: lax.top_k(x, 2), X)

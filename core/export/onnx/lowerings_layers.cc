@@ -7,6 +7,7 @@
 
 #include "core/export/onnx/lowerings.h"
 #include "core/ir/arg.h"
+#include "core/passes/recorded_values.h"
 
 namespace ivytrace {
 namespace onnx_export {
@@ -194,6 +195,13 @@ Status LowerConv(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(IntN(call, "stride", n, &stride));
   IVY_RETURN_IF_ERROR(IntN(call, "dilation", n, &dilation));
   auto groups = call.Int("groups");
+  if (const v1::Arg* g = call.Get("groups"); !groups && g && g->kind_case() == v1::Arg::kTensor &&
+                                             ctx.DType(g->tensor().value()) == v1::SYM_INT) {
+    // groups read from a shape (Mamba's depthwise conv: groups=x.shape[1]): the recorded value.
+    // ONNX's group is an attribute; the conv then needs x's channels == group * weight.shape[1],
+    // as the program's conv did with its own groups, so no other value passes in silence.
+    groups = RecordedScalar(ctx.graph(), g->tensor().value());
+  }
   if (!groups) return Status::Unsupported("groups is not an int");
   std::vector<int64_t> pads;
   const v1::Arg* padding = call.Get("padding");
@@ -557,6 +565,60 @@ Status LowerNormalize(const Node& node, const BoundCall& call, LoweringContext& 
   return Status::Ok();
 }
 
+// F.unfold(x, kernel_size, dilation, padding, stride) (im2col) on a 4-D input: after the zero
+// padding, one strided Slice per kernel offset (i, j), stacked so that the channel index is
+// c * kh * kw + i * kw + j as in torch, then [N, C * kh * kw, L]. The slices end relative to
+// the padded size, so the model follows the input's spatial size; no arithmetic on the values.
+Status LowerIm2col(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) != 4) return Status::Unsupported("unfold of a tensor of rank other than 4");
+  std::vector<int64_t> k, dil, pad, st;
+  IVY_RETURN_IF_ERROR(IntN(call, "kernel_size", 2, &k));
+  IVY_RETURN_IF_ERROR(IntN(call, "dilation", 2, &dil));
+  IVY_RETURN_IF_ERROR(IntN(call, "padding", 2, &pad));
+  IVY_RETURN_IF_ERROR(IntN(call, "stride", 2, &st));
+  for (int a = 0; a < 2; ++a) {
+    if (k[a] < 1 || dil[a] < 1 || st[a] < 1 || pad[a] < 0) return Status::Unsupported("unfold with sizes < 1");
+  }
+  std::string xp = ctx.In(x);
+  if (pad[0] || pad[1]) {
+    const v1::DType d = ctx.DType(x);
+    xp = ctx.EmitTemp("Pad", {xp, ctx.Int64s({0, 0, pad[0], pad[1], 0, 0, pad[0], pad[1]}),
+                              ctx.Scalar(IsFloating(d) ? Number::Float(0.0) : Number::Int(0), d)});
+  }
+  std::vector<std::string> pieces;
+  for (int64_t i = 0; i < k[0]; ++i) {
+    for (int64_t j = 0; j < k[1]; ++j) {
+      // rows i*dil, i*dil + s, ... up to Hp - dil*(kh-1-i): exactly the output's rows.
+      const int64_t end_h = dil[0] * (k[0] - 1 - i), end_w = dil[1] * (k[1] - 1 - j);
+      const std::string piece = ctx.EmitTemp(
+          "Slice", {xp, ctx.Int64s({i * dil[0], j * dil[1]}),
+                    ctx.Int64s({end_h ? -end_h : std::numeric_limits<int64_t>::max(),
+                                end_w ? -end_w : std::numeric_limits<int64_t>::max()}),
+                    ctx.Int64s({2, 3}), ctx.Int64s({st[0], st[1]})});
+      pieces.push_back(ctx.Unsqueeze(piece, {2}));
+    }
+  }
+  std::string stacked = pieces[0];
+  if (pieces.size() > 1) {
+    onnx::NodeProto* c = nullptr;
+    stacked = ctx.EmitTemp("Concat", pieces, &c);
+    SetAttr(c, "axis", int64_t{2});
+  }
+  // [N, C, K, oh, ow] -> [N, C * K, oh * ow], C read when the model runs.
+  const std::string shape = ctx.EmitTemp("Shape", {ctx.In(x)});
+  const std::string ck = ctx.EmitTemp("Mul", {ctx.EmitTemp("Slice", {shape, ctx.Int64s({1}), ctx.Int64s({2})}),
+                                              ctx.Int64s({k[0] * k[1]})});
+  onnx::NodeProto* c = nullptr;
+  const std::string target = ctx.EmitTemp("Concat", {ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({1})}),
+                                                      ck, ctx.Int64s({-1})}, &c);
+  SetAttr(c, "axis", int64_t{0});
+  ctx.Emit("Reshape", {stacked, target}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 // --- pad, interpolate -------------------------------------------------------------------------------
 
 // pad(input, pad, mode, value): torch's flat list pairs the last dim first; NumPy's pad_width
@@ -567,6 +629,24 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const int rank = ctx.Rank(x);
   auto flat = call.IntList("pad");
+  std::string sym_pads;  // pads computed at run time: F.pad(x, (0, w_pad, 0, h_pad)) with sizes read from shapes
+  if (const v1::Arg* pad = call.Get("pad"); !flat && pad && IsSymbolicArg(ctx, *pad) &&
+                                            !call.Bool("pad_per_axis").value_or(false)) {
+    const v1::ArgList* items = Items(pad);
+    if (!items || items->items_size() % 2 != 0 || items->items_size() / 2 > rank) {
+      return Status::Unsupported("pad is not a list of (before, after) pairs");
+    }
+    // ONNX's order: every dim's begin, then every dim's end; torch pairs the last dim first.
+    v1::Arg onnx_order;
+    for (int k = 0; k < 2 * rank; ++k) onnx_order.mutable_list()->add_items()->set_i(0);
+    for (int i = 0; i < items->items_size() / 2; ++i) {
+      const int dim = rank - 1 - i;
+      *onnx_order.mutable_list()->mutable_items(dim) = items->items(2 * i);
+      *onnx_order.mutable_list()->mutable_items(rank + dim) = items->items(2 * i + 1);
+    }
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, onnx_order, &sym_pads));
+    flat = std::vector<int64_t>();  // the recorded sizes are not used
+  }
   if (!flat || flat->size() % 2 != 0) return Status::Unsupported("pad is not a list of (before, after) pairs");
   std::vector<int64_t> begin(rank, 0), end(rank, 0);
   const bool per_axis = call.Bool("pad_per_axis").value_or(false);
@@ -587,6 +667,7 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   if (const v1::Arg* m = call.Get("mode"); m && m->kind_case() == v1::Arg::kS) mode = m->s();
   const v1::DType d = ctx.DType(x);
   if (mode == "circular") {
+    if (!sym_pads.empty()) return Status::Unsupported("circular pad with sizes read from shapes");
     std::string cur = ctx.In(x);
     for (int dim = 0; dim < rank; ++dim) {
       if (begin[dim] == 0 && end[dim] == 0) continue;
@@ -612,7 +693,7 @@ Status LowerPad(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   else return Status::Unsupported("pad mode '" + mode + "'");
   std::vector<int64_t> pads = begin;
   pads.insert(pads.end(), end.begin(), end.end());
-  std::vector<std::string> ins = {ctx.In(x), ctx.Int64s(pads)};
+  std::vector<std::string> ins = {ctx.In(x), sym_pads.empty() ? ctx.Int64s(pads) : sym_pads};
   if (onnx_mode == "constant") {
     const v1::Arg* v = call.Get("value");
     if (v && v->kind_case() == v1::Arg::kTensor) {

@@ -104,19 +104,30 @@ Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringC
       ctx.Emit("GlobalAveragePool", {i}, {o});
     });
   }
-  std::vector<int64_t> kernel(2);
   for (int i = 0; i < 2; ++i) {
     if (target[i] <= 0 || in[i] <= 0 || in[i] % target[i] != 0) {
       return Status::Unsupported("adaptive_avg_pool2d to " + std::to_string(target[0]) + "x" +
                                  std::to_string(target[1]) + " from " + std::to_string(in[0]) + "x" +
                                  std::to_string(in[1]) + " (only sizes that divide the input evenly)");
     }
-    kernel[i] = in[i] / target[i];
   }
+  // The window follows the input's size when the model runs (an exported model's spatial dims
+  // may be dynamic; a kernel of the recorded size would pool a larger image into more cells):
+  // [N, C, H, W] -> [N, C, oh, H / oh, ow, W / ow], averaged over the window axes. An input
+  // that oh or ow does not divide fails in the Reshape, where torch's windows would overlap.
   return EmitNchw(ctx, "adaptive_avg_pool2d", x, result, [&](const std::string& i, const std::string& o) {
-    auto* n = ctx.Emit("AveragePool", {i}, {o});
-    SetAttr(n, "kernel_shape", kernel);
-    SetAttr(n, "strides", kernel);
+    const std::string shape = ctx.EmitTemp("Shape", {i});
+    auto dims = [&](int64_t from, int64_t to) {
+      return ctx.EmitTemp("Slice", {shape, ctx.Int64s({from}), ctx.Int64s({to})});
+    };
+    const std::string oh = ctx.Int64s({target[0]}), ow = ctx.Int64s({target[1]});
+    onnx::NodeProto* c = nullptr;
+    const std::string split = ctx.EmitTemp(
+        "Concat", {dims(0, 2), oh, ctx.EmitTemp("Div", {dims(2, 3), oh}), ow, ctx.EmitTemp("Div", {dims(3, 4), ow})}, &c);
+    SetAttr(c, "axis", int64_t{0});
+    auto* m = ctx.Emit("ReduceMean", {ctx.EmitTemp("Reshape", {i, split})}, {o});
+    SetAttr(m, "axes", std::vector<int64_t>{3, 5});
+    SetAttr(m, "keepdims", int64_t{0});
   });
 }
 

@@ -418,6 +418,46 @@ Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringCont
   return Status::Ok();
 }
 
+// repeat_interleave(x, r, dim) with an int r (torch.repeat_interleave, np.repeat): each element
+// r times in a row along dim: Unsqueeze after dim, Expand r there, merge the two dims (sizes read
+// when the model runs). dim None repeats the flattened input.
+Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* r = call.Get("repeats");
+  std::optional<int64_t> reps = r ? AsInt(*r) : std::nullopt;
+  if (!reps && r && r->kind_case() == v1::Arg::kTensor) return Status::Unsupported("repeats given as a tensor");
+  if (!reps || *reps < 0) return Status::Unsupported("repeats is not an int >= 0");
+  std::string in = ctx.In(x);
+  int rank = ctx.Rank(x);
+  int64_t dim = 0;
+  if (call.IsNone("dim") || rank == 0) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+    rank = 1;
+  } else {
+    IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &dim));
+  }
+  std::vector<int64_t> ones(rank + 1, 1);
+  ones[dim + 1] = *reps;
+  const std::string expanded = ctx.EmitTemp("Expand", {ctx.Unsqueeze(in, {dim + 1}), ctx.Int64s(ones)});
+  const std::string shape = ctx.EmitTemp("Shape", {in});
+  std::vector<std::string> parts;
+  if (dim > 0) parts.push_back(ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({dim})}));
+  parts.push_back(ctx.Int64s({-1}));
+  if (dim + 1 < rank) {
+    parts.push_back(ctx.EmitTemp("Slice", {shape, ctx.Int64s({dim + 1}), ctx.Int64s({std::numeric_limits<int64_t>::max()})}));
+  }
+  std::string target = parts[0];
+  if (parts.size() > 1) {
+    onnx::NodeProto* c = nullptr;
+    target = ctx.EmitTemp("Concat", parts, &c);
+    SetAttr(c, "axis", int64_t{0});
+  }
+  ctx.Emit("Reshape", {expanded, target}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 Status LowerTile(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -515,8 +555,96 @@ Status LowerTake(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 }
 
 // torch.gather(input, dim, index) -> GatherElements.
+namespace {
+
+// lax.gather in the form jnp.take(x, idx, axis=a) records (flax's Embed): indices [..., 1]
+// selecting along one operand dim a, that dim collapsed, every other dim taken whole, the
+// batch dims of the indices in a's place. An ONNX Gather on axis a; the out-of-bounds rule of
+// the gather's mode is kept: FILL_OR_DROP gives fill_value (NaN for floats) where an index is
+// out of [0, n) (a negative index too: ONNX would read it from the end), CLIP and
+// PROMISE_IN_BOUNDS clamp it (as XLA does).
+Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, indices, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "indices", &indices));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* dn = call.Get("dimension_numbers");
+  const auto unsupported = [&] {
+    return Status::Unsupported("lax.gather other than a take along one axis (dimension_numbers " +
+                               (dn ? ArgToString(*dn, true) : std::string("missing")) + ")");
+  };
+  if (!dn || dn->kind_case() != v1::Arg::kDict) return unsupported();
+  std::map<std::string, std::vector<int64_t>> f;
+  const auto& dict = dn->dict();
+  for (int i = 0; i < dict.keys_size() && i < dict.values_size(); ++i) {
+    if (dict.keys(i) == "__type__") continue;
+    auto l = AsIntList(dict.values(i));
+    if (!l) return unsupported();
+    f[dict.keys(i)] = *l;
+  }
+  const int rank = ctx.Rank(x), irank = ctx.Rank(indices);
+  const auto& ishape = ctx.Shape(indices);
+  if (irank < 1 || ishape.back() != 1 || f["start_index_map"].size() != 1 || f["collapsed_slice_dims"] != f["start_index_map"] ||
+      !f["operand_batching_dims"].empty() || !f["start_indices_batching_dims"].empty()) {
+    return unsupported();
+  }
+  const int64_t a = f["start_index_map"][0];
+  if (a < 0 || a >= rank) return unsupported();
+  auto sizes = call.IntList("slice_sizes");
+  if (!sizes || static_cast<int>(sizes->size()) != rank) return unsupported();
+  for (int k = 0; k < rank; ++k) {
+    if ((*sizes)[k] != (k == a ? 1 : ctx.Shape(x)[k])) return unsupported();
+  }
+  const int64_t b = irank - 1;  // batch dims of the indices
+  std::vector<int64_t> offset, outer;
+  for (int64_t k = 0; k < rank - 1; ++k) offset.push_back(k < a ? k : k + b);
+  if (f["offset_dims"] != offset) return unsupported();
+  for (int64_t k = 0; k < a; ++k) outer.push_back(k);
+  for (int64_t k = a + b; k < a + b + (rank - 1 - a); ++k) outer.push_back(k);
+  std::string mode = "FILL_OR_DROP";
+  if (const v1::Arg* m = call.Get("mode"); m && !IsNone(*m)) {
+    const std::string t = ArgToString(*m, true);
+    if (t.find("CLIP") != std::string::npos) mode = "CLIP";
+    else if (t.find("PROMISE_IN_BOUNDS") != std::string::npos) mode = "PROMISE_IN_BOUNDS";
+    else if (t.find("FILL_OR_DROP") == std::string::npos) return Status::Unsupported("lax.gather mode " + t);
+  }
+  std::string idx = ctx.Squeeze(ctx.CastTo(ctx.In(indices), ctx.DType(indices), v1::INT64), {irank - 1});
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Scalar(Number::Int(a), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  const std::string zero = ctx.Scalar(Number::Int(0), v1::INT64);
+  std::string valid;
+  // PROMISE_IN_BOUNDS (x[ids]) leaves an index out of bounds to XLA, which clamps it: so do we
+  // (an ONNX Gather would read a negative index from the end, or fail).
+  if (mode == "CLIP" || mode == "PROMISE_IN_BOUNDS") {
+    idx = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {idx, zero}), ctx.EmitTemp("Sub", {n, ctx.Scalar(Number::Int(1), v1::INT64)})});
+  } else if (mode == "FILL_OR_DROP") {
+    valid = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {idx, zero}), ctx.EmitTemp("Less", {idx, n})});
+    idx = ctx.EmitTemp("Where", {valid, idx, zero});
+  }
+  if (valid.empty()) {
+    auto* gn = ctx.Emit("Gather", {ctx.In(x), idx}, {ctx.Out(result)});
+    SetAttr(gn, "axis", a);
+    return Status::Ok();
+  }
+  const v1::DType d = ctx.DType(result);
+  std::optional<double> fill;
+  if (const v1::Arg* fv = call.Get("fill_value"); fv && !IsNone(*fv)) fill = AsDouble(*fv);
+  else if (IsFloating(d)) fill = std::numeric_limits<double>::quiet_NaN();
+  if (!fill) return Status::Unsupported("lax.gather FILL_OR_DROP of a non-float array without a fill_value");
+  onnx::NodeProto* gn = nullptr;
+  const std::string taken = ctx.EmitTemp("Gather", {ctx.In(x), idx}, &gn);
+  SetAttr(gn, "axis", a);
+  const std::string mask = outer.empty() ? valid : ctx.Unsqueeze(valid, outer);
+  ctx.Emit("Where", {mask, taken, ctx.Scalar(IsFloating(d) ? Number::Float(*fill) : Number::Int(static_cast<int64_t>(*fill)), d)},
+           {ctx.Out(result)});
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status LowerGather(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (node.op.rfind("jax.", 0) == 0) return Status::Unsupported("lax.gather (general gather dimension numbers)");
+  if (node.op.rfind("jax.", 0) == 0) return LowerLaxTake(node, call, ctx);
   ValueId x, index, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
@@ -594,12 +722,51 @@ Status LowerFull(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(FillValue(value, d, &v));
   std::string shape;
   const bool like = c != "new_ones" && c != "new_zeros" && c != "full";
+  // The size: `size` (full), or the variadic `args` of new_zeros/new_ones, given as one sequence
+  // (x.new_zeros(x.shape)) or as ints (x.new_zeros(b, t)).
+  const v1::Arg* size = call.Get("size");
+  if (!size && !like) {
+    if (const v1::ArgList* args = Items(call.Get("args"))) {
+      size = call.Get("args");
+      if (args->items_size() == 1 && Items(&args->items(0))) size = &args->items(0);
+    }
+  }
   if (auto in = call.Tensor("input"); in && like) shape = ctx.EmitTemp("Shape", {ctx.In(*in)});
-  else if (const v1::Arg* size = call.Get("size"); size && IsSymbolicArg(ctx, *size))
-    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size, &shape));  // full((b, t), v): sizes read from shapes
-  else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(size): the recorded size
+  else if (size && IsSymbolicArg(ctx, *size))
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size, &shape));  // full((b, t), v), x.new_zeros(x.shape): sizes read from shapes
+  else shape = ctx.Int64s(ctx.Shape(result));  // new_ones(2, 3): the recorded (constant) size
   auto* n = ctx.Emit("ConstantOfShape", {shape}, {ctx.Out(result)});
   SetAttr(n, "value", v);
+  return Status::Ok();
+}
+
+// eye(n[, m]) (torch.eye, np.eye, np.identity): EyeLike of a zero matrix whose sizes may be read
+// from shapes (XLNet: torch.eye(qlen)).
+Status LowerEye(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<const v1::Arg*> nm;
+  if (const v1::ArgList* args = Items(call.Get("args"))) {
+    for (const auto& it : args->items()) nm.push_back(&it);
+  } else {
+    for (const char* p : {"N", "n", "M"}) {
+      if (call.Has(p) && !call.IsNone(p)) nm.push_back(call.Get(p));
+    }
+  }
+  if (nm.empty() || nm.size() > 2) return Status::Unsupported("eye with " + std::to_string(nm.size()) + " sizes");
+  if (nm.size() == 2 && IsNone(*nm[1])) nm.pop_back();
+  v1::Arg size;
+  *size.mutable_list()->add_items() = *nm[0];
+  *size.mutable_list()->add_items() = *nm.back();
+  std::string shape;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, size, &shape));
+  const v1::DType d = ctx.DType(result);
+  onnx::TensorProto zero;
+  IVY_RETURN_IF_ERROR(FillValue(nullptr, d, &zero));
+  auto* z = static_cast<onnx::NodeProto*>(nullptr);
+  const std::string zeros = ctx.EmitTemp("ConstantOfShape", {shape}, &z);
+  SetAttr(z, "value", zero);
+  ctx.Emit("EyeLike", {zeros}, {ctx.Out(result)});
   return Status::Ok();
 }
 

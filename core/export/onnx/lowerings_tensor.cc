@@ -161,7 +161,9 @@ Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx
   if (!items || items->items_size() == 0) return Status::Unsupported("concat of something that is not a list of tensors");
   const int rank = ctx.Rank(result);
   int64_t axis;
-  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  // torch.cat(tensors, axis=k): torch's alias of dim.
+  const char* dim_param = call.Has("axis") && !call.IsNone("axis") ? "axis" : "dim";
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int(dim_param).value_or(0), rank, &axis));
   std::vector<std::string> ins;
   for (const auto& it : items->items()) {
     if (it.kind_case() != v1::Arg::kTensor) return Status::Unsupported("concat of a non-tensor item");
@@ -251,6 +253,39 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       return Status::Ok();
     }
   }
+  // One list of ints among ints, slices and an Ellipsis, no None (falcon: x[..., [-2], :]): a
+  // Gather of those positions on its dim (rank kept, negative positions from the end), then the
+  // rest of the index with the list read as a full slice.
+  std::string src = ctx.In(x);
+  v1::Arg full_slice;
+  full_slice.mutable_slice();
+  {
+    int lists = 0, list_at = -1, ellipsis_at = -1, n = 0;
+    bool plain = true;
+    for (const v1::Arg* it : items) {
+      if (it->kind_case() == v1::Arg::kList) {
+        ++lists;
+        list_at = n;
+      } else if (it->kind_case() == v1::Arg::kEllipsis) {
+        ellipsis_at = n;
+      } else if (it->kind_case() != v1::Arg::kI && it->kind_case() != v1::Arg::kSlice) {
+        plain = false;
+      }
+      ++n;
+    }
+    if (lists == 1 && plain) {
+      const int rank = ctx.Rank(x);
+      const auto positions = AsIntList(*items[list_at]);
+      if (!positions || positions->empty()) return Status::Unsupported("indexing with a list that is not of ints");
+      int64_t axis = list_at;
+      if (ellipsis_at >= 0 && ellipsis_at < list_at) axis = rank - (static_cast<int64_t>(items.size()) - list_at);
+      if (axis < 0 || axis >= rank) return Status::Unsupported("a list index out of the tensor's dims");
+      onnx::NodeProto* g = nullptr;
+      src = ctx.EmitTemp("Gather", {src, ctx.Int64s(*positions)}, &g);
+      SetAttr(g, "axis", axis);
+      items[list_at] = &full_slice;
+    }
+  }
   int consumed = 0, ellipses = 0;
   for (const v1::Arg* it : items) {
     switch (it->kind_case()) {
@@ -331,7 +366,7 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     }
   }
 
-  std::string cur = ctx.In(x);
+  std::string cur = src;
   const int stages = !axes.empty() + !squeeze.empty() + !unsqueeze.empty();
   if (stages == 0) {
     ctx.Emit("Identity", {cur}, {ctx.Out(result)});
@@ -399,7 +434,7 @@ namespace onnx_export {
 
 // x[index] = value (torch __setitem__, NumPy __setitem__, and the builder's indexing write backs).
 // A bool mask of x's shape becomes a Where; ints, slices and Ellipsis select a box whose
-// coordinates are known from the recorded shape, written with ScatterND.
+// coordinates are computed from x's shape when the model runs, written with ScatterND.
 Status LowerSetitem(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -428,83 +463,175 @@ Status LowerSetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   } else {
     items.push_back(index);
   }
+  // Only integer tensors, indexing the leading dims (weight[idx, idx] = kernel in diffusers'
+  // Downsample1d): they broadcast together to the shape B; ScatterND writes at the stacked
+  // coordinates a value broadcast to B + the remaining dims.
+  {
+    bool int_tensors = items.size() >= 1 && static_cast<int>(items.size()) <= rank;
+    for (const v1::Arg* it : items) {
+      int_tensors = int_tensors && it->kind_case() == v1::Arg::kTensor &&
+                    ctx.DType(it->tensor().value()) != v1::BOOL && ctx.DType(it->tensor().value()) != v1::SYM_BOOL &&
+                    !IsFloating(ctx.DType(it->tensor().value())) && ctx.Rank(it->tensor().value()) > 0;
+    }
+    if (int_tensors) {
+      std::vector<std::string> idx;
+      for (const v1::Arg* it : items) {
+        const ValueId t = it->tensor().value();
+        idx.push_back(ctx.CastTo(ctx.In(t), ctx.DType(t), v1::INT64));
+      }
+      std::string sum = idx[0];
+      for (size_t i = 1; i < idx.size(); ++i) sum = ctx.EmitTemp("Add", {sum, idx[i]});
+      const std::string bshape = ctx.EmitTemp("Shape", {sum});
+      std::vector<std::string> parts;
+      for (const auto& i : idx) parts.push_back(ctx.Unsqueeze(ctx.EmitTemp("Expand", {i, bshape}), {-1}));
+      std::string coords = parts[0];
+      if (parts.size() > 1) {
+        onnx::NodeProto* c = nullptr;
+        coords = ctx.EmitTemp("Concat", parts, &c);
+        SetAttr(c, "axis", int64_t{-1});
+      }
+      std::string ushape = bshape;
+      if (static_cast<int>(items.size()) < rank) {
+        const std::string rest = ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {ctx.In(x)}),
+                                                        ctx.Int64s({static_cast<int64_t>(items.size())}),
+                                                        ctx.Int64s({std::numeric_limits<int64_t>::max()})});
+        onnx::NodeProto* c = nullptr;
+        ushape = ctx.EmitTemp("Concat", {bshape, rest}, &c);
+        SetAttr(c, "axis", int64_t{0});
+      }
+      // Repeated coordinates: torch keeps one of the writes, ScatterND's result is undefined; both
+      // are what the program asked for only when the written values agree, as for x[i, i] = v.
+      ctx.Emit("ScatterND", {ctx.In(x), coords, ctx.EmitTemp("Expand", {v, ushape})}, {ctx.Out(result)});
+      return Status::Ok();
+    }
+  }
+  // An int index: a Python int, or a 0-d integer tensor or shape value (x[:, n - 1] = v).
+  auto is_int_index = [&](const v1::Arg* it) {
+    if (it->kind_case() == v1::Arg::kI) return true;
+    if (it->kind_case() != v1::Arg::kTensor) return false;
+    const ValueId t = it->tensor().value();
+    const v1::DType td = ctx.DType(t);
+    return ctx.Rank(t) == 0 && td != v1::BOOL && td != v1::SYM_BOOL && !IsFloating(td);
+  };
   int consumed = 0;
   for (const v1::Arg* it : items) {
-    if (it->kind_case() == v1::Arg::kI || it->kind_case() == v1::Arg::kSlice) ++consumed;
+    if (is_int_index(it) || it->kind_case() == v1::Arg::kSlice) ++consumed;
     else if (it->kind_case() != v1::Arg::kEllipsis) return Status::Unsupported("index " + ArgToString(*index, true));
   }
   if (consumed > rank) return Status::Unsupported("too many indices");
-  // Positions selected along each dim; `kept` dims appear in the value's broadcast shape.
-  std::vector<std::vector<int64_t>> pos;
+  // The written box is computed from x's shape when the model runs, not from the recorded shape:
+  // an exported model's dims are dynamic, and indices made for the recorded sizes would write
+  // only part of a larger input (or the wrong places: x[:, -1] of a longer sequence).
+  // Per dim: the 1-D positions written, and whether the dim is kept in the value's shape.
+  const std::string shape_x = ctx.EmitTemp("Shape", {ctx.In(x)});
+  auto dim_size = [&](int k) {  // 0-d int64
+    auto* g = static_cast<onnx::NodeProto*>(nullptr);
+    std::string n = ctx.EmitTemp("Gather", {shape_x, ctx.Scalar(Number::Int(k), v1::INT64)}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    return n;
+  };
+  auto int0d = [&](const v1::Arg& a, std::string* out) -> Status {  // a 0-d int64 operand
+    if (a.kind_case() == v1::Arg::kTensor) {
+      const ValueId t = a.tensor().value();
+      if (ctx.Rank(t) != 0) return Status::Unsupported("a slice bound or index that is not 0-d");
+      *out = ctx.CastTo(ctx.In(t), ctx.DType(t) == v1::SYM_INT ? v1::INT64 : ctx.DType(t), v1::INT64);
+      return Status::Ok();
+    }
+    const auto i = AsInt(a);
+    if (!i) return Status::Unsupported("a slice bound " + ArgToString(a, true) + " that is not an int");
+    *out = ctx.Scalar(Number::Int(*i), v1::INT64);
+    return Status::Ok();
+  };
+  const std::string zero = ctx.Scalar(Number::Int(0), v1::INT64), one = ctx.Scalar(Number::Int(1), v1::INT64);
+  auto whole = [&](int k) { return ctx.EmitTemp("Range", {zero, dim_size(k), one}); };
+  std::vector<std::string> pos;
   std::vector<bool> kept;
   int dim = 0;
   for (const v1::Arg* it : items) {
     if (it->kind_case() == v1::Arg::kEllipsis) {
       for (int k = 0; k < rank - consumed; ++k, ++dim) {
-        pos.emplace_back(shape[dim]);
-        std::iota(pos.back().begin(), pos.back().end(), 0);
+        pos.push_back(whole(dim));
         kept.push_back(true);
       }
-    } else if (it->kind_case() == v1::Arg::kI) {
-      int64_t i = it->i() < 0 ? it->i() + shape[dim] : it->i();
-      if (i < 0 || i >= shape[dim]) return Status::Unsupported("index out of range");
-      pos.push_back({i});
+    } else if (is_int_index(it)) {
+      // ScatterND reads a negative index from the end and fails on one out of range, as torch.
+      std::string i;
+      IVY_RETURN_IF_ERROR(int0d(*it, &i));
+      pos.push_back(ctx.Unsqueeze(i, {0}));
       kept.push_back(false);
       ++dim;
     } else {
-      const v1::Slice& s = it->slice();
-      auto get = [](bool has, const v1::Arg& a) { return (!has || IsNone(a)) ? std::nullopt : AsInt(a); };
-      const int64_t n = shape[dim];
-      const int64_t step = get(s.has_step(), s.step()).value_or(1);
+      const v1::Slice& sl = it->slice();
+      auto has = [](bool h, const v1::Arg& a) { return h && !IsNone(a); };
+      int64_t step = 1;
+      if (has(sl.has_step(), sl.step())) {
+        const auto st = AsInt(sl.step());
+        if (!st) return Status::Unsupported("a slice step that is not a constant int");
+        step = *st;
+      }
       if (step <= 0) return Status::Unsupported("a slice with a step <= 0");
-      auto clamp = [&](std::optional<int64_t> b, int64_t dflt) {
-        if (!b) return dflt;
-        int64_t v = *b < 0 ? *b + n : *b;
-        return std::clamp<int64_t>(v, 0, n);
+      const std::string n = dim_size(dim);
+      // Python's bound: b < 0 counts from the end; then clamped to [0, n].
+      auto bound = [&](bool h, const v1::Arg& a, const std::string& dflt, std::string* out) -> Status {
+        if (!has(h, a)) {
+          *out = dflt;
+          return Status::Ok();
+        }
+        std::string b;
+        IVY_RETURN_IF_ERROR(int0d(a, &b));
+        const std::string neg = ctx.EmitTemp("Less", {b, zero});
+        const std::string from_end = ctx.EmitTemp("Add", {b, n});
+        const std::string v = ctx.EmitTemp("Where", {neg, from_end, b});
+        *out = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {v, zero}), n});
+        return Status::Ok();
       };
-      const int64_t start = clamp(get(s.has_start(), s.start()), 0), stop = clamp(get(s.has_stop(), s.stop()), n);
-      pos.emplace_back();
-      for (int64_t i = start; i < stop; i += step) pos.back().push_back(i);
+      std::string start, stop;
+      IVY_RETURN_IF_ERROR(bound(sl.has_start(), sl.start(), zero, &start));
+      IVY_RETURN_IF_ERROR(bound(sl.has_stop(), sl.stop(), n, &stop));
+      pos.push_back(ctx.EmitTemp("Range", {start, stop, ctx.Scalar(Number::Int(step), v1::INT64)}));
       kept.push_back(true);
       ++dim;
     }
   }
   for (; dim < rank; ++dim) {
-    pos.emplace_back(shape[dim]);
-    std::iota(pos.back().begin(), pos.back().end(), 0);
+    pos.push_back(whole(dim));
     kept.push_back(true);
   }
-  size_t count = 1;
-  for (const auto& p : pos) count *= p.size();
-  if (count == 0) {
-    ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
+  if (rank == 0) {  // x[...] = v on a 0-d x
+    ctx.Emit("Expand", {v, ctx.Int64s({})}, {ctx.Out(result)});
     return Status::Ok();
   }
-  if (count > (1u << 20)) return Status::Unsupported("an index write of more than 2^20 elements");
-  onnx::TensorProto idx;
-  idx.set_data_type(onnx::TensorProto::INT64);
-  std::vector<int64_t> box, value_shape;
-  for (size_t k = 0; k < pos.size(); ++k) {
-    idx.add_dims(static_cast<int64_t>(pos[k].size()));
-    box.push_back(static_cast<int64_t>(pos[k].size()));
-    if (kept[k]) value_shape.push_back(static_cast<int64_t>(pos[k].size()));
+  // The box's shape, and the value's (the kept dims).
+  std::vector<std::string> lengths, kept_lengths;
+  for (int k = 0; k < rank; ++k) {
+    lengths.push_back(ctx.EmitTemp("Shape", {pos[k]}));
+    if (kept[k]) kept_lengths.push_back(lengths.back());
   }
-  idx.add_dims(rank);
-  std::vector<Number> coords;
-  coords.reserve(count * rank);
-  std::vector<size_t> at(rank, 0);
-  for (size_t n = 0; n < count; ++n) {
-    for (int k = 0; k < rank; ++k) coords.push_back(Number::Int(pos[k][at[k]]));
-    for (int k = rank - 1; k >= 0; --k) {
-      if (++at[k] < pos[k].size()) break;
-      at[k] = 0;
-    }
+  auto concat = [&](const std::vector<std::string>& parts) {
+    if (parts.empty()) return ctx.Int64s({});
+    if (parts.size() == 1) return parts[0];
+    onnx::NodeProto* c = nullptr;
+    std::string out = ctx.EmitTemp("Concat", parts, &c);
+    SetAttr(c, "axis", int64_t{0});
+    return out;
+  };
+  const std::string box = concat(lengths);
+  // indices[i0, ..., i_{r-1}] = (pos_0[i0], ..., pos_{r-1}[i_{r-1}]): each dim's positions laid
+  // along its own axis, broadcast to the box, stacked on a last axis.
+  std::vector<std::string> coords;
+  for (int k = 0; k < rank; ++k) {
+    std::vector<int64_t> along(rank, 1);
+    along[k] = -1;
+    const std::string laid = ctx.EmitTemp("Reshape", {pos[k], ctx.Int64s(along)});
+    coords.push_back(ctx.Unsqueeze(ctx.EmitTemp("Expand", {laid, box}), {rank}));
   }
-  std::string raw;
-  IVY_RETURN_IF_ERROR(EncodeNumbers(coords, v1::INT64, &raw));
-  idx.set_raw_data(raw);
-  std::string indices = ctx.AddInitializer(std::move(idx), "setitem.indices");
-  std::string updates = ctx.EmitTemp("Reshape", {ctx.EmitTemp("Expand", {v, ctx.Int64s(value_shape)}), ctx.Int64s(box)});
+  std::string indices = coords[0];
+  if (rank > 1) {
+    onnx::NodeProto* c = nullptr;
+    indices = ctx.EmitTemp("Concat", coords, &c);
+    SetAttr(c, "axis", int64_t{rank});
+  }
+  std::string updates = ctx.EmitTemp("Reshape", {ctx.EmitTemp("Expand", {v, concat(kept_lengths)}), box});
   ctx.Emit("ScatterND", {ctx.In(x), indices, updates}, {ctx.Out(result)});
   return Status::Ok();
 }

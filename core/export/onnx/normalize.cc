@@ -169,6 +169,11 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
     for (const auto& [from, to] : r.params) RenameParam(call, from, to);
   }
 
+  // torch takes axis= as an alias of dim= (x.sum(axis=1), torch.cat(ts, axis=0)).
+  if (fw == "torch" && call->Has("axis") && !call->IsNone("axis")) {
+    const v1::Arg axis = *call->Get("axis");
+    call->Set("dim", axis);
+  }
   if (fw == "numpy") {
     // A ufunc's where= keeps the old values of out= where it is False: not an ONNX op.
     if (const v1::Arg* w = call->Get("where"); w && AsBool(*w) != true) {
