@@ -518,9 +518,10 @@ def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idx
     `return_backend_traced_fn`: the replay is compiled by the target framework's own compiler
     (torch.compile, jax.jit with `static_argnums`/`static_argnames`); NumPy has none (ValueError).
     `static_argnums` / `static_argnames`: arguments the graph is specialized on (a guard checks
-    them on every call). Other Python ints passed by a torch program are inputs of the graph
-    (symbolic); floats, bools, strings and other Python values are specialized with a guard, as
-    are ints in NumPy and JAX programs.
+    them on every call). Other Python ints and floats are inputs of the graph (symbolic), in
+    torch, NumPy and JAX programs, guarded where the program takes them out of arithmetic (a
+    branch, a shape, `float()`); bools, strings and other Python values are specialized with a
+    guard.
     `retrace=True`: an eager Graph traces again when a call fails every guard, instead of raising
     GuardError (a traced module always traces again when only its train()/eval() mode changed);
     `max_traces`: at most this many specializations.
@@ -715,7 +716,7 @@ def _load(plan_path, to, source):
     return load_plan(plan_path, target=to)
 
 
-def _compile_backend(spec, target, static_positions, static_names):
+def _compile_backend(spec, target, static_positions, sym_positions):
     """return_backend_traced_fn: hand the replay function to the framework's compiler."""
     if target == "torch":
         torch = _torch()
@@ -733,8 +734,13 @@ def _compile_backend(spec, target, static_positions, static_names):
     elif target == "jax":
         import jax
         # Non-array inputs of the plan (the static arguments, and every other Python value the
-        # graph was specialized on) stay Python values under jit.
-        spec.fn = jax.jit(spec.plan._fn, static_argnums=tuple(sorted(static_positions)))
+        # graph was specialized on) stay Python values under jit. Numbers that are inputs of the
+        # graph are traced like arrays, unless a guard reads them (`if alpha > 0.5`: a replay
+        # checks it in Python, which a tracer cannot take; jax.jit then compiles per value).
+        static = set(static_positions)
+        if any(g.op.startswith("ivytrace.sym.") for g in spec.plan.plan.guards):
+            static |= sym_positions
+        spec.fn = jax.jit(spec.plan._fn, static_argnums=tuple(sorted(static)))
         spec.backend = "jax.jit"
     else:
         raise ValueError(_NUMPY_BACKEND_FN)
@@ -863,9 +869,8 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         rec.start()
         try:
             args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
-            # Region inputs that are Python ints: stand-ins of the recorder that opens the region
-            # (torch or NumPy; JAX bakes ints into its primitives' params, so they stay guarded).
-            host = rec.torch if source == "torch" else rec.numpy if source == "numpy" else None
+            # Region inputs that are Python numbers: stand-ins of the recorder that opens the region.
+            host = rec.recorder_of(source)
             if host is not None and not hasattr(host, "_sym_input"):
                 host = None
             if symbolic_ints and host is not None:
@@ -874,6 +879,7 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
             arg_names = [n for n, _ in inputs]
             # Plan inputs holding no array (jax.jit's static arguments under return_backend_traced_fn)
             static_positions = {i for i, (_, v) in enumerate(inputs) if not _holds_array(v) and not _is_sym(v)}
+            sym_positions = {i for i, (_, v) in enumerate(inputs) if _is_sym(v)}
             # State read live on every replay: a traced module's parameters and buffers (frozen:
             # its buffers in train mode only, which the call updates), and the tensor attributes
             # of stateful objects.
@@ -959,7 +965,7 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         spec = _Specialization(_load(plan_path, to, source), trace_path, plan_path, arg_names, state_in,
                                state_out, out_spec, modes)
         if return_backend_traced_fn:
-            _compile_backend(spec, target, static_positions, static_argnames)
+            _compile_backend(spec, target, static_positions, sym_positions)
         return spec, out, workdir
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -40,6 +40,13 @@ is always 0; `x.at[i].set(v)` is the functional scatter it is (a new array). Arr
 not seen in the current region (weights made before it, NumPy arrays and typed Python scalars JAX
 feeds to a primitive) are written as constants the first time an op reads them.
 
+Numbers: a Python int or float the caller passes to a traced function is a stand-in (sym.py;
+api.py makes them) and an input of the graph. JAX makes a number into a weakly typed scalar when
+a primitive takes it (canonicalize_value: the stand-ins' handler below) or when jax.numpy casts it
+(lax._convert_element_type, lax.asarray, lax.stage: wrapped while recording, into a recorded
+convert_element_type of the stand-in). A number JAX puts into a primitive's params (shapes, slice
+bounds, integer_pow's exponent) or reads through NumPy leaves with a guard on its value.
+
 Random: jax.random is functional. `random_bits_p` (the op that draws from a key) is marked random in
 the schema: its outputs are recorded, so `--bake-generators` can replace it by the recorded bits
 when its key does not come from a region input. Key derivations (`random_seed`, `random_split`,
@@ -84,6 +91,7 @@ import jax
 import numpy as np
 from jax._src import core as _jcore
 
+from ivytrace.recorder import sym as _sym
 from ivytrace.recorder.sym import _len as _sym_len
 from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES, FOLD_LIMIT, FOLDABLE, FOLDABLE_OP,  # noqa: F401
                                               GUARD_VALUE_LIMIT, RAISED, RANDOM, RANDOM_OUTPUT, REGION_INPUT,
@@ -122,6 +130,7 @@ _location = caller_location(_INTERNAL_DIRS + ("<frozen",))
 
 from jax._src.array import ArrayImpl as _ArrayImpl  # noqa: E402  (every concrete jax.Array)
 from jax._src import literals as _literals  # noqa: E402
+from jax._src import dtypes as _jdtypes  # noqa: E402
 from jax._src.random import prng as _prng  # noqa: E402
 import jax.extend.random  # noqa: E402,F401  (the PRNG implementations' public names)
 
@@ -292,7 +301,103 @@ def _key_iter(self):
     return (_prng.random_wrap(k, impl=impl) for k in _prng.random_unwrap(self))
 
 
-class JaxRecorder(ArrayRecorder):
+# -- numbers the caller passes: inputs of the graph (recorder/sym.py) ------------------------------
+# A Python int or float argument of a traced JAX function is a stand-in (api.py), as in torch and
+# NumPy. JAX turns a Python number into a weakly typed scalar (a TypedInt/TypedFloat) when a
+# primitive is applied to it (`x * alpha` -> mul_p.bind(x, alpha) -> canonicalize_value(alpha));
+# the stand-ins register their own handler there, which makes that scalar from the plain value and
+# remembers which stand-in it came from, so the op records the stand-in (a value of the graph
+# computed from the input) instead of a constant. Everywhere else a stand-in leaves with a guard on
+# its value (sym.py): a shape (`jnp.zeros(n)`, a reshape), `jnp.asarray(n)`, a primitive param
+# (JAX bakes those into the primitive), Python control flow.
+class JaxSymInt(_sym.SymInt):
+    __slots__ = ()
+
+
+class JaxSymBool(_sym.SymBool):
+    __slots__ = ()
+
+
+class JaxSymFloat(_sym.SymFloat):
+    __slots__ = ()
+
+
+_sym.SYM_CLASSES.update((JaxSymInt, JaxSymBool, JaxSymFloat))
+# `alpha * x`: the stand-in's operator defers to the array's reflected one, which records it.
+_sym.DEFER_TYPES.append(_ArrayImpl)
+# id(typed scalar JAX made from a stand-in) -> (that scalar, the stand-in); emptied when the
+# outermost region ends (the scalar is kept alive here, so its id is not reused before).
+_sym_scalars: dict = {}
+
+
+def _canonicalize_number(v):
+    c = _jdtypes.canonicalize_value(v.value)
+    if type(c) in _TYPED_SCALARS and _REC is not None and _REC.active:
+        _sym_scalars[id(c)] = (c, v)
+    return c
+
+
+def _canonicalize_bool(v):
+    return _jdtypes.canonicalize_value(bool(v))   # True and False are singletons: a guard
+
+
+# Registered with JAX as Python scalar types, weakly typed, the way JAX registers its own symbolic
+# dimensions (jax/_src/export/shape_poly.py): jax.numpy's dtype promotion then treats a stand-in
+# as the number it stands for.
+for _cls, _plain_type in ((JaxSymInt, int), (JaxSymFloat, float), (JaxSymBool, bool)):
+    _jdtypes.python_scalar_types.add(_cls)
+    _jdtypes.python_scalar_types_to_dtypes[_cls] = _jdtypes.python_scalar_types_to_dtypes[_plain_type]
+    if _plain_type is not bool:
+        _jdtypes.register_weak_scalar_type(_cls)
+        _jdtypes.register_canonicalize_value_handler(_cls, _canonicalize_number)
+    else:
+        _jdtypes.register_canonicalize_value_handler(_cls, _canonicalize_bool)
+# An operand entry standing for a stand-in's value: never a constant, so the op is not folded.
+_SYM_IN = (None, -1)
+_SYM_NUMBERS = (JaxSymInt, JaxSymFloat)
+from jax._src.lax import lax as _lax_internal  # noqa: E402
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def _convert_element_type(base):
+    """jax.numpy's promotion casts a Python number with lax._convert_element_type, which makes a
+    strongly typed number a host constant (np.asarray: a guard on a stand-in). A stand-in is
+    cast by the convert_element_type primitive instead: recorded, reading the stand-in, and
+    giving a jax.Array (weakly typed where the number would have stayed one), so that whatever
+    JAX does with it next is recorded too."""
+    def convert(operand, new_dtype=None, weak_type=False, sharding=None, warn_on_complex_to_real_cast=True):
+        if _is_sym_number(operand):
+            new = _jdtypes.dtype(operand) if new_dtype is None else new_dtype
+            return _lax_internal.convert_element_type_p.bind(operand, new_dtype=new, weak_type=weak_type,
+                                                             sharding=sharding)
+        return base(operand, new_dtype, weak_type, sharding, warn_on_complex_to_real_cast)
+    convert.__wrapped__ = base
+    return convert
+
+
+def _weak_array(base):
+    """lax.asarray(number) goes through np.asarray (a guard on a stand-in), and lax.stage(number)
+    (jnp.asarray's fast path) through a primitive no ONNX lowering takes: a stand-in becomes a
+    weakly typed jax.Array by the recorded cast above instead, as both make of a number."""
+    def weak_array(x, /):
+        if _is_sym_number(x):
+            return _lax_internal._convert_element_type(x, weak_type=True)
+        return base(x)
+    weak_array.__name__ = base.__name__
+    weak_array.__wrapped__ = base
+    return weak_array
+
+
+def _is_sym_number(v) -> bool:
+    """A stand-in of the recording JAX recorder that JAX can hold as a weakly typed scalar (an int
+    within int32 unless x64 is on: a larger one goes JAX's own way, through NumPy, guarded)."""
+    if type(v) not in _SYM_NUMBERS or _REC is None or not _REC.active or _busy():
+        return False
+    value = v.value
+    return type(value) is float or jax.config.jax_enable_x64 or _INT32[0] <= value <= _INT32[1]
+
+
+class JaxRecorder(ArrayRecorder, _sym.SymHost):
     # JAX is recorded at the level of primitives, whose params hold shapes that jax.numpy
     # computed in Python from the arrays' shapes (reshape's new_sizes, broadcast_in_dim's shape,
     # the element count a mean divides by). Nothing in a primitive says which of its ints came
@@ -317,6 +422,9 @@ class JaxRecorder(ArrayRecorder):
     _Busy = _Busy
     _location = staticmethod(_location)
     _dtypes = _DTYPES
+    SymIntType = JaxSymInt
+    SymBoolType = JaxSymBool
+    SymFloatType = JaxSymFloat
 
     def __init__(self, session):
         super().__init__(session)   # _ids: id(array) -> (weakref, tid)
@@ -351,6 +459,10 @@ class JaxRecorder(ArrayRecorder):
         for fname in ("asarray", "array", "asanyarray"):
             self._set_np(fname)
         self._set(jax, "device_get", _device_get(jax.device_get))
+        self._set(_lax_internal, "_convert_element_type",
+                  _convert_element_type(_lax_internal.__dict__["_convert_element_type"]))
+        for fname in ("asarray", "stage"):
+            self._set(_lax_internal, fname, _weak_array(_lax_internal.__dict__[fname]))
         shape = _ArrayImpl.__dict__.get("shape")
         if isinstance(shape, property):
             self._set(_ArrayImpl, "shape", property(_shape_get(shape)))
@@ -380,6 +492,7 @@ class JaxRecorder(ArrayRecorder):
             if getattr(np, fname) is wrapper:   # else wrapped again since; ours passes calls through
                 setattr(np, fname, current)
         self._np_patched.clear()
+        _sym_scalars.clear()
         if self._jit_was_disabled is not None:
             jax.config.update("jax_disable_jit", self._jit_was_disabled)
         if _REC is self:
@@ -506,6 +619,8 @@ class JaxRecorder(ArrayRecorder):
     def _leave_frame(self):
         inner_known, inner_const, inputs = self._known, self._const, self._inputs
         self._known, self._const, self._inputs = self._frames.pop()
+        if not self._frames:
+            _sym_scalars.clear()
         # What the region made is known after it too (its inputs only if they were before).
         self._known |= inner_known - inputs
         self._const |= inner_const - inputs
@@ -513,6 +628,39 @@ class JaxRecorder(ArrayRecorder):
     def _region_input(self, entry):
         self._known.add(entry[1])
         self._inputs.add(entry[1])
+
+    # Region inputs that are Python numbers the caller passed (api.py makes them stand-ins): named
+    # in RegionBegin as values of their own, defined in the new frame (as in NumPy).
+    def _encode_region_input(self, v, tensors, extra) -> bytes:
+        if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
+            extra.append(v)
+            return self._sym_input_ref(v)
+        return self._region_encoder.encode(v, tensors)
+
+    def _bind_region_inputs(self, rid, tensors, extra, file, line):
+        super()._bind_region_inputs(rid, tensors, extra, file, line)
+        for v in extra:
+            self._sym_bind_input(v, self._known)
+
+    # -- stand-ins (recorder/sym.py): JAX hands out none for shapes (see _input_guard) -----------
+    def _sym_frame(self):
+        if self._regions and self.active and threading.get_ident() == self.thread:
+            return self._known
+        return None
+
+    def _sym_tensor_arg(self, a):
+        return None
+
+    def _sym_location(self):
+        return _location(self._intern)
+
+    def _sym_region(self):
+        return self._regions[-1] if self._regions else 0
+
+    def _sym_new_id(self) -> int:
+        tid = self._next
+        self._next += 1
+        return tid
 
     def _is_known(self, entry) -> bool:
         return entry[1] in self._known
@@ -526,6 +674,18 @@ def _nbytes(a) -> int:
         return int(a.nbytes)
     except Exception:
         return 0
+
+
+def _typed_scalar(v, ts, handler):
+    """A typed scalar JAX made from a Python number: the stand-in's value where the number was one
+    (see _canonicalize_number), else a constant 0-d array."""
+    s = _sym_scalars.get(id(v)) if _sym_scalars else None
+    if s is not None and s[0] is v:
+        b = s[1].arg()
+        if b[:1] == A_TENSOR:
+            ts.append(_SYM_IN)
+        return b
+    return handler(np.asarray(v, dtype=v.dtype), ts)
 
 
 def _enc_dtype(v, ts):
@@ -550,7 +710,7 @@ class _JaxEncoder(ArgEncoder):
         self.table[np.ndarray] = handler
         self.subclass_handlers.append((np.ndarray, handler))
         for t in _TYPED_SCALARS:
-            self.table[t] = lambda v, ts, h=handler: h(np.asarray(v, dtype=v.dtype), ts)
+            self.table[t] = lambda v, ts, h=handler: _typed_scalar(v, ts, h)
         for dt in list(_DTYPES):
             self.table[type(dt)] = _enc_dtype
             if params:   # a NumPy scalar in a param (pad's padding_config, split's sizes): a number

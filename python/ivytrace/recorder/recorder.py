@@ -144,6 +144,13 @@ class Recorder:
         if converts:
             self._connect()
 
+    def recorder_of(self, framework):
+        """The attached recorder of `framework` ("torch", "numpy", "jax"); JAX's is attached here
+        if the program has imported it (else at the first region with a jax.Array). None if none."""
+        if framework == "jax" and self.jax is None and "jax" in self.frameworks and _fully_imported("jax"):
+            self._attach("jax")
+        return getattr(self, framework, None) if framework in FRAMEWORKS else None
+
     def _recorders(self):
         """The attached recorders, in FRAMEWORKS order."""
         return [r for r in (getattr(self, n) for n in FRAMEWORKS) if r is not None]
