@@ -340,18 +340,23 @@ TEST(OnnxExport, ReshapeTakesLiteralsAsWrittenAndSymbolicSizesFromTheInput) {
   ValueId x = b.Input("x", {2, 3, 4});
   ValueId v = b.Call("torch.Tensor.view", {b.T(x), I(2), I(-1)}, {2, 12});
   ValueId n = b.Call("ivytrace.sym.size", {b.T(x), I(0)}, {}, {}, 2, v1::SYM_INT);
-  ValueId t = b.Call("torch.Tensor.reshape", {b.T(x), Tuple({b.T(n), I(-1)})}, {2, 12}, {}, 3);
+  ValueId t = b.Call("torch.Tensor.reshape", {b.T(x), Tuple({I(-1), b.T(n)})}, {12, 2}, {}, 3);
   ValueId f = b.Call("torch.flatten", {b.T(x)}, {24});
-  b.Outputs({v, t, f});
+  // x.view(x.shape[0], -1): the size is x's own dim 0 at position 0, which ONNX's 0 copies.
+  ValueId c = b.Call("torch.Tensor.reshape", {b.T(x), Tuple({b.T(n), I(-1)})}, {2, 12}, {}, 3);
+  b.Outputs({v, t, f, c});
   onnx::ModelProto m = ExportOk(b.g);
-  std::vector<std::string> shape_inputs;
+  std::vector<const onnx::NodeProto*> reshapes;
   for (const auto& node : m.graph().node()) {
-    if (node.op_type() == "Reshape") shape_inputs.push_back(node.input(1));
+    if (node.op_type() == "Reshape") reshapes.push_back(&node);
   }
-  ASSERT_EQ(shape_inputs.size(), 3u);
-  EXPECT_EQ(Int64Data(*Initializer(m, shape_inputs[0])), (std::vector<int64_t>{2, -1}));
-  EXPECT_EQ(Initializer(m, shape_inputs[1]), nullptr) << "the symbolic size is computed, not a constant";
-  EXPECT_EQ(Int64Data(*Initializer(m, shape_inputs[2])), (std::vector<int64_t>{-1}));
+  ASSERT_EQ(reshapes.size(), 4u);
+  EXPECT_EQ(Int64Data(*Initializer(m, reshapes[0]->input(1))), (std::vector<int64_t>{2, -1}));
+  EXPECT_EQ(Initializer(m, reshapes[1]->input(1)), nullptr) << "the symbolic size is computed, not a constant";
+  EXPECT_EQ(Attr(*reshapes[1], "allowzero")->i(), 1) << "a computed 0 is an empty dim, not a copy";
+  EXPECT_EQ(Int64Data(*Initializer(m, reshapes[2]->input(1))), (std::vector<int64_t>{-1}));
+  EXPECT_EQ(Int64Data(*Initializer(m, reshapes[3]->input(1))), (std::vector<int64_t>{0, -1}));
+  EXPECT_EQ(Attr(*reshapes[3], "allowzero"), nullptr) << "0 copies x's dim 0";
   EXPECT_NE(FindNode(m, "Shape"), nullptr);
   EXPECT_NE(FindNode(m, "Gather"), nullptr);
   EXPECT_EQ(m.graph().input(0).type().tensor_type().shape().dim(0).dim_param(), "batch");

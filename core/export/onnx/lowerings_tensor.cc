@@ -27,6 +27,47 @@ void EmitTranspose(LoweringContext& ctx, const std::string& in, const std::vecto
   SetAttr(n, "perm", perm);
 }
 
+// The reshape's target as a constant ONNX shape, when every size the program read from a shape is
+// the same dim of the reshaped tensor at the same position (`x.view(b, t, h, d)` of an x of shape
+// (b, t, c), with b, t = x.shape[:2]): ONNX's 0 copies that dim. Nothing else may be 0 then (with
+// allowzero off, a 0 means "copy"), so a literal 0 or any other symbolic size gives nullopt.
+std::optional<std::vector<int64_t>> CopiedDimsShape(LoweringContext& ctx, const v1::Arg& shape, ValueId x) {
+  std::vector<const v1::Arg*> items;
+  if (shape.kind_case() == v1::Arg::kList) {
+    for (const auto& it : shape.list().items()) items.push_back(&it);
+  } else if (shape.kind_case() == v1::Arg::kTuple) {
+    for (const auto& it : shape.tuple().items()) items.push_back(&it);
+  } else {
+    return std::nullopt;
+  }
+  const Graph& g = ctx.graph();
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> out;
+  for (size_t pos = 0; pos < items.size(); ++pos) {
+    const v1::Arg& it = *items[pos];
+    if (it.kind_case() != v1::Arg::kTensor) {
+      const auto i = AsInt(it);
+      if (!i || *i == 0 || *i < -1) return std::nullopt;
+      out.push_back(*i);
+      continue;
+    }
+    const Value& v = g.values[it.tensor().value()];
+    if (v.kind != v1::NODE_OUTPUT || v.producer < 0) return std::nullopt;
+    const Node& p = g.nodes[v.producer];
+    if (p.op != "ivytrace.sym.size" || p.inputs.empty() || p.inputs[0] != x) return std::nullopt;
+    const v1::Arg* dim = p.args.size() > 1 ? &p.args[1] : nullptr;
+    for (const auto& kw : p.kwargs) {
+      if (kw.name() == "dim") dim = &kw.value();
+    }
+    if (!dim || dim->kind_case() != v1::Arg::kI) return std::nullopt;
+    const int64_t d = dim->i() < 0 ? dim->i() + rank : dim->i();
+    if (d != static_cast<int64_t>(pos)) return std::nullopt;
+    out.push_back(0);
+  }
+  if (std::count(out.begin(), out.end(), -1) > 1) return std::nullopt;
+  return out;
+}
+
 }  // namespace
 
 Status LowerFlatten(const Node& node, const BoundCall& call, LoweringContext& ctx) {
@@ -78,6 +119,10 @@ Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ct
   }
   const v1::Arg* s = call.Get("shape");
   if (s && IsSymbolicArg(ctx, *s)) {
+    if (auto copied = CopiedDimsShape(ctx, *s, x)) {
+      EmitReshape(ctx, ctx.In(x), *copied, false, ctx.Out(result));
+      return Status::Ok();
+    }
     // view(b, t, -1): the sizes the program read from shapes are computed from the inputs. A
     // computed 0 means an empty dim, as in torch (allowzero), not "copy".
     std::string shape;

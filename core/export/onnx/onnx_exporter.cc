@@ -7,6 +7,7 @@
 #include "core/export/onnx/lowering_context.h"
 #include "core/export/onnx/lowering_table.h"
 #include "core/export/onnx/lowerings.h"
+#include "core/export/onnx/simplify_exported.h"
 #include "core/export/unsupported_ops.h"
 #include "core/ir/arg.h"
 #include "core/passes/specialize_symbols.h"
@@ -471,6 +472,38 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     info->set_name(out_names[i]);
     IVY_RETURN_IF_ERROR(ValueType(graph, v, "output '" + out_names[i] + "'", {}, info));
     info->mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+
+  // Dims ONNX shape inference knows (static, or an input's dim_param) are not read from shapes;
+  // then nodes computed twice and nodes nothing reads go (simplify_exported.h). Inference here
+  // propagates shape values (data_prop) and never fails the export: the strict run below does.
+  if (og->node_size() <= options.max_inferred_nodes && !onnx_export::HasSubgraphs(*og)) {
+    std::vector<onnx::ValueInfoProto> declared(og->output().begin(), og->output().end());
+    const int value_info_before = og->value_info_size();
+    bool inferred = true;
+    try {
+      onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+      onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
+    } catch (const std::exception&) {
+      inferred = false;
+    }
+    if (inferred) {
+      std::unordered_map<std::string, const onnx::TypeProto*> types;
+      for (const auto& v : og->input()) types.emplace(v.name(), &v.type());
+      for (const auto& v : og->value_info()) types.emplace(v.name(), &v.type());
+      for (const auto& v : og->output()) types.emplace(v.name(), &v.type());
+      onnx_export::ReplaceKnownDimReads(
+          og,
+          [&](const std::string& name) -> const onnx::TypeProto* {
+            auto it = types.find(name);
+            return it == types.end() ? nullptr : it->second;
+          },
+          [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
+    }
+    og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
+    for (size_t i = 0; i < declared.size(); ++i) *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
+    onnx_export::MergeDuplicateNodes(og);
+    onnx_export::RemoveUnreadNodes(og);
   }
 
   // Strict type and shape inference catches type mismatches the checker does not look at, and

@@ -1,0 +1,261 @@
+#include "core/export/onnx/simplify_exported.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace ivytrace {
+namespace onnx_export {
+namespace {
+
+// Ops whose outputs are not a function of their inputs and attributes alone.
+bool Deterministic(const onnx::NodeProto& n) {
+  static const std::unordered_set<std::string_view> kRandom = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli",
+      "Dropout"};
+  if (kRandom.count(n.op_type())) return false;
+  for (const auto& a : n.attribute()) {
+    if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) return false;
+  }
+  return true;
+}
+
+// What makes two nodes compute the same values: op, domain, inputs (after renaming) and attributes
+// in order. Node names and outputs are not part of it.
+std::string Key(const onnx::NodeProto& n) {
+  std::string k = n.domain();
+  k += '\x1f';
+  k += n.op_type();
+  for (const auto& in : n.input()) {
+    k += '\x1e';
+    k += in;
+  }
+  for (const auto& a : n.attribute()) {
+    k += '\x1d';
+    a.AppendToString(&k);
+  }
+  return k;
+}
+
+// The value of a 0-d (or one-element) int64 initializer, if `name` is one.
+bool ConstantIndex(const std::unordered_map<std::string, const onnx::TensorProto*>& inits, const std::string& name,
+                   int64_t* out) {
+  auto it = inits.find(name);
+  if (it == inits.end()) return false;
+  const onnx::TensorProto& t = *it->second;
+  if (t.data_type() != onnx::TensorProto::INT64 || t.dims_size() > 1 || (t.dims_size() == 1 && t.dims(0) != 1)) {
+    return false;
+  }
+  if (t.has_raw_data() && t.raw_data().size() == sizeof(int64_t)) {
+    std::memcpy(out, t.raw_data().data(), sizeof(int64_t));
+    return true;
+  }
+  if (t.int64_data_size() == 1) {
+    *out = t.int64_data(0);
+    return true;
+  }
+  return false;
+}
+
+void RenameInputs(onnx::GraphProto* graph, const std::unordered_map<std::string, std::string>& renamed) {
+  if (renamed.empty()) return;
+  for (auto& n : *graph->mutable_node()) {
+    for (auto& in : *n.mutable_input()) {
+      auto it = renamed.find(in);
+      if (it != renamed.end()) in = it->second;
+    }
+  }
+}
+
+}  // namespace
+
+bool HasSubgraphs(const onnx::GraphProto& graph) {
+  for (const auto& n : graph.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) return true;
+    }
+  }
+  return false;
+}
+
+int ReplaceKnownDimReads(onnx::GraphProto* graph,
+                         const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                         const std::function<std::string(int64_t)>& constant) {
+  std::unordered_map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : graph->initializer()) {
+    if (t.data_type() == onnx::TensorProto::INT64 && t.dims_size() <= 1) inits.emplace(t.name(), &t);
+  }
+  // dim_param -> (input, axis) of the graph inputs' dims that no other input dim shares a name
+  // with. A shared name (`x: [batch, batch]` when both were 2 when recorded; `input_ids` and
+  // `attention_mask` both [batch, seq]) says what the program expects, but onnxruntime does not
+  // check it, so a dim of that name is not taken for another.
+  std::unordered_map<std::string, std::pair<std::string, int>> input_dims;
+  std::unordered_set<std::string> shared;
+  for (const auto& in : graph->input()) {
+    if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+    const auto& shape = in.type().tensor_type().shape();
+    for (int j = 0; j < shape.dim_size(); ++j) {
+      if (!shape.dim(j).has_dim_param()) continue;
+      if (!input_dims.emplace(shape.dim(j).dim_param(), std::make_pair(in.name(), j)).second) {
+        shared.insert(shape.dim(j).dim_param());
+      }
+    }
+  }
+  for (const auto& name : shared) input_dims.erase(name);
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : graph->output()) graph_outputs.insert(o.name());
+  std::unordered_map<std::string, std::string> shape_of;  // Shape node output -> the value it reads
+  std::unordered_map<std::string, std::string> renamed;
+  std::unordered_map<std::string, std::string> input_dim_value;  // dim_param -> name of its read
+  std::vector<onnx::NodeProto> reads;                             // the nodes that read them
+  int replaced = 0;
+  for (const auto& n : graph->node()) {
+    if (n.op_type() == "Shape" && n.domain().empty() && n.attribute_size() == 0 && n.input_size() == 1) {
+      shape_of.emplace(n.output(0), n.input(0));
+      continue;
+    }
+    if (n.op_type() != "Gather" || !n.domain().empty() || n.input_size() != 2 || n.output_size() != 1) continue;
+    if (graph_outputs.count(n.output(0))) continue;
+    bool axis0 = true;
+    for (const auto& a : n.attribute()) axis0 = axis0 && a.name() == "axis" && a.i() == 0;
+    auto src = shape_of.find(n.input(0));
+    int64_t index = 0;
+    if (!axis0 || src == shape_of.end() || !ConstantIndex(inits, n.input(1), &index)) continue;
+    const onnx::TypeProto* type = inferred(src->second);
+    if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
+    const auto& shape = type->tensor_type().shape();
+    if (index < 0) index += shape.dim_size();
+    if (index < 0 || index >= shape.dim_size()) continue;
+    // A one-element index gives a one-element vector, not a scalar: only 0-d indices are replaced.
+    if (inits.at(n.input(1))->dims_size() != 0) continue;
+    const auto& dim = shape.dim(static_cast<int>(index));
+    std::string by;
+    if (dim.has_dim_value()) {
+      by = constant(dim.dim_value());
+    } else if (dim.has_dim_param()) {
+      auto in = input_dims.find(dim.dim_param());
+      if (in == input_dims.end()) continue;
+      if (in->second.first == src->second) continue;  // already read from the input
+      auto [it, fresh] = input_dim_value.emplace(dim.dim_param(), "");
+      if (fresh) {
+        const std::string base = "dim." + dim.dim_param();
+        onnx::NodeProto shape_node;
+        shape_node.set_op_type("Shape");
+        shape_node.set_name(base + ".Shape");
+        shape_node.add_input(in->second.first);
+        shape_node.add_output(base + ".shape");
+        onnx::NodeProto gather;
+        gather.set_op_type("Gather");
+        gather.set_name(base + ".Gather");
+        gather.add_input(base + ".shape");
+        gather.add_input(constant(in->second.second));
+        gather.add_output(base);
+        auto* axis = gather.add_attribute();
+        axis->set_name("axis");
+        axis->set_type(onnx::AttributeProto::INT);
+        axis->set_i(0);
+        reads.push_back(std::move(shape_node));
+        reads.push_back(std::move(gather));
+        it->second = base;
+      }
+      by = it->second;
+    } else {
+      continue;
+    }
+    renamed[n.output(0)] = by;
+    ++replaced;
+  }
+  if (!replaced) return 0;
+  RenameInputs(graph, renamed);
+  // The input dims' reads go first: they depend on the graph inputs only.
+  auto* nodes = graph->mutable_node();
+  const int before = nodes->size();
+  for (auto& r : reads) *nodes->Add() = std::move(r);
+  std::rotate(nodes->pointer_begin(), nodes->pointer_begin() + before, nodes->pointer_end());
+  return replaced;
+}
+
+int RemoveUnreadNodes(onnx::GraphProto* graph) {
+  std::unordered_map<std::string, int> readers;
+  for (const auto& o : graph->output()) ++readers[o.name()];
+  for (const auto& n : graph->node()) {
+    for (const auto& in : n.input()) ++readers[in];
+  }
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> dead(nodes->size(), false);
+  int removed = 0;
+  for (int i = nodes->size() - 1; i >= 0; --i) {
+    const onnx::NodeProto& n = nodes->Get(i);
+    bool read = false;
+    for (const auto& o : n.output()) read = read || (!o.empty() && readers[o] > 0);
+    if (read) continue;
+    dead[i] = true;
+    ++removed;
+    for (const auto& in : n.input()) --readers[in];
+  }
+  if (!removed) return 0;
+  int kept = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    if (dead[i]) continue;
+    if (kept != i) nodes->SwapElements(kept, i);
+    ++kept;
+  }
+  nodes->DeleteSubrange(kept, nodes->size() - kept);
+  return removed;
+}
+
+int MergeDuplicateNodes(onnx::GraphProto* graph) {
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : graph->output()) graph_outputs.insert(o.name());
+  // Keys are kept by hash; a hash hit is confirmed by comparing the full keys (rare collisions
+  // cost a recomputation, not a wrong merge).
+  std::unordered_multimap<uint64_t, int> seen;  // key hash -> index of a kept node
+  std::unordered_map<std::string, std::string> renamed;
+  auto* nodes = graph->mutable_node();
+  int kept = 0;
+  int dropped = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto* n = nodes->Mutable(i);
+    if (!renamed.empty()) {
+      for (auto& in : *n->mutable_input()) {
+        auto it = renamed.find(in);
+        if (it != renamed.end()) in = it->second;
+      }
+    }
+    bool merged = false;
+    if (Deterministic(*n)) {
+      bool is_output = false;
+      for (const auto& o : n->output()) is_output = is_output || graph_outputs.count(o) > 0;
+      const std::string key = Key(*n);
+      const uint64_t h = std::hash<std::string>{}(key);
+      auto range = seen.equal_range(h);
+      for (auto it = range.first; it != range.second && !is_output; ++it) {
+        const onnx::NodeProto& earlier = nodes->Get(it->second);
+        if (earlier.output_size() != n->output_size() || Key(earlier) != key) continue;
+        for (int j = 0; j < n->output_size(); ++j) {
+          if (!n->output(j).empty()) renamed[n->output(j)] = earlier.output(j);
+        }
+        merged = true;
+        break;
+      }
+      if (!merged) seen.emplace(h, kept);
+    }
+    if (merged) {
+      ++dropped;
+      continue;
+    }
+    if (kept != i) nodes->SwapElements(kept, i);
+    ++kept;
+  }
+  nodes->DeleteSubrange(kept, nodes->size() - kept);
+  return dropped;
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

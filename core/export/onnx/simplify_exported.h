@@ -1,0 +1,43 @@
+// Clean-ups of an exported ONNX graph, after every node is lowered: dims read from shapes that
+// are known without running the model, nodes computed twice, and nodes nothing reads.
+//
+// Why here and not in the ivytrace graph's passes: what they remove is made by the lowerings
+// themselves (each `sym_size` becomes a Shape and a Gather, each reshape to symbolic sizes its own
+// Unsqueeze/Concat of them), after those passes ran; and which dims are known is what ONNX shape
+// inference derives from the model's declared input dims.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "onnx/onnx_pb.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+// Whether a node of the graph has a subgraph (If, Loop, Scan): its nodes read names of the outer
+// graph, which the passes below do not follow, so they are not run on such a graph.
+bool HasSubgraphs(const onnx::GraphProto& graph);
+
+// A dim read from a shape, `Gather(Shape(v), i)` with a constant i, is replaced where ONNX shape
+// inference (`inferred`: value name -> its inferred value_info, the graph's inputs included)
+// knows that dim of v: by a constant (`constant(n)` gives the name of a 0-d int64 initializer
+// holding n) when it is static, and by the same dim read from a graph input when it is that
+// input's dim_param and no other input dim has that name (onnxruntime does not check that dims
+// of one name are equal). The values are the same when the model runs; only the order in which
+// onnxruntime may run nodes is freer. Returns how many dim reads were replaced.
+int ReplaceKnownDimReads(onnx::GraphProto* graph,
+                         const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                         const std::function<std::string(int64_t)>& constant);
+
+// Drops every node that repeats an earlier node (same op, domain, inputs and attributes; outputs
+// renamed in the nodes after it) where that is safe: the op is deterministic, has no subgraph,
+// and none of the node's outputs is a graph output. Returns how many nodes were dropped.
+int MergeDuplicateNodes(onnx::GraphProto* graph);
+
+// Drops the nodes none of whose outputs is read by a later node or is a graph output (in reverse
+// order, so chains go at once). Returns how many.
+int RemoveUnreadNodes(onnx::GraphProto* graph);
+
+}  // namespace onnx_export
+}  // namespace ivytrace
