@@ -388,6 +388,20 @@ def _weak_array(base):
     return weak_array
 
 
+def _sym_shape_of(fname, current):
+    """np.shape / np.ndim of a stand-in (JAX asks them of every operand): a number's, () and 0,
+    without reading its value through __array__ (a guard)."""
+    scalar = () if fname == "shape" else 0
+
+    def shape_of(a, *args, **kwargs):
+        if type(a) in _sym.SYM_CLASSES:
+            return scalar
+        return current(a, *args, **kwargs)
+    shape_of.__name__ = fname
+    shape_of.__wrapped__ = current
+    return shape_of
+
+
 def _is_sym_number(v) -> bool:
     """A stand-in of the recording JAX recorder that JAX can hold as a weakly typed scalar (an int
     within int32 unless x64 is on: a larger one goes JAX's own way, through NumPy, guarded)."""
@@ -458,6 +472,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._set(_KeyArray, "__iter__", _key_iter)
         for fname in ("asarray", "array", "asanyarray"):
             self._set_np(fname)
+        for fname in ("shape", "ndim"):
+            self._set_np(fname, _sym_shape_of)
         self._set(jax, "device_get", _device_get(jax.device_get))
         self._set(_lax_internal, "_convert_element_type",
                   _convert_element_type(_lax_internal.__dict__["_convert_element_type"]))
@@ -472,9 +488,9 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._jit_was_disabled = bool(jax.config.jax_disable_jit)
         jax.config.update("jax_disable_jit", True)
 
-    def _set_np(self, fname):
+    def _set_np(self, fname, make=None):
         current = getattr(np, fname)
-        wrapper = _np_converter(fname, current)
+        wrapper = (make or _np_converter)(fname, current)
         self._np_patched.append((fname, current, wrapper))
         setattr(np, fname, wrapper)
 

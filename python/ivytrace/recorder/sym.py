@@ -330,6 +330,17 @@ class SymBool(SymValue):
     def __invert__(self):   # ~b on a bool is an int: leave
         return ~self.__index__()
 
+    # Ways out that SymValue takes by __index__ (an int): a bool's guard records the bool.
+    def __float__(self):
+        return float(self._leave("__bool__"))
+
+    def __complex__(self):
+        return complex(self._leave("__bool__"))
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+        return np.asarray(bool(self._leave("__bool__")), dtype=dtype)
+
     def __and__(self, o):
         if isinstance(o, SymBool) or type(o) is bool:
             return _make(o, "ivytrace.sym.and_", lambda a, b: a and b, self, o, SymBool)
