@@ -39,6 +39,11 @@ USES = {
     "jitted": lambda x, a, n: jax.jit(lambda y, b: jnp.tanh(y * b))(x, a),
     "linspace": lambda x, a, n: jnp.linspace(0.0, a, 4) + x,
     "mean": lambda x, a, n: jnp.mean(x * a, axis=0, keepdims=True) * n,
+    "full_like": lambda x, a, n: jnp.full_like(x, a) * x,
+    "power": lambda x, a, n: (jnp.abs(x) + 1) ** a + abs(a) ** x,
+    "complex": lambda x, a, n: (x * a * 1j + n).real,
+    "grad": lambda x, a, n: jax.grad(lambda w: jnp.sum((w * a) ** 2))(x),
+    "vmap": lambda x, a, n: jax.vmap(lambda r: r * a + n)(x),
 }
 # Arithmetic steps that stay symbolic (the others leave with a guard: branch, sqrt, round).
 ARITHMETIC = sorted(set(STEPS) - {"branch", "sqrt", "round", "max"})
@@ -108,6 +113,19 @@ def test_numbers_jax_bakes_in_are_guarded():
     for a, n in ((0.7, 1), (0.2, 2)):
         with pytest.raises(ivytrace.GuardError):
             g(X, a, n)
+
+
+def test_a_comparison_of_numbers_used_as_a_value_is_guarded_as_a_bool():
+    # x + (n > 2): the bool leaves symbolic tracking as a bool, and the replay at the traced
+    # values passes its own guard (it once compared True with 1).
+    def fn(x, a, n):
+        return x + (n > 2) + (a > 0.5) * 2
+
+    g = ivytrace.trace_graph(fn, args=(X, 0.7, 3))
+    for a, n in ((0.7, 3), (0.9, 5)):
+        np.testing.assert_array_equal(np.asarray(g(X, a, n)), np.asarray(fn(X, a, n)))
+    with pytest.raises(ivytrace.GuardError):
+        g(X, 0.7, 1)
 
 
 def test_backend_traced_fn_compiles_once_for_every_number():

@@ -513,6 +513,25 @@ class SymFloat(SymValue):
         return 0.0
 
 
+def _bool_arith(pyop, reflected):
+    def method(self, o):
+        v = int(self._leave("__bool__"))
+        return pyop(o, v) if reflected else pyop(v, o)
+    return method
+
+
+# Arithmetic on a comparison (`(n > 2) * 2`, `x + (b > 4)`), as on a bool: its value leaves with a
+# guard (a bool used as a number).
+for _name, _pyop in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                     ("truediv", operator.truediv), ("floordiv", operator.floordiv), ("mod", operator.mod),
+                     ("pow", operator.pow), ("xor", operator.xor), ("lshift", operator.lshift),
+                     ("rshift", operator.rshift), ("matmul", operator.matmul)):
+    setattr(SymBool, f"__{_name}__", _bool_arith(_pyop, False))
+    setattr(SymBool, f"__r{_name}__", _bool_arith(_pyop, True))
+SymBool.__neg__ = lambda self: -int(self._leave("__bool__"))
+SymBool.__pos__ = lambda self: +int(self._leave("__bool__"))
+SymBool.__abs__ = lambda self: abs(int(self._leave("__bool__")))
+
 # Every stand-in class (hosts add their own kinds, e.g. torch's, which torch's argument parser
 # takes for ints): `unwrap` and the encoders look them up by exact type.
 SYM_CLASSES = {SymInt, SymBool, SymFloat}
