@@ -115,6 +115,8 @@ std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtyp
 // when an item is symbolic).
 bool IsSymbolicArg(const LoweringContext& ctx, const v1::Arg& arg);
 Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out);
+// The items of a list or tuple argument; nullopt for any other kind.
+std::optional<std::vector<const v1::Arg*>> SequenceItems(const v1::Arg& arg);
 // Guards compiled into the model. A guard is checkable when the graph holds its value and it
 // recorded a bool, int or float. EmitGuardCheck emits its check: a Reshape named
 // "ivytrace guard <i>: <op> at <file>:<line>: recorded <value>" that onnxruntime fails (naming it)

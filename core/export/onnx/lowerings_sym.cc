@@ -57,15 +57,20 @@ bool IsSymbolicArg(const LoweringContext& ctx, const v1::Arg& arg) {
   return sym;
 }
 
-Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out) {
+std::optional<std::vector<const v1::Arg*>> SequenceItems(const v1::Arg& arg) {
   std::vector<const v1::Arg*> items;
   if (arg.kind_case() == v1::Arg::kList) {
     for (const auto& it : arg.list().items()) items.push_back(&it);
   } else if (arg.kind_case() == v1::Arg::kTuple) {
     for (const auto& it : arg.tuple().items()) items.push_back(&it);
   } else {
-    items.push_back(&arg);
+    return std::nullopt;
   }
+  return items;
+}
+
+Status DynamicInts(LoweringContext& ctx, const v1::Arg& arg, std::string* out) {
+  const std::vector<const v1::Arg*> items = SequenceItems(arg).value_or(std::vector<const v1::Arg*>{&arg});
   // Runs of constant ints become one initializer; each symbolic item a one-element tensor.
   std::vector<std::string> parts;
   std::vector<int64_t> run;

@@ -32,14 +32,9 @@ void EmitTranspose(LoweringContext& ctx, const std::string& in, const std::vecto
 // (b, t, c), with b, t = x.shape[:2]): ONNX's 0 copies that dim. Nothing else may be 0 then (with
 // allowzero off, a 0 means "copy"), so a literal 0 or any other symbolic size gives nullopt.
 std::optional<std::vector<int64_t>> CopiedDimsShape(LoweringContext& ctx, const v1::Arg& shape, ValueId x) {
-  std::vector<const v1::Arg*> items;
-  if (shape.kind_case() == v1::Arg::kList) {
-    for (const auto& it : shape.list().items()) items.push_back(&it);
-  } else if (shape.kind_case() == v1::Arg::kTuple) {
-    for (const auto& it : shape.tuple().items()) items.push_back(&it);
-  } else {
-    return std::nullopt;
-  }
+  const auto seq = SequenceItems(shape);
+  if (!seq) return std::nullopt;
+  const std::vector<const v1::Arg*>& items = *seq;
   const Graph& g = ctx.graph();
   const int rank = ctx.Rank(x);
   std::vector<int64_t> out;

@@ -312,6 +312,8 @@ class ArrayRecorder(RegionFraming):
             if self._has_value(t[0]):
                 self._write_value(t[0], self._tensor_ref(*t), REGION_INPUT)
             self._input_guard(t, rid, file, line)
+        for v in extra:   # numbers the caller passed: stand-ins (recorder/sym.py) of this frame
+            self._sym_bind_input(v, self._sym_frame())
 
     def _define_region_result(self, tensors):
         for t in tensors:

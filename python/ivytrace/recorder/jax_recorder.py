@@ -645,19 +645,6 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._known.add(entry[1])
         self._inputs.add(entry[1])
 
-    # Region inputs that are Python numbers the caller passed (api.py makes them stand-ins): named
-    # in RegionBegin as values of their own, defined in the new frame (as in NumPy).
-    def _encode_region_input(self, v, tensors, extra) -> bytes:
-        if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
-            extra.append(v)
-            return self._sym_input_ref(v)
-        return self._region_encoder.encode(v, tensors)
-
-    def _bind_region_inputs(self, rid, tensors, extra, file, line):
-        super()._bind_region_inputs(rid, tensors, extra, file, line)
-        for v in extra:
-            self._sym_bind_input(v, self._known)
-
     # -- stand-ins (recorder/sym.py): JAX hands out none for shapes (see _input_guard) -----------
     def _sym_frame(self):
         if self._regions and self.active and threading.get_ident() == self.thread:

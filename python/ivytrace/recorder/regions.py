@@ -7,6 +7,7 @@ to the region's own. What differs per framework is behind the hooks below.
 """
 from __future__ import annotations
 
+from ivytrace.recorder.sym import SymValue
 from ivytrace.recorder.writer import TAG_REGION_BEGIN, TAG_REGION_END
 from ivytrace.v1 import common_pb2, trace_pb2
 
@@ -18,7 +19,8 @@ class RegionFraming:
       _records_regions() -> bool        recording on this thread (else region_begin returns 0)
       _quiet()                          a context manager: the recorder's own calls are not recorded
       _region_encoder                   the ArgEncoder of region inputs and results
-      _encode_region_input(v, tensors, extra) -> Arg bytes   (default: the encoder)
+      _encode_region_input(v, tensors, extra) -> Arg bytes   (default: the encoder; a number's
+                                        stand-in goes to `extra`)
       _enter_frame() / _leave_frame()   push a new frame / close the innermost one
       _bind_region_inputs(rid, tensors, extra, file, line)   the inputs are known in the new frame;
                                         their values written (REGION_INPUT), guards added
@@ -27,6 +29,11 @@ class RegionFraming:
     """
 
     def _encode_region_input(self, v, tensors, extra) -> bytes:
+        # A Python number the caller passed (api.py made it a stand-in, recorder/sym.py): named in
+        # RegionBegin as a value of its own; `_bind_region_inputs` defines it in the new frame.
+        if isinstance(v, SymValue) and v._expr[0] == "input":
+            extra.append(v)
+            return self._sym_input_ref(v)
         return self._region_encoder.encode(v, tensors)
 
     def region_begin(self, name, inputs, file="", line=0) -> int:

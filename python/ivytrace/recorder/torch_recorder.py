@@ -968,12 +968,6 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
     def _region_encoder(self):
         return self._ref
 
-    def _encode_region_input(self, v, tensors, extra) -> bytes:
-        if isinstance(v, _sym.SymValue) and v._expr[0] == "input":
-            extra.append(v)
-            return self._sym_input_ref(v)
-        return self._ref.encode(v, tensors)
-
     def _enter_frame(self):
         self._frames.append(self._frame)
         self._frame = _Frame()
