@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import os
 import shutil
 import sys
@@ -738,12 +739,49 @@ def _compile_backend(spec, target, static_positions, sym_positions):
         # graph are traced like arrays, unless a guard reads them (`if alpha > 0.5`: a replay
         # checks it in Python, which a tracer cannot take; jax.jit then compiles per value).
         static = set(static_positions)
-        if any(g.op.startswith("ivytrace.sym.") for g in spec.plan.plan.guards):
+        if _guards_read_inputs(spec.plan.plan, sym_positions):
             static |= sym_positions
         spec.fn = jax.jit(spec.plan._fn, static_argnums=tuple(sorted(static)))
         spec.backend = "jax.jit"
     else:
         raise ValueError(_NUMPY_BACKEND_FN)
+
+
+def _arg_slots(arg, out):
+    """The slots a plan Arg tree refers to."""
+    kind = arg.WhichOneof("kind")
+    if kind == "tensor":
+        out.add(arg.tensor.value)
+    elif kind in ("list", "tuple"):
+        for it in getattr(arg, kind).items:
+            _arg_slots(it, out)
+    elif kind == "dict":
+        for it in arg.dict.values:
+            _arg_slots(it, out)
+    elif kind == "slice":
+        for part in (arg.slice.start, arg.slice.stop, arg.slice.step):
+            _arg_slots(part, out)
+    return out
+
+
+def _guards_read_inputs(plan, positions) -> bool:
+    """Whether a guard of `plan` checks a value computed from the plan inputs at `positions` (a
+    number's `if alpha > 0.5`; a guard on an array's size is not one: sizes are static under jit)."""
+    tainted = set()
+    for i in positions:
+        if i < len(plan.inputs):
+            _arg_slots(plan.inputs[i].value, tainted)
+    if not tainted:
+        return False
+    for step in plan.steps:
+        read = set()
+        for a in step.args:
+            _arg_slots(a, read)
+        for kw in step.kwargs:
+            _arg_slots(kw.value, read)
+        if read & tainted:
+            _arg_slots(step.result, tainted)
+    return any(g.tensor.value in tainted for g in plan.guards)
 
 
 def _positional_names(sig, n):
@@ -866,6 +904,14 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         module_state = _module_state(fn) if is_module else []
         modes = [(qn, m, m.training) for qn, m in fn.named_modules()] if is_module else None
         sym_args = {}
+        # JAX: which input dims the program's shapes follow, proven by tracing it with JAX's
+        # symbolic dims (recorder/jax_shapes.py); done before recording, which it must not enter.
+        shape_plan = None
+        if "jax" in frameworks and source == "jax" and os.environ.get("IVYTRACE_JAX_SYMBOLIC_SHAPES", "1") != "0":
+            from ivytrace.recorder import jax_shapes
+            shape_plan, why = jax_shapes.prepare(call, args, kwargs)
+            if shape_plan is None:
+                logging.getLogger("ivytrace").info("JAX region specialized on its inputs' shapes: %s", why)
         rec.start()
         try:
             args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
@@ -906,9 +952,14 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
                 rec.add_root_module(fn)
             f = _user_level()[1]
             versions = {qn: t._version for qn, t, _ in module_state}
+            jax_rec = rec.recorder_of("jax") if shape_plan is not None else None
+            if jax_rec is not None:
+                jax_rec.use_shape_plan(shape_plan)
             rid = rec.region_begin(name, inputs + extra, f.f_code.co_filename, f.f_lineno)
             try:
                 out = _call_module_eagerly(fn, args, kwargs) if is_module else fn(*args, **kwargs)
+                if jax_rec is not None:
+                    jax_rec.end_shape_match(out)
             except BaseException as e:
                 _put_back_plain_ints(stand_ins)
                 rec.region_end(rid, raised=True)

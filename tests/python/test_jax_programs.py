@@ -352,7 +352,8 @@ def test_typed_keys_from_outside_the_region_and_as_inputs():
 
     x = jnp.arange(3.0)
     graph = ivytrace.trace_graph(const_key, args=(x,))
-    steps = [s.function for s in graph.plan.plan.steps]
+    # (after the size reads of the input's symbolic dims: jax_shapes.py)
+    steps = [s.function for s in graph.plan.plan.steps if not s.function.startswith("ivytrace.sym.")]
     assert steps[0] == "jax._src.random.prng.random_wrap_p", steps
     _assert_same(graph(x + 2), _eager(const_key, (x + 2,)), exact=True)
     baked = ivytrace.trace_graph(const_key, args=(x,), include_generators=False)

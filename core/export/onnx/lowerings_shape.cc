@@ -393,28 +393,43 @@ Status LowerBroadcastTo(const Node& node, const BoundCall& call, LoweringContext
 }
 
 // lax.broadcast_in_dim(x, shape, broadcast_dimensions): Unsqueeze the new axes, then Expand.
+// `shape` may hold sizes computed from the inputs' shapes (a JAX program traced with symbolic
+// dims, recorder/jax_shapes.py): those are read when the model runs (DynamicInts).
 Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto shape = call.IntList("shape");
+  const v1::Arg* shape_arg = call.Get("shape");
+  auto items = shape_arg ? SequenceItems(*shape_arg) : std::nullopt;
   auto bdims = call.IntList("broadcast_dimensions");
-  if (!shape || !bdims) return Status::Unsupported("shape/broadcast_dimensions are not lists of ints");
+  const std::vector<int64_t>& recorded = ctx.Shape(result);  // the shape param's recorded sizes
+  if (!items || !bdims || items->size() != recorded.size()) {
+    return Status::Unsupported("shape/broadcast_dimensions are not lists of ints");
+  }
   std::vector<int64_t> sorted = *bdims;
   if (!std::is_sorted(sorted.begin(), sorted.end())) return Status::Unsupported("broadcast_in_dim that permutes axes");
   std::vector<int64_t> axes;
-  for (int64_t i = 0; i < static_cast<int64_t>(shape->size()); ++i) {
+  for (int64_t i = 0; i < static_cast<int64_t>(items->size()); ++i) {
     if (std::find(bdims->begin(), bdims->end(), i) == bdims->end()) axes.push_back(i);
   }
   std::string cur = ctx.In(x);
   if (!axes.empty()) cur = ctx.Unsqueeze(cur, axes);
-  // A dim the input already has is 1 in Expand's shape: it then follows the input's run-time size.
-  std::vector<int64_t> target = *shape;
+  // A dim the input already has is 1 in Expand's shape: it then follows the input's run-time
+  // size. JAX requires an operand dim to equal its result dim or be 1, so a recorded size other
+  // than 1 that both have is the same dim; a 1 is kept only where the shape says 1 literally.
+  v1::Arg target;
+  auto* out = target.mutable_list()->mutable_items();
+  for (const v1::Arg* it : *items) *out->Add() = *it;
   const auto& in_shape = ctx.Shape(x);
   for (size_t i = 0; i < bdims->size() && i < in_shape.size(); ++i) {
-    if (in_shape[i] == (*shape)[(*bdims)[i]]) target[(*bdims)[i]] = 1;
+    const int64_t o = (*bdims)[i];
+    if (o < 0 || o >= static_cast<int64_t>(recorded.size())) return Status::Unsupported("broadcast_dimensions out of range");
+    const bool literal_one = AsInt(out->Get(o)).value_or(-1) == 1;
+    if (in_shape[i] == recorded[o] && (in_shape[i] != 1 || literal_one)) out->Mutable(o)->set_i(1);
   }
-  ctx.Emit("Expand", {cur, ctx.Int64s(target)}, {ctx.Out(result)});
+  std::string shape;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, target, &shape));
+  ctx.Emit("Expand", {cur, shape}, {ctx.Out(result)});
   return Status::Ok();
 }
 

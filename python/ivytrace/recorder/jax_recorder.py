@@ -26,7 +26,11 @@ How calls are captured, with no change to the user's code:
     ivytrace); so does each array `jax.device_get(tree)` hands back. `memoryview(x)` or a C
     extension reading the buffer is not seen (the value leaves JAX without a guard).
   * Shapes: `x.shape` and `len(x)` in the user's code (not in JAX's internals) write a ShapeRead
-    record.
+    record. Which primitive params follow the inputs' dims is proven by JAX's symbolic shapes
+    (jax_shapes.py; trace_graph prepares a plan, `use_shape_plan`): those params are recorded as
+    ivytrace.sym.* values computed from the inputs' sizes, and each input gets guards per dim.
+    Without a plan (or when the eager run differs from the symbolic jaxpr) each input's whole
+    shape is a guard.
 
 Why not jaxprs: tracing each jitted call to its closed jaxpr and recording the equations would
 give the same primitives (a jaxpr's equations are what the body applies), but without the concrete
@@ -81,6 +85,7 @@ from __future__ import annotations
 
 from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
 
+import logging
 import os
 import sys
 import threading
@@ -91,6 +96,7 @@ import jax
 import numpy as np
 from jax._src import core as _jcore
 
+from ivytrace.recorder import jax_shapes as _jax_shapes
 from ivytrace.recorder import sym as _sym
 from ivytrace.recorder.sym import _len as _sym_len
 from ivytrace.recorder.array_recorder import (CONSTANT, DTYPES, FOLD_LIMIT, FOLDABLE, FOLDABLE_OP,  # noqa: F401
@@ -415,10 +421,18 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
     # JAX is recorded at the level of primitives, whose params hold shapes that jax.numpy
     # computed in Python from the arrays' shapes (reshape's new_sizes, broadcast_in_dim's shape,
     # the element count a mean divides by). Nothing in a primitive says which of its ints came
-    # from a shape, so a JAX graph is specialized on its inputs' shapes, as jax.jit is: each
-    # region input's shape is a guard (a replay on another shape raises GuardError, and a
-    # LazyGraph traces again).
+    # from a shape. Where trace_graph proved it with JAX's symbolic shapes (jax_shapes.py,
+    # `use_shape_plan`), those params are values computed from the inputs' sizes and the inputs
+    # get guards per dim; otherwise a JAX graph is specialized on its inputs' shapes, as jax.jit
+    # is: each region input's shape is a guard (a replay on another shape raises GuardError, and
+    # a LazyGraph traces again).
     def _input_guard(self, entry, rid, file, line):
+        if self._shape_plan is not None and len(self._regions) == 1:
+            self._deferred_guards.append((entry, rid, file, line))   # see _start_shape_match
+            return
+        self._shape_guard(entry, rid, file, line)
+
+    def _shape_guard(self, entry, rid, file, line):
         a = entry[0]
         shape = getattr(a, "shape", None)
         if shape is None:
@@ -432,6 +446,80 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                                  op=self._intern("jax.Array.shape"), value=value,
                                  file=self._intern(file) if file else 0, line=line, region=rid)
         self.w.add(TAG_GUARD, g.SerializeToString())
+
+    # -- symbolic shapes (jax_shapes.py) -----------------------------------------------------------
+    def use_shape_plan(self, plan):
+        """The next region (trace_graph's) records `plan`'s symbolic dims (jax_shapes.prepare)."""
+        self._shape_plan = plan
+        self._deferred_guards = []
+
+    def _bind_region_inputs(self, rid, tensors, extra, file, line):
+        super()._bind_region_inputs(rid, tensors, extra, file, line)
+        if self._shape_plan is not None and len(self._regions) == 1:
+            self._start_shape_match(file, line)
+
+    def _start_shape_match(self, file, line):
+        plan = self._shape_plan
+        self._shape_plan = None
+        inputs = {id(e[0]): e for e, *_ in self._deferred_guards}
+        if not all(id(a) in inputs for a in plan.leaves):   # an input the region does not name
+            self._fall_back_to_shapes("an array input is not a region input")
+            return
+        self._match_inputs = {id(a) for a in plan.leaves}
+        with _Busy():
+            # Ranks first (a size read of a missing dim would fail before its guard), then each
+            # dim: a static one pinned to its size, a symbolic one >= 1 (JAX's symbolic dims are)
+            # and equal to the other dims of its symbol.
+            fid = self._intern(file) if file else 0
+            for e, rid, _, _ in self._deferred_guards:
+                if id(e[0]) in self._match_inputs:
+                    ref = common_pb2.TensorRef.FromString(self._tensor_ref(*e, full=False))
+                    g = trace_pb2.GuardEvent(tensor=ref, op=self._intern("jax.Array.ndim"),
+                                             value=common_pb2.Arg(i=len(e[0].shape)), file=fid, line=line, region=rid)
+                    self.w.add(TAG_GUARD, g.SerializeToString())
+            symbols = {}
+            for a, row in zip(plan.leaves, plan.dims):
+                for d, (n, name) in enumerate(zip(a.shape, row)):
+                    size = self._sym_leaf(a, "ivytrace.sym.size", d, int(n))
+                    if name is None:
+                        int(size)
+                    elif name not in symbols:
+                        symbols[name] = size
+                        bool(size >= 1)
+                    else:
+                        bool(size == symbols[name])
+        self._shape_match = _jax_shapes.ShapeMatch(plan, self._ref, symbols)
+
+    def end_shape_match(self, out):
+        """Before the region's end: the result must be the symbolic jaxpr's; else (or if any op
+        differed) the inputs get guards on their whole shapes. Returns why it fell back, or None."""
+        m = self._shape_match
+        if m is None:
+            if self._shape_plan is not None:   # the region never bound its inputs here
+                self._shape_plan = None
+            return None
+        with _Busy():
+            m.finish(out, self._sym_scalar_of)
+        self._shape_match = None
+        if m.failed:
+            self._fall_back_to_shapes(m.failed)
+            return m.failed
+        self._deferred_guards = []
+        return None
+
+    def _fall_back_to_shapes(self, reason):
+        self._shape_plan = None
+        self._shape_match = None
+        guards, self._deferred_guards = self._deferred_guards, []
+        for entry, rid, file, line in guards:
+            self._shape_guard(entry, rid, file, line)
+        self.shape_fallback = reason
+        logging.getLogger("ivytrace").info("JAX region specialized on its inputs' shapes: %s", reason)
+
+    @staticmethod
+    def _sym_scalar_of(v):
+        s = _sym_scalars.get(id(v)) if _sym_scalars else None
+        return s[1] if s is not None and s[0] is v else None
 
     _Busy = _Busy
     _location = staticmethod(_location)
@@ -453,6 +541,11 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._enc = _JaxEncoder(self._enc_in)
         self._enc_out = _JaxEncoder(self._enc_out_tensor)
         self._enc_param = _JaxEncoder(self._enc_in, params=True)
+        self._shape_plan = None     # jax_shapes.Plan for the next region (use_shape_plan)
+        self._shape_match = None    # jax_shapes.ShapeMatch of the region being recorded
+        self._deferred_guards = []  # the region inputs' shape guards, until the match ends
+        self._match_inputs = set()
+        self.shape_fallback = None  # why the last symbolic plan fell back to static shapes
 
     # -- lifecycle -------------------------------------------------------------------------
     def install(self):
@@ -599,7 +692,17 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             for a in args:
                 parts.append(_op.arg_field(self._enc.encode(a, ins)))
             drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
-            for k, v in params.items():
+            m = self._shape_match
+            then = None
+            written = params
+            if m is not None:
+                if len(self._regions) != 1:
+                    m.fail("an op in a nested region")
+                else:
+                    new, then = m.step(prim, args, params, self._sym_scalar_of)
+                    if new is not None:
+                        written = new   # params with sizes computed from the inputs' shapes
+            for k, v in written.items():
                 if k in drop:
                     continue
                 parts.append(_op.kwarg_field(k, self._enc_param.encode(v, ins)))
@@ -610,6 +713,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                 self._finish(parts, name, ins, None, start, raised=True)
                 raise
             self._finish(parts, name, ins, result, start)
+            if then is not None:
+                then(result)
         return result
 
     def _finish(self, parts, name, ins, result, start, raised=False):
@@ -652,6 +757,11 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         return None
 
     def _sym_tensor_arg(self, a):
+        # Sizes of the region inputs a symbolic-shape plan names (see _start_shape_match).
+        if id(a) in self._match_inputs and self._regions:
+            tid = self._ref(a)
+            if tid in self._inputs:
+                return ld(A_TENSOR, self._tensor_ref(a, tid, full=False))
         return None
 
     def _sym_location(self):
@@ -700,6 +810,13 @@ def _enc_dtype(v, ts):
     return A_DTYPE + varint(e) if e else enc_opaque(v)
 
 
+def _sym_param(v, ts):
+    b = v.arg()
+    if b[:1] == A_TENSOR:
+        ts.append(_SYM_IN)
+    return b
+
+
 class _JaxEncoder(ArgEncoder):
     """Primitive operands and params -> Arg bytes. Arrays go to `handler`; NumPy arrays and typed
     scalars that JAX feeds to primitives are arrays too (constants); params become plain values
@@ -728,6 +845,9 @@ class _JaxEncoder(ArgEncoder):
         # A primitive as a param (select_and_scatter_add's select_prim): by name, a schema symbol.
         self.table[_jcore.Primitive] = lambda v, ts: ld(A_SYMBOL, _op_name(v).encode())
         self.subclass_handlers.append((_jcore.Primitive, self.table[_jcore.Primitive]))
+        if params:   # a size computed from the inputs' shapes (jax_shapes.py): its value in the graph
+            for c in (JaxSymInt, JaxSymBool):
+                self.table[c] = _sym_param
         self.table[_prng.PRNGImpl] = lambda v, ts: (ld(A_SYMBOL, _PRNG_IMPLS[v.name].encode())
                                                     if v.name in _PRNG_IMPLS else enc_opaque(v))
 

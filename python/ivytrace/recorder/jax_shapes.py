@@ -1,0 +1,507 @@
+"""Which ints in a JAX program's primitive params follow its inputs' shapes, proven by JAX itself.
+
+The JAX recorder records primitives, whose params hold shapes jax.numpy computed in Python
+(broadcast_in_dim's `shape`, reshape's `new_sizes`, iota's `shape`). Nothing in one eager run says
+which of those ints came from an input's shape, so a JAX graph used to be specialized on its
+inputs' whole shapes. JAX can say it: traced with symbolic dimensions (shape polymorphism,
+jax.export.symbolic_shape), a function gives a jaxpr whose params hold dimension expressions
+(`b`, `2*b`, `b*t`) where the program's shapes follow the inputs, and JAX refuses (raises
+InconclusiveDimensionOperation) wherever the program's Python depends on a size in a way it
+cannot express.
+
+How it is used (api.py, for trace_graph of a JAX function):
+  1. `prepare` (before recording): traces the function to a jaxpr at the recorded shapes and
+     again with candidate dims symbolic, and keeps the largest set of symbolic dims whose jaxpr is
+     the concrete one with the dims evaluated (same primitives, operands, literals, params): a
+     size that changes the program (a Python branch on it, a constant computed from it, a
+     `jnp.mean` over it that becomes a dim_as_value) is not made symbolic. Candidates: dim 0 of
+     every input that has the first input's batch size (one symbol when the sizes agree), then each
+     other dim of size >= 2 of the first few inputs (a new symbol, else the symbol of an equal
+     size, else one new symbol with the later candidates of its size), at most MAX_ATTEMPTS
+     symbolic traces.
+  2. While recording (`ShapeMatch`, driven by the JAX recorder): each recorded primitive is
+     matched to the next equation of the symbolic jaxpr (nested jit, custom_jvp/custom_vjp and
+     remat inlined, as the eager run inlines them): the same primitive, operands that are the same
+     values (the same earlier results or inputs, constants equal to its literals and consts) and
+     params equal once each dimension expression is evaluated at the recorded sizes. Then the
+     params are written with those expressions as values computed from the inputs' shapes
+     (ivytrace.sym.* ops over sizes of the inputs), and a replay on other sizes computes them. The
+     eager run's own steps that a jaxpr folds into literals (`lax.stage` of a Python number, a cast
+     to the dtype a value already has) are matched as the value they pass on.
+  3. At the region's end the results must be the jaxpr's outputs. Any difference, anywhere, and
+     the region falls back to a guard on each input's whole shape: the graph is then specialized on
+     the shapes as before, never wrong.
+The inputs' dims that stay static get guards on their size (`int(x.shape[1])`), the symbolic ones a
+guard `x.shape[0] >= 1` (JAX's symbolic dims are >= 1) and, where two dims share a symbol, a guard
+that they are equal; the ranks are guarded first.
+
+Limits: a program JAX cannot trace with symbolic dims (Python control flow on array values,
+`lax.cond`, which the eager run resolves to a branch, a size converted to a NumPy value) stays
+specialized on its shapes; so do regions that mix JAX with torch or NumPy ops, and regions nested
+in another. Dims of size 0 or 1 are never symbolic.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+import jax
+from jax._src import core as _jcore
+
+try:
+    from jax._src.export import shape_poly as _shape_poly
+    _DimExpr = _shape_poly._DimExpr
+except Exception:   # a JAX without shape polymorphism: no symbolic dims
+    _shape_poly = None
+    _DimExpr = ()
+
+MAX_ATTEMPTS = 12        # symbolic traces tried by `prepare`
+MAX_INPUTS_SEARCHED = 8  # inputs whose dims other than 0 are candidates
+
+# Primitives whose body the eager run (jit disabled) applies op by op: their jaxpr is inlined.
+_INLINE = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
+           "custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+           "custom_vjp_call_jaxpr": "fun_jaxpr", "remat": "jaxpr", "checkpoint": "jaxpr"}
+
+
+class Mismatch(Exception):
+    """The eager run and the symbolic jaxpr differ (the reason is the message)."""
+
+
+# -- jaxprs, flattened ------------------------------------------------------------------------------
+# An atom names a value: ("in", k) the k-th array input, ("out", i, j) result j of equation i,
+# ("lit", value) a literal, ("const", value) a closed-over constant.
+
+class Flat:
+    __slots__ = ("eqns", "outs")
+
+    def __init__(self, eqns, outs):
+        self.eqns = eqns   # [(primitive, in atoms, params, out avals, in dtypes)]
+        self.outs = outs
+
+
+def flatten(closed) -> Flat:
+    eqns = []
+
+    def walk(jaxpr, const_atoms, in_atoms):
+        env = {}
+        for v, a in zip(jaxpr.constvars, const_atoms):
+            env[v] = a
+        for v, a in zip(jaxpr.invars, in_atoms):
+            env[v] = a
+
+        def read(x):
+            if isinstance(x, _jcore.Literal):
+                return ("lit", x.val)
+            return env[x]
+
+        for e in jaxpr.eqns:
+            ins = [read(x) for x in e.invars]
+            key = _INLINE.get(e.primitive.name)
+            inner = e.params.get(key) if key else None
+            if inner is not None:
+                if isinstance(inner, _jcore.ClosedJaxpr):
+                    outs = walk(inner.jaxpr, [("const", c) for c in inner.consts], ins)
+                else:
+                    outs = walk(inner, [], ins)
+                for v, a in zip(e.outvars, outs):
+                    env[v] = a
+                continue
+            i = len(eqns)
+            eqns.append((e.primitive, ins, e.params, [v.aval for v in e.outvars],
+                         [getattr(getattr(x, "aval", None), "dtype", None) for x in e.invars]))
+            for j, v in enumerate(e.outvars):
+                env[v] = ("out", i, j)
+        return [read(x) for x in jaxpr.outvars]
+
+    outs = walk(closed.jaxpr, [("const", c) for c in closed.consts],
+                [("in", k) for k in range(len(closed.jaxpr.invars))])
+    return Flat(eqns, outs)
+
+
+# -- dimension expressions ----------------------------------------------------------------------------
+
+def is_dim(v) -> bool:
+    return bool(_DimExpr) and isinstance(v, _DimExpr)
+
+
+def evaluate(e, env):
+    """A dimension expression's value with each symbol's value from `env` (ints, or the recorder's
+    stand-ins, whose arithmetic records ivytrace.sym.* ops). JAX's own `_evaluate` takes
+    `operator.index` of its operands, which would make a stand-in leave with a guard: this walks the
+    terms itself."""
+    if not is_dim(e):
+        return int(e)
+    total = None
+    for term, coeff in e._sorted_terms:
+        v = None
+        for factor, power in term._factors:
+            f = _factor(factor, env)
+            for _ in range(power):
+                v = f if v is None else v * f
+        v = coeff if v is None else (v if coeff == 1 else v * coeff)
+        total = v if total is None else total + v
+    return 0 if total is None else total
+
+
+def _factor(f, env):
+    if f.var is not None:
+        return env[f.var]
+    a, b = (evaluate(o, env) for o in f.operands)
+    op = f.operation
+    if op == _shape_poly._DimFactor.FLOORDIV:
+        return a // b
+    if op == _shape_poly._DimFactor.MOD:
+        return a % b
+    raise Mismatch(f"dimension expression with {op}")   # max/min: no ivytrace.sym op
+
+
+def _has_dim(v) -> bool:
+    if is_dim(v):
+        return True
+    if type(v) in (tuple, list) or isinstance(v, tuple):
+        return any(_has_dim(x) for x in v)
+    return False
+
+
+def _equal_values(a, b) -> bool:
+    if a is b:
+        return True
+    try:
+        x, y = np.asarray(a), np.asarray(b)
+    except Exception:
+        return False
+    if x.shape != y.shape or x.dtype.kind != y.dtype.kind:
+        return False
+    if x.dtype == object or y.dtype == object:
+        return False
+    return bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
+
+
+def match_param(sym, eager, concrete_env, what):
+    """`sym` (a jaxpr param, maybe holding dimension expressions) against `eager` (the recorded
+    param): equal once the expressions take the recorded sizes. Returns a function that builds the
+    param with the expressions evaluated in an env of stand-ins, or None when `sym` holds none."""
+    if is_dim(sym):
+        if type(eager) is not int and not isinstance(eager, (int, np.integer)):
+            raise Mismatch(f"{what}: {sym} where the eager run has {eager!r}")
+        if evaluate(sym, concrete_env) != int(eager):
+            raise Mismatch(f"{what}: {sym} is {evaluate(sym, concrete_env)} at the recorded sizes, the eager run has {eager}")
+        if not sym._get_vars():
+            return None
+        return lambda env, e=sym: evaluate(e, env)
+    if isinstance(sym, (tuple, list)) and _has_dim(sym):
+        if not isinstance(eager, (tuple, list)) or len(eager) != len(sym):
+            raise Mismatch(f"{what}: {sym} where the eager run has {eager!r}")
+        builders = [match_param(s, e, concrete_env, what) for s, e in zip(sym, eager)]
+        if all(b is None for b in builders):
+            return None
+        items = list(eager)
+        kind = type(eager)
+
+        def build(env):
+            vals = [b(env) if b is not None else v for b, v in zip(builders, items)]
+            if kind in (tuple, list):
+                return kind(vals)
+            return kind(*vals)   # a NamedTuple
+        return build
+    try:
+        same = sym == eager
+        if isinstance(same, np.ndarray):
+            same = same.shape == np.shape(eager) and bool(same.all())
+        same = bool(same)
+    except Exception:
+        same = False
+    if not same:
+        raise Mismatch(f"{what}: {sym!r} where the eager run has {eager!r}")
+    return None
+
+
+# -- prepare: the symbolic dims ---------------------------------------------------------------------
+
+class Plan:
+    """The symbolic jaxpr of a function and which input dims it keeps symbolic."""
+
+    def __init__(self, flat, leaves, dims, sizes, out_tree):
+        self.flat = flat        # Flat of the symbolic jaxpr
+        self.leaves = leaves    # the jax.Array inputs, in ("in", k) order
+        self.dims = dims        # per leaf, per dim: symbol name or None
+        self.sizes = sizes      # symbol -> recorded size
+        self.out_tree = out_tree
+
+
+def _trace(fn, args, kwargs, leaves_at, specs):
+    def body(*arrays):
+        a, k = leaves_at(arrays)
+        return fn(*a, **k)
+    closed, out_shape = jax.make_jaxpr(body, return_shape=True)(*specs)
+    return closed, jax.tree_util.tree_structure(out_shape)
+
+
+def _same_program(sym: Flat, con: Flat, env):
+    """The symbolic jaxpr is the concrete one with its dims evaluated at the recorded sizes."""
+    if len(sym.eqns) != len(con.eqns) or len(sym.outs) != len(con.outs):
+        raise Mismatch(f"{len(sym.eqns)} equations with symbolic dims, {len(con.eqns)} at the recorded shapes")
+    for i, (s, c) in enumerate(zip(sym.eqns, con.eqns)):
+        if s[0] is not c[0] or len(s[1]) != len(c[1]) or len(s[3]) != len(c[3]):
+            raise Mismatch(f"equation {i}: {s[0]} with symbolic dims, {c[0]} at the recorded shapes")
+        for a, b in zip(s[1], c[1]):
+            _same_atom(a, b, i)
+        if s[2].keys() != c[2].keys():
+            raise Mismatch(f"equation {i} ({s[0]}): params differ")
+        for k in s[2]:
+            match_param(s[2][k], c[2][k], env, f"equation {i} ({s[0]}) {k}")
+    for a, b in zip(sym.outs, con.outs):
+        _same_atom(a, b, "out")
+
+
+def _same_atom(a, b, where):
+    if a[0] in ("in", "out") or b[0] in ("in", "out"):
+        if a != b:
+            raise Mismatch(f"equation {where}: operand {a} with symbolic dims, {b} at the recorded shapes")
+    elif not _equal_values(a[1], b[1]):
+        raise Mismatch(f"equation {where}: a literal or constant differs")
+
+
+def prepare(fn, args, kwargs):
+    """The Plan for recording `fn(*args, **kwargs)`, or (None, reason)."""
+    if _shape_poly is None:
+        return None, "this JAX has no shape polymorphism"
+    flat_args, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    positions = [i for i, v in enumerate(flat_args) if isinstance(v, jax.Array)
+                 and not jax.dtypes.issubdtype(v.dtype, jax.dtypes.extended)]
+    if not positions:
+        return None, "no array inputs"
+    leaves = [flat_args[i] for i in positions]
+
+    def leaves_at(arrays):
+        full = list(flat_args)
+        for i, a in zip(positions, arrays):
+            full[i] = a
+        return jax.tree_util.tree_unflatten(treedef, full)
+
+    try:
+        concrete, out_tree = _trace(fn, args, kwargs, leaves_at,
+                                    [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in leaves])
+    except Exception as e:
+        return None, f"the function does not trace to a jaxpr ({type(e).__name__})"
+    con = flatten(concrete)
+
+    batch = leaves[0].shape[0] if leaves[0].ndim else None
+    first = [(k, 0) for k, a in enumerate(leaves) if a.ndim and a.shape[0] == batch and batch >= 2]
+    rest = [(k, d) for k, a in enumerate(leaves[:MAX_INPUTS_SEARCHED]) for d in range(1, a.ndim) if a.shape[d] >= 2]
+    rest += [(k, 0) for k, a in enumerate(leaves[:MAX_INPUTS_SEARCHED])
+             if a.ndim and a.shape[0] >= 2 and (k, 0) not in first]
+    attempts = iter(range(MAX_ATTEMPTS))
+    state = {"dims": [[None] * a.ndim for a in leaves], "flat": None, "tree": None}
+    names = (f"d{i}" for i in itertools.count())
+
+    def attempt(assign):
+        """Try the current dims plus `assign` {(k, d): symbol}; keep them when they hold."""
+        if next(attempts, None) is None:
+            return False
+        dims = [list(x) for x in state["dims"]]
+        for (k, d), s in assign.items():
+            dims[k][d] = s
+        symbols = sorted({s for row in dims for s in row if s})
+        scope = _shape_poly.SymbolicScope()
+        made = dict(zip(symbols, _shape_poly.symbolic_shape(",".join(symbols), scope=scope))) if symbols else {}
+        specs = [jax.ShapeDtypeStruct(tuple(made[s] if s else n for s, n in zip(row, a.shape)), a.dtype)
+                 for row, a in zip(dims, leaves)]
+        sizes = {s: leaves[k].shape[d] for k, row in enumerate(dims) for d, s in enumerate(row) if s}
+        try:
+            closed, tree = _trace(fn, args, kwargs, leaves_at, specs)
+            flat = flatten(closed)
+            _same_program(flat, con, sizes)
+        except Exception as e:
+            state["why"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            return False
+        if tree != out_tree:
+            return False
+        state.update(dims=dims, flat=flat, tree=tree)
+        return True
+
+    if first:
+        s = next(names)
+        if not attempt({kd: s for kd in first}):
+            for kd in first:
+                attempt({kd: next(names)})
+    for n, (k, d) in enumerate(rest):
+        if state["dims"][k][d]:
+            continue
+        size = leaves[k].shape[d]
+        if attempt({(k, d): next(names)}):
+            continue
+        same = sorted({s for kk, row in enumerate(state["dims"]) for dd, s in enumerate(row)
+                       if s and leaves[kk].shape[dd] == size})
+        if any(attempt({(k, d): s}) for s in same):
+            continue
+        # Dims the program ties (`x * m`): one symbol for this one and the later ones of its size.
+        group = [(k, d)] + [kd for kd in rest[n + 1:] if leaves[kd[0]].shape[kd[1]] == size]
+        if len(group) > 1:
+            s = next(names)
+            attempt({kd: s for kd in group})
+    if state["flat"] is None:
+        return None, f"no dim of the inputs can be symbolic (last: {state.get('why')})"
+    sizes = {s: leaves[k].shape[d] for k, row in enumerate(state["dims"]) for d, s in enumerate(row) if s}
+    return Plan(state["flat"], leaves, state["dims"], sizes, state["tree"]), None
+
+
+# -- matching the eager run --------------------------------------------------------------------------
+
+class ShapeMatch:
+    """Matches the recorder's primitives to the plan's equations, one at a time (see the module
+    docstring). `failed` holds the reason once they differ; nothing is substituted after that."""
+
+    def __init__(self, plan: Plan, ref, symbols):
+        self.plan = plan
+        self.eqns = plan.flat.eqns
+        self.pos = 0
+        self.ref = ref              # array -> tid (the recorder's)
+        self.env = {}               # tid -> atom
+        self.symbols = symbols      # symbol -> stand-in
+        self.failed = None
+        self.aliases = {}           # atom of a cast the eager run skipped -> the atom it casts
+        for k, a in enumerate(plan.leaves):
+            self.env[ref(a)] = ("in", k)
+
+    def fail(self, reason):
+        if self.failed is None:
+            self.failed = reason
+
+    def _atom(self, a, sym_scalar):
+        """The eager operand `a` as an atom: a value the match follows, else ("value", v)."""
+        if isinstance(a, jax.Array) and not isinstance(a, _jcore.Tracer):
+            atom = self.env.get(self.ref(a))
+            if atom is not None:
+                return atom
+            return ("value", a)
+        s = sym_scalar(a)
+        return ("value", s.value if s is not None else a)
+
+    def _same(self, j, e):
+        j = self._resolve(j)
+        if j[0] in ("in", "out"):
+            return j == e
+        if e[0] in ("in", "out"):
+            return False
+        try:
+            return _equal_values(_plain(j[1]), _plain(e[1]))
+        except Exception:
+            return False
+
+    def step(self, prim, args, params, sym_scalar):
+        """Before the eager primitive runs: its params with dimension expressions as stand-ins
+        (None: keep the recorded params) and a continuation taking the result."""
+        if self.failed:
+            return None, None
+        try:
+            return self._step(prim, args, params, sym_scalar)
+        except Mismatch as e:
+            self.fail(str(e))
+        except Exception as e:   # a bug here must cost the symbolic dims, not the recording
+            self.fail(f"{type(e).__name__}: {e}")
+        return None, None
+
+    def _step(self, prim, args, params, sym_scalar):
+        eager = [self._atom(a, sym_scalar) for a in args]
+        # Skip equations the eager run does not apply: a cast to the dtype a value already has.
+        while self.pos < len(self.eqns) and self.eqns[self.pos][0] is not prim and self._identity_eqn(self.pos):
+            self._alias_eqn(self.pos)
+            self.pos += 1
+        eq = self.eqns[self.pos] if self.pos < len(self.eqns) else None
+        if eq is None or eq[0] is not prim:
+            if _passes_value_on(prim, args, params):
+                return None, (lambda result, src=eager[0]: self._alias(result, src))
+            raise Mismatch(f"the eager run applies {prim.name} where the symbolic jaxpr has "
+                           f"{eq[0].name if eq else 'nothing more'}")
+        i = self.pos
+        if len(eq[1]) != len(eager):
+            raise Mismatch(f"{prim.name}: {len(eager)} operands, the jaxpr's has {len(eq[1])}")
+        for n, (j, e) in enumerate(zip(eq[1], eager)):
+            if not self._same(j, e):
+                raise Mismatch(f"{prim.name}: operand {n} is not the jaxpr's ({j[0]} vs {e[0]})")
+        if eq[2].keys() != params.keys():
+            raise Mismatch(f"{prim.name}: params {sorted(params)} vs the jaxpr's {sorted(eq[2])}")
+        builders = {}
+        for k, v in params.items():
+            b = match_param(eq[2][k], v, self.plan.sizes, f"{prim.name} {k}")
+            if b is not None:
+                builders[k] = b
+        self.pos += 1
+        new = None
+        if builders:
+            new = dict(params)
+            for k, b in builders.items():
+                new[k] = b(self.symbols)
+        return new, (lambda result: self._bind(i, result))
+
+    def _identity_eqn(self, i):
+        prim, ins, params, outs, in_dtypes = self.eqns[i]
+        return (prim.name == "convert_element_type" and len(ins) == 1 and in_dtypes[0] is not None
+                and params.get("new_dtype") == in_dtypes[0])
+
+    def _alias_eqn(self, i):
+        """Equation i is a cast the eager run does not apply: its result is its operand."""
+        self.aliases[("out", i, 0)] = self._resolve(self.eqns[i][1][0])
+
+    def _resolve(self, atom):
+        return self.aliases.get(atom, atom) if atom[0] == "out" else atom
+
+    def _bind(self, i, result):
+        outs = result if isinstance(result, (list, tuple)) else [result]
+        for j, r in enumerate(outs):
+            if isinstance(r, jax.Array):
+                self.env[self.ref(r)] = ("out", i, j)
+
+    def _alias(self, result, src):
+        if isinstance(result, jax.Array):
+            if src[0] == "value":
+                return   # a constant passed on: the result is compared by value where it is read
+            self.env[self.ref(result)] = src
+
+    def finish(self, out, sym_scalar):
+        """At the region's end: the results are the jaxpr's outputs."""
+        if self.failed:
+            return
+        try:
+            while self.pos < len(self.eqns) and self._identity_eqn(self.pos):
+                self._alias_eqn(self.pos)
+                self.pos += 1
+            if self.pos != len(self.eqns):
+                raise Mismatch(f"the eager run stopped {len(self.eqns) - self.pos} equations before the jaxpr's end")
+            leaves, tree = jax.tree_util.tree_flatten(out)
+            if tree != self.plan.out_tree:
+                raise Mismatch("the result's structure is not the jaxpr's")
+            for n, (j, a) in enumerate(zip(self.plan.flat.outs, leaves)):
+                if not self._same(j, self._atom(a, sym_scalar)):
+                    raise Mismatch(f"result {n} is not the jaxpr's output")
+        except Mismatch as e:
+            self.fail(str(e))
+        except Exception as e:
+            self.fail(f"{type(e).__name__}: {e}")
+
+
+def _plain(v):
+    if isinstance(v, jax.Array):
+        return np.asarray(v)
+    return v
+
+
+def _passes_value_on(prim, args, params) -> bool:
+    """An eager step a jaxpr folds away: `lax.stage` of a number, a cast to the dtype it has."""
+    if prim.name == "stage":
+        return len(args) == 1
+    if prim.name == "convert_element_type" and len(args) == 1:
+        dt = getattr(args[0], "dtype", None)
+        if dt is None:
+            try:
+                dt = np.asarray(args[0]).dtype
+            except Exception:
+                return False
+        return params.get("new_dtype") == dt
+    return False
+
+
+__all__ = ["prepare", "Plan", "ShapeMatch", "Mismatch", "evaluate", "flatten", "is_dim"]
