@@ -524,18 +524,25 @@ Status LowerSlice(const Node& node, const BoundCall& call, LoweringContext& ctx)
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto starts = call.IntList("start_indices"), limits = call.IntList("limit_indices");
-  if (!starts || !limits) return Status::Unsupported("slice bounds are not lists of ints");
-  std::vector<int64_t> steps(starts->size(), 1);
+  // Bounds may be sizes computed from the inputs' shapes (recorder/jax_shapes.py): DynamicInts.
+  const v1::Arg* starts = call.Get("start_indices");
+  const v1::Arg* limits = call.Get("limit_indices");
+  auto n = starts ? SequenceItems(*starts) : std::nullopt;
+  if (!n || !limits || !SequenceItems(*limits) || SequenceItems(*limits)->size() != n->size()) {
+    return Status::Unsupported("slice bounds are not lists of ints");
+  }
+  std::vector<int64_t> steps(n->size(), 1);
   if (!call.IsNone("strides")) {
     auto s = call.IntList("strides");
     if (!s) return Status::Unsupported("strides are not ints");
     steps = *s;
   }
-  std::vector<int64_t> axes(starts->size());
+  std::vector<int64_t> axes(n->size());
   std::iota(axes.begin(), axes.end(), 0);
-  ctx.Emit("Slice", {ctx.In(x), ctx.Int64s(*starts), ctx.Int64s(*limits), ctx.Int64s(axes), ctx.Int64s(steps)},
-           {ctx.Out(result)});
+  std::string lo, hi;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, *starts, &lo));
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, *limits, &hi));
+  ctx.Emit("Slice", {ctx.In(x), lo, hi, ctx.Int64s(axes), ctx.Int64s(steps)}, {ctx.Out(result)});
   return Status::Ok();
 }
 
@@ -857,18 +864,33 @@ Status LowerDiff(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 Status LowerIota(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId result;
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto shape = call.IntList("shape");
+  // Sizes may be computed from the inputs' shapes (recorder/jax_shapes.py): read at run time.
+  const v1::Arg* shape_arg = call.Get("shape");
+  auto items = shape_arg ? SequenceItems(*shape_arg) : std::nullopt;
   auto dim = call.Int("dimension");
-  if (!shape || !dim) return Status::Unsupported("iota shape/dimension are not ints");
+  if (!items || !dim || *dim < 0 || *dim >= static_cast<int64_t>(items->size())) {
+    return Status::Unsupported("iota shape/dimension are not ints");
+  }
   const v1::DType d = ctx.DType(result);
-  std::string r = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), d), ctx.Scalar(Number::Int((*shape)[*dim]), d),
-                                         ctx.Scalar(Number::Int(1), d)});
+  const v1::Arg& len = *(*items)[*dim];
+  std::string limit;
+  if (len.kind_case() == v1::Arg::kTensor && ctx.Rank(len.tensor().value()) == 0 &&
+      ctx.DType(len.tensor().value()) == v1::SYM_INT) {  // a sym int is an int64 in ONNX
+    limit = ctx.CastTo(ctx.In(len.tensor().value()), v1::INT64, d);
+  } else if (auto n = AsInt(len)) {
+    limit = ctx.Scalar(Number::Int(*n), d);
+  } else {
+    return Status::Unsupported("iota shape/dimension are not ints");
+  }
+  std::string r = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), d), limit, ctx.Scalar(Number::Int(1), d)});
   std::vector<int64_t> axes;
-  for (int64_t i = 0; i < static_cast<int64_t>(shape->size()); ++i) {
+  for (int64_t i = 0; i < static_cast<int64_t>(items->size()); ++i) {
     if (i != *dim) axes.push_back(i);
   }
   if (!axes.empty()) r = ctx.Unsqueeze(r, axes);
-  ctx.Emit("Expand", {r, ctx.Int64s(*shape)}, {ctx.Out(result)});
+  std::string shape;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, *shape_arg, &shape));
+  ctx.Emit("Expand", {r, shape}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -411,17 +411,24 @@ class ShapeMatch:
             self._alias_eqn(self.pos)
             self.pos += 1
         eq = self.eqns[self.pos] if self.pos < len(self.eqns) else None
-        if eq is None or eq[0] is not prim:
+        try:
+            if eq is None or eq[0] is not prim:
+                raise Mismatch(f"the eager run applies {prim.name} where the symbolic jaxpr has "
+                               f"{eq[0].name if eq else 'nothing more'}")
+            return self._match(eq, prim, eager, params)
+        except Mismatch:
+            # A step that passes its operand on unchanged is that operand, whatever comes next.
             if _passes_value_on(prim, args, params):
                 return None, (lambda result, src=eager[0]: self._alias(result, src))
-            raise Mismatch(f"the eager run applies {prim.name} where the symbolic jaxpr has "
-                           f"{eq[0].name if eq else 'nothing more'}")
+            raise
+
+    def _match(self, eq, prim, eager, params):
         i = self.pos
         if len(eq[1]) != len(eager):
             raise Mismatch(f"{prim.name}: {len(eager)} operands, the jaxpr's has {len(eq[1])}")
         for n, (j, e) in enumerate(zip(eq[1], eager)):
             if not self._same(j, e):
-                raise Mismatch(f"{prim.name}: operand {n} is not the jaxpr's ({j[0]} vs {e[0]})")
+                raise Mismatch(f"{prim.name}: operand {n} is not the jaxpr's ({_show(j)} vs {_show(e)})")
         if eq[2].keys() != params.keys():
             raise Mismatch(f"{prim.name}: params {sorted(params)} vs the jaxpr's {sorted(eq[2])}")
         builders = {}
@@ -438,13 +445,22 @@ class ShapeMatch:
         return new, (lambda result: self._bind(i, result))
 
     def _identity_eqn(self, i):
+        """A cast the eager run may not apply: to the dtype its operand has, or of a literal or
+        constant (which the eager run casts in NumPy, into a constant)."""
         prim, ins, params, outs, in_dtypes = self.eqns[i]
-        return (prim.name == "convert_element_type" and len(ins) == 1 and in_dtypes[0] is not None
-                and params.get("new_dtype") == in_dtypes[0])
+        if prim.name != "convert_element_type" or len(ins) != 1:
+            return False
+        src = self._resolve(ins[0])
+        return src[0] in ("lit", "const") or (in_dtypes[0] is not None and params.get("new_dtype") == in_dtypes[0])
 
     def _alias_eqn(self, i):
-        """Equation i is a cast the eager run does not apply: its result is its operand."""
-        self.aliases[("out", i, 0)] = self._resolve(self.eqns[i][1][0])
+        """Equation i is a cast the eager run does not apply: its result is its operand, or the
+        cast constant (compared by value where the eager run reads it)."""
+        prim, ins, params, outs, in_dtypes = self.eqns[i]
+        src = self._resolve(ins[0])
+        if src[0] in ("lit", "const"):
+            src = ("lit", np.asarray(_plain(src[1])).astype(params["new_dtype"]))
+        self.aliases[("out", i, 0)] = src
 
     def _resolve(self, atom):
         return self.aliases.get(atom, atom) if atom[0] == "out" else atom
@@ -481,6 +497,13 @@ class ShapeMatch:
             self.fail(str(e))
         except Exception as e:
             self.fail(f"{type(e).__name__}: {e}")
+
+
+def _show(atom):
+    if atom[0] in ("in", "out"):
+        return str(atom)
+    v = atom[1]
+    return f"{atom[0]} {type(v).__name__} {getattr(v, 'dtype', '')} {str(v)[:40]}"
 
 
 def _plain(v):

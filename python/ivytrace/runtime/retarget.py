@@ -281,6 +281,16 @@ def _expand_index(shape, broadcast_dimensions):
     return tuple(slice(None) if d in bd else None for d in range(len(_tuple(shape))))
 
 
+def _iota_length(shape, dimension):
+    """lax.iota: the length of its range, shape[dimension]."""
+    return _tuple(shape)[int(dimension)]
+
+
+def _iota_index(shape, dimension):
+    """lax.iota: the index that puts the range at `dimension` of a result of rank len(shape)."""
+    return tuple(slice(None) if d == int(dimension) else None for d in range(len(_tuple(shape))))
+
+
 def _spec(dn, name):
     spec = dn.get(name) if isinstance(dn, dict) else getattr(dn, name, None)
     return tuple(spec) if spec is not None else None
@@ -403,6 +413,8 @@ CONVERSIONS = {
     "one": _one,
     "gelu_approximate": _gelu_approximate,
     "expand_index": _expand_index,            # (shape, broadcast_dimensions)
+    "iota_length": _iota_length,              # (shape, dimension)
+    "iota_index": _iota_index,                # (shape, dimension)
     "conv_nchw": _conv_nchw,
     "symmetric_padding": _symmetric_padding,
     "pad_widths": _pad_widths,
