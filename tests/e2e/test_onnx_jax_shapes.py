@@ -25,6 +25,12 @@ STEPS = {
     "flip": lambda x: jnp.flip(x, axis=0) + x,
     "expand_sum": lambda x: jnp.expand_dims(x, 1).sum(1),
     "max0": lambda x: x - x.max(axis=0, keepdims=True),
+    "slice_last": lambda x: x[..., :1] * x,
+    "first_row": lambda x: x - x[:1],
+    "take_last": lambda x: x - x[..., -1:],
+    "pad": lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 1)])[..., 1:-1],
+    "zeros_cat": lambda x: jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)[..., :-2],
+    "cls_pool": lambda x: x + x[:, 0:1] * x[:, -1:],
     "gelu_layernorm": lambda x: jax.nn.gelu((x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-3)),
 }
 

@@ -19,10 +19,13 @@ from ivytrace.recorder.reader import read_trace  # noqa: E402
 # Steps x -> x over an array of rank >= 2; POLY ones follow any size of dim 0 (JAX traces them
 # with a symbolic batch and they are the same program at every size); the others take a Python
 # decision on a size, or compute a value from it, and must stay specialized (or be right anyway).
-# Indexing (`x[:1]`, `x[..., -1:]`, and jnp.pad/tile/concatenate slices) is among them for now:
-# JAX indexes an array with symbolic dims by a gather where the recorded run slices, so the two
-# programs differ and the dims stay static (see recorder/jax_shapes.py, Limits).
 POLY = {
+    "tile": lambda x: jnp.tile(x[:1], (x.shape[0],) + (1,) * (x.ndim - 1)) - x,
+    "take_last": lambda x: x - x[..., -1:],
+    "pad": lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 1)])[..., 1:-1],
+    "broadcast_first": lambda x: jnp.broadcast_to(x[:1], x.shape) + x,
+    "slice_last": lambda x: x[..., :1] * x,
+    "zeros_cat": lambda x: jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)[..., :-2],
     "reshape_flat": lambda x: x.reshape(x.shape[0], -1).reshape(x.shape),
     "bias": lambda x: x + jnp.arange(x.shape[-1], dtype=x.dtype),
     "normalize_last": lambda x: x / (jnp.abs(x).sum(axis=-1, keepdims=True) + 1),
@@ -37,12 +40,6 @@ POLY = {
     "max0": lambda x: x - x.max(axis=0, keepdims=True),
 }
 SPECIALIZED = {
-    "tile": lambda x: jnp.tile(x[:1], (x.shape[0],) + (1,) * (x.ndim - 1)) - x,
-    "take_last": lambda x: x - x[..., -1:],
-    "pad": lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 1)])[..., 1:-1],
-    "broadcast_first": lambda x: jnp.broadcast_to(x[:1], x.shape) + x,
-    "slice_last": lambda x: x[..., :1] * x,
-    "zeros_cat": lambda x: jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)[..., :-2],
     "len_mul": lambda x: x * len(x),
     "mean0": lambda x: x - x.mean(axis=0),
     "branch": lambda x: x * 2 if x.shape[0] > 3 else x - 1,
@@ -50,6 +47,8 @@ SPECIALIZED = {
     "arange_batch_value": lambda x: x + jnp.arange(x.shape[0], dtype=x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)),
     "value_branch": lambda x: x + 1 if float(x.sum()) > 0 else x - 1,
     "eq_four": lambda x: x[:2] if x.shape[0] == 4 else x[:1],
+    "first_two_rows": lambda x: x[:2] * 2,     # 2 rows, or b when b < 2: JAX cannot decide
+    "row_one": lambda x: x[1] + x,             # in bounds only when b > 1
 }
 STEPS = {**POLY, **SPECIALIZED}
 

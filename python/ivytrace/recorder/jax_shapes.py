@@ -37,12 +37,16 @@ that they are equal; the ranks are guarded first.
 
 Limits: a program JAX cannot trace with symbolic dims (Python control flow on array values,
 `lax.cond`, which the eager run resolves to a branch, a size converted to a NumPy value) stays
-specialized on its shapes; so do regions that mix JAX with torch or NumPy ops, and regions nested
-in another. Dims of size 0 or 1 are never symbolic.
+specialized on its shapes; so does one that turns a size into an array value (`x * len(x)`,
+`x / x.shape[0]`, a mean over a symbolic dim: a dim_as_value equation where the recorded run has a
+constant), and regions that mix JAX with torch or NumPy ops or are nested in another. Dims of
+size 0 or 1 are never symbolic. Each candidate dim costs one more trace of the function to a
+jaxpr (at most MAX_ATTEMPTS), before recording.
 """
 from __future__ import annotations
 
 import itertools
+import operator
 
 import numpy as np
 
@@ -213,6 +217,8 @@ def match_param(sym, eager, concrete_env, what):
         same = bool(same)
     except Exception:
         same = False
+    if not same and isinstance(sym, float) and isinstance(eager, float):
+        same = sym != sym and eager != eager   # NaN (gather's fill_value)
     if not same:
         raise Mismatch(f"{what}: {sym!r} where the eager run has {eager!r}")
     return None
@@ -223,8 +229,9 @@ def match_param(sym, eager, concrete_env, what):
 class Plan:
     """The symbolic jaxpr of a function and which input dims it keeps symbolic."""
 
-    def __init__(self, flat, leaves, dims, sizes, out_tree):
+    def __init__(self, flat, leaves, dims, sizes, out_tree, in_shapes):
         self.flat = flat        # Flat of the symbolic jaxpr
+        self.in_shapes = in_shapes  # per leaf, its shape with the dimension expressions
         self.leaves = leaves    # the jax.Array inputs, in ("in", k) order
         self.dims = dims        # per leaf, per dim: symbol name or None
         self.sizes = sizes      # symbol -> recorded size
@@ -235,8 +242,103 @@ def _trace(fn, args, kwargs, leaves_at, specs):
     def body(*arrays):
         a, k = leaves_at(arrays)
         return fn(*a, **k)
-    closed, out_shape = jax.make_jaxpr(body, return_shape=True)(*specs)
+    with _static_slicing():
+        closed, out_shape = jax.make_jaxpr(body, return_shape=True)(*specs)
     return closed, jax.tree_util.tree_structure(out_shape)
+
+
+# -- basic indexing on symbolic shapes ---------------------------------------------------------------
+# jax.numpy indexes an array whose shape has a symbolic dim by a gather (NDIndexer.to_static_slice
+# refuses it: Python's slice.indices needs an int size), where the same program at concrete sizes
+# slices, so `x[:, 0]` or `x[..., -1:]` would keep every dim static. During the symbolic traces only,
+# slices with int bounds and unit step, int indices, None and Ellipsis are normalized here with
+# JAX's symbolic min/max, giving the concrete path's slice/squeeze/expand_dims with dimension
+# expressions. A bound JAX cannot decide for every size >= 1 (`x[:2]` on a symbolic dim: 2 or b)
+# raises, and indexing falls back to JAX's own paths (then the program differs: the dim stays
+# static). This is ivytrace's own normalization, written from Python's slice semantics.
+
+try:
+    from jax._src.numpy import indexing as _indexing
+    _NDIndexer = _indexing.NDIndexer
+except Exception:   # another JAX layout: indexing on symbolic dims keeps them static
+    _indexing = _NDIndexer = None
+
+
+def _bound(v, size, default):
+    """A slice bound normalized as slice.indices(size) does for a unit step."""
+    if v is None:
+        return default
+    v = operator.index(v)
+    if v < 0:
+        return _jcore.max_dim(v + size, 0)
+    return _jcore.min_dim(v, size)
+
+
+def _symbolic_static_slice(indexer, **kwargs):
+    _, IndexType = None, _indexing.IndexType
+    if any(p.typ not in (IndexType.INTEGER, IndexType.ELLIPSIS, IndexType.SLICE, IndexType.NONE)
+           for p in indexer.indices):
+        raise TypeError("not a basic index")
+    start, limit, squeeze, newaxis = [], [], [], []
+    shape = indexer.shape
+    for p in indexer.expand_ellipses().indices:
+        if p.typ == IndexType.NONE:
+            newaxis.append(len(start) - len(squeeze) + len(newaxis))
+            continue
+        axis, = p.consumed_axes
+        size = shape[axis]
+        if p.typ == IndexType.INTEGER:
+            i = operator.index(p.index)
+            if i < 0:
+                i = i + size
+            # In bounds for every size the program may get: JAX decides `0 <= i < size` or raises.
+            if not (i >= 0 and i < size):
+                raise IndexError(f"index {p.index} out of bounds for axis {axis} of size {size}")
+            start.append(i)
+            limit.append(i + 1)
+            squeeze.append(axis)
+            continue
+        sl = p.index
+        if sl.step not in (None, 1):
+            raise ValueError("only unit steps")
+        lo = _bound(sl.start, size, 0)
+        hi = _bound(sl.stop, size, size)
+        start.append(lo)
+        limit.append(_jcore.max_dim(lo, hi))
+    return _indexing._StaticSliceIndexer(start_indices=start, limit_indices=limit, strides=None, rev_axes=[],
+                                         squeeze_axes=squeeze, newaxis_dims=newaxis)
+
+
+class _static_slicing:
+    """While tracing with symbolic dims: basic indexing of a symbolic shape slices (see above)."""
+
+    def __enter__(self):
+        self.saved = None
+        if _NDIndexer is None or not hasattr(_indexing, "_StaticSliceIndexer"):
+            return self
+        original = self.saved = _NDIndexer.__dict__["to_static_slice"]
+
+        def to_static_slice(indexer, **kwargs):
+            if not any(_jcore.is_symbolic_dim(d) for d in indexer.shape):
+                return original(indexer, **kwargs)
+            mode = kwargs.get("mode")
+            if mode is not None and _indexing.slicing.GatherScatterMode.from_any(mode) not in (
+                    _indexing.slicing.GatherScatterMode.PROMISE_IN_BOUNDS, _indexing.slicing.GatherScatterMode.CLIP):
+                raise ValueError("not a static slice")
+            try:
+                return _symbolic_static_slice(indexer, **kwargs)
+            except (TypeError, ValueError, IndexError):
+                raise
+            except Exception as e:   # InconclusiveDimensionOperation: JAX's own paths then
+                raise ValueError(str(e)) from e
+
+        _NDIndexer.to_static_slice = to_static_slice
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            _NDIndexer.to_static_slice = self.saved
+        return False
 
 
 def _same_program(sym: Flat, con: Flat, env):
@@ -319,7 +421,7 @@ def prepare(fn, args, kwargs):
             return False
         if tree != out_tree:
             return False
-        state.update(dims=dims, flat=flat, tree=tree)
+        state.update(dims=dims, flat=flat, tree=tree, shapes=[sp.shape for sp in specs])
         return True
 
     if first:
@@ -345,7 +447,7 @@ def prepare(fn, args, kwargs):
     if state["flat"] is None:
         return None, f"no dim of the inputs can be symbolic (last: {state.get('why')})"
     sizes = {s: leaves[k].shape[d] for k, row in enumerate(state["dims"]) for d, s in enumerate(row) if s}
-    return Plan(state["flat"], leaves, state["dims"], sizes, state["tree"]), None
+    return Plan(state["flat"], leaves, state["dims"], sizes, state["tree"], state["shapes"]), None
 
 
 # -- matching the eager run --------------------------------------------------------------------------
@@ -414,13 +516,38 @@ class ShapeMatch:
         try:
             if eq is None or eq[0] is not prim:
                 raise Mismatch(f"the eager run applies {prim.name} where the symbolic jaxpr has "
-                               f"{eq[0].name if eq else 'nothing more'}")
+                               f"{_show_eqn(eq, self._resolve) if eq else 'nothing more'} (equation {self.pos})")
             return self._match(eq, prim, eager, params)
         except Mismatch:
-            # A step that passes its operand on unchanged is that operand, whatever comes next.
+            # A step that passes its operand on unchanged is that operand, whatever comes next;
+            # a reshape or broadcast to its own shape is written with that shape as computed.
             if _passes_value_on(prim, args, params):
-                return None, (lambda result, src=eager[0]: self._alias(result, src))
+                src = eager[0]
+                return self._own_shape(prim, params, src), (lambda result: self._alias(result, src))
+            # A computation on constants only (the eager run casting a pad value that the jaxpr
+            # holds as a literal): its results are constants, compared by value where read (a
+            # result that follows a size is an equation of the jaxpr there, and differs).
+            if all(e[0] == "value" for e in eager):
+                return None, None
             raise
+
+    def _own_shape(self, prim, params, src):
+        key = {"broadcast_in_dim": "shape", "reshape": "new_sizes"}.get(prim.name)
+        if key is None or src[0] not in ("in", "out"):
+            return None
+        src = self._resolve(src)
+        if src[0] == "in":
+            dims = self.plan.in_shapes[src[1]]
+        elif src[0] == "out":
+            dims = self.eqns[src[1]][3][src[2]].shape
+        else:
+            return None
+        b = match_param(tuple(dims), tuple(params[key]), self.plan.sizes, f"{prim.name} {key}")
+        if b is None:
+            return None
+        new = dict(params)
+        new[key] = b(self.symbols)
+        return new
 
     def _match(self, eq, prim, eager, params):
         i = self.pos
@@ -499,6 +626,11 @@ class ShapeMatch:
             self.fail(f"{type(e).__name__}: {e}")
 
 
+def _show_eqn(eq, resolve=lambda a: a):
+    params = {k: v for k, v in eq[2].items() if k in ("new_dtype", "shape", "new_sizes", "broadcast_dimensions")}
+    return f"{eq[0].name}({', '.join(_show(resolve(a)) for a in eq[1])}; {params})"
+
+
 def _show(atom):
     if atom[0] in ("in", "out"):
         return str(atom)
@@ -513,9 +645,16 @@ def _plain(v):
 
 
 def _passes_value_on(prim, args, params) -> bool:
-    """An eager step a jaxpr folds away: `lax.stage` of a number, a cast to the dtype it has."""
+    """An eager step a jaxpr folds away: `lax.stage` of a number, a cast to the dtype it has, a
+    broadcast or reshape to the shape it has."""
     if prim.name == "stage":
         return len(args) == 1
+    if prim.name in ("broadcast_in_dim", "reshape") and len(args) == 1:
+        shape = tuple(np.shape(args[0]))
+        new = params.get("shape" if prim.name == "broadcast_in_dim" else "new_sizes")
+        dims = params.get("broadcast_dimensions", tuple(range(len(shape))))
+        return (new is not None and tuple(new) == shape and tuple(dims) == tuple(range(len(shape)))
+                and params.get("dimensions") is None)
     if prim.name == "convert_element_type" and len(args) == 1:
         dt = getattr(args[0], "dtype", None)
         if dt is None:
