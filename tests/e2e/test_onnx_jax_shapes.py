@@ -31,6 +31,9 @@ STEPS = {
     "pad": lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 1)])[..., 1:-1],
     "zeros_cat": lambda x: jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)[..., :-2],
     "cls_pool": lambda x: x + x[:, 0:1] * x[:, -1:],
+    "mean0": lambda x: x - x.mean(axis=0),
+    "size_mul": lambda x: x * x.shape[0] + x.shape[-1],
+    "div_batch": lambda x: x / x.shape[0],
     "gelu_layernorm": lambda x: jax.nn.gelu((x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-3)),
 }
 

@@ -20,6 +20,9 @@ from ivytrace.recorder.reader import read_trace  # noqa: E402
 # with a symbolic batch and they are the same program at every size); the others take a Python
 # decision on a size, or compute a value from it, and must stay specialized (or be right anyway).
 POLY = {
+    "mean0": lambda x: x - x.mean(axis=0),
+    "size_mul": lambda x: x * x.shape[0] + x.shape[-1],
+    "div_batch": lambda x: x / x.shape[0],
     "tile": lambda x: jnp.tile(x[:1], (x.shape[0],) + (1,) * (x.ndim - 1)) - x,
     "take_last": lambda x: x - x[..., -1:],
     "pad": lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 1)])[..., 1:-1],
@@ -40,8 +43,7 @@ POLY = {
     "max0": lambda x: x - x.max(axis=0, keepdims=True),
 }
 SPECIALIZED = {
-    "len_mul": lambda x: x * len(x),
-    "mean0": lambda x: x - x.mean(axis=0),
+    "len_mul": lambda x: x * len(x),          # len() of a symbolic dim: JAX refuses it
     "branch": lambda x: x * 2 if x.shape[0] > 3 else x - 1,
     "numpy_size": lambda x: x * np.float32(x.shape[0]),
     "arange_batch_value": lambda x: x + jnp.arange(x.shape[0], dtype=x.dtype).reshape((-1,) + (1,) * (x.ndim - 1)),
@@ -183,3 +185,38 @@ def test_without_symbolic_shapes_the_graph_is_specialized_on_the_whole_shape(mon
     g = ivytrace.trace_graph(fn, args=(_x((4, 3)),))
     with pytest.raises(ivytrace.GuardError, match="jax.Array.shape"):
         g(_x((5, 3)))
+
+
+def test_a_training_step_with_the_params_tree_as_an_argument_follows_the_batch():
+    # fn(variables, x): x's batch is tried first (not the weights' dims); the weights keep one
+    # guard each on their whole shape (unless JAX proves a dim follows x's); BatchNorm's batch mean divides by the batch size, which
+    # the graph computes from x (a dim_as_value in JAX's symbolic jaxpr).
+    flax = pytest.importorskip("flax")
+    nn = flax.linen
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.BatchNorm(use_running_average=False)(nn.Dense(8)(x))
+            return nn.Dense(2)(nn.relu(x))
+
+    m = Net()
+    x = _x((4, 5))
+    variables = m.init(jax.random.PRNGKey(0), x)
+
+    def step(variables, x):
+        return m.apply(variables, x, mutable=["batch_stats"])
+
+    g = ivytrace.trace_graph(step, args=(variables, x), retrace=True)
+    for b in (4, 6, 2):
+        xb = _x((b, 5), b)
+        for got, want in zip(jax.tree_util.tree_leaves(g(variables, xb)), jax.tree_util.tree_leaves(step(variables, xb))):
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+    assert g.traces == 1
+    trace = read_trace(str(g.save(g.plan_path + ".d.ivt")))
+    ops = [trace.string(r.op) for r in trace.of_kind("guard")]
+    # Each input has a whole-shape guard or per-dim ones after its rank's (x, and the Dense kernel
+    # whose rows JAX ties to x's features: both may change together).
+    n_inputs = len({id(v) for v in jax.tree_util.tree_leaves(variables)}) + 1
+    assert ops.count("jax.Array.shape") + ops.count("jax.Array.ndim") == n_inputs
+    assert ops.count("jax.Array.shape") >= n_inputs - 2

@@ -465,7 +465,13 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         if not all(id(a) in inputs for a in plan.leaves):   # an input the region does not name
             self._fall_back_to_shapes("an array input is not a region input")
             return
-        self._match_inputs = {id(a) for a in plan.leaves}
+        # Inputs with a symbolic dim get guards per dim; the others keep one on the whole shape.
+        static = [e for e in self._deferred_guards
+                  if not any(a is e[0][0] and any(row) for a, row in zip(plan.leaves, plan.dims))]
+        self._deferred_guards = [e for e in self._deferred_guards if not any(e is x for x in static)]
+        for entry, rid, file_, line_ in static:
+            self._shape_guard(entry, rid, file_, line_)
+        self._match_inputs = {id(a) for a, row in zip(plan.leaves, plan.dims) if any(row)}
         with _Busy():
             # Ranks first (a size read of a missing dim would fail before its guard), then each
             # dim: a static one pinned to its size, a symbolic one >= 1 (JAX's symbolic dims are)
@@ -479,6 +485,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                     self.w.add(TAG_GUARD, g.SerializeToString())
             symbols = {}
             for a, row in zip(plan.leaves, plan.dims):
+                if id(a) not in self._match_inputs:
+                    continue
                 for d, (n, name) in enumerate(zip(a.shape, row)):
                     size = self._sym_leaf(a, "ivytrace.sym.size", d, int(n))
                     if name is None:
@@ -689,12 +697,10 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         ins = []
         parts = [_op.op_field(self._intern(name))]
         with _Busy():
-            for a in args:
-                parts.append(_op.arg_field(self._enc.encode(a, ins)))
-            drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
             m = self._shape_match
             then = None
             written = params
+            operands = None
             if m is not None:
                 if len(self._regions) != 1:
                     m.fail("an op in a nested region")
@@ -702,6 +708,13 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                     new, then = m.step(prim, args, params, self._sym_scalar_of)
                     if new is not None:
                         written = new   # params with sizes computed from the inputs' shapes
+                    operands = m.operands   # constants that are sizes: the sizes, computed
+            for n, a in enumerate(args):
+                if operands and n in operands:
+                    parts.append(_op.arg_field(_sym_param(operands[n], ins)))
+                else:
+                    parts.append(_op.arg_field(self._enc.encode(a, ins)))
+            drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
             for k, v in written.items():
                 if k in drop:
                     continue

@@ -102,6 +102,14 @@ def flatten(closed) -> Flat:
 
         for e in jaxpr.eqns:
             ins = [read(x) for x in e.invars]
+            # A size as a value (`x / x.shape[0]`, a mean): dim_as_value and its casts are a
+            # ("dim", expression, dtype) atom, which the concrete program has as a literal.
+            if e.primitive.name == "dim_as_value" and len(e.outvars) == 1:
+                env[e.outvars[0]] = ("dim", e.params["dim"], np.dtype(e.outvars[0].aval.dtype))
+                continue
+            if e.primitive.name == "convert_element_type" and ins and ins[0][0] == "dim":
+                env[e.outvars[0]] = ("dim", ins[0][1], np.dtype(e.params["new_dtype"]))
+                continue
             key = _INLINE.get(e.primitive.name)
             inner = e.params.get(key) if key else None
             if inner is not None:
@@ -349,17 +357,30 @@ def _same_program(sym: Flat, con: Flat, env):
         if s[0] is not c[0] or len(s[1]) != len(c[1]) or len(s[3]) != len(c[3]):
             raise Mismatch(f"equation {i}: {s[0]} with symbolic dims, {c[0]} at the recorded shapes")
         for a, b in zip(s[1], c[1]):
-            _same_atom(a, b, i)
+            _same_atom(a, b, i, env)
         if s[2].keys() != c[2].keys():
             raise Mismatch(f"equation {i} ({s[0]}): params differ")
         for k in s[2]:
             match_param(s[2][k], c[2][k], env, f"equation {i} ({s[0]}) {k}")
     for a, b in zip(sym.outs, con.outs):
-        _same_atom(a, b, "out")
+        _same_atom(a, b, "out", env)
 
 
-def _same_atom(a, b, where):
-    if a[0] in ("in", "out") or b[0] in ("in", "out"):
+def _dim_value_equals(atom, value, sizes) -> bool:
+    """A ("dim", expression, dtype) atom against a constant of the concrete program or eager run."""
+    try:
+        v = np.asarray(_plain(value))
+    except Exception:
+        return False
+    return (v.shape == () and v.dtype.kind == atom[2].kind
+            and v == np.asarray(evaluate(atom[1], sizes)).astype(atom[2]))
+
+
+def _same_atom(a, b, where, sizes):
+    if a[0] == "dim":
+        if b[0] not in ("lit", "const") or not _dim_value_equals(a, b[1], sizes):
+            raise Mismatch(f"equation {where}: the size {a[1]} as a value, {_show(b)} at the recorded shapes")
+    elif a[0] in ("in", "out") or b[0] in ("in", "out"):
         if a != b:
             raise Mismatch(f"equation {where}: operand {a} with symbolic dims, {b} at the recorded shapes")
     elif not _equal_values(a[1], b[1]):
@@ -370,9 +391,13 @@ def prepare(fn, args, kwargs):
     """The Plan for recording `fn(*args, **kwargs)`, or (None, reason)."""
     if _shape_poly is None:
         return None, "this JAX has no shape polymorphism"
-    flat_args, treedef = jax.tree_util.tree_flatten((args, kwargs))
-    positions = [i for i, v in enumerate(flat_args) if isinstance(v, jax.Array)
-                 and not jax.dtypes.issubdtype(v.dtype, jax.dtypes.extended)]
+    with_paths, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs))
+    flat_args = [v for _, v in with_paths]
+    # Arrays passed directly (`fn(params, x)`: x) come first: the dims worth making symbolic are
+    # theirs, not those of the weights in a params tree.
+    positions = sorted((i for i, (path, v) in enumerate(with_paths) if isinstance(v, jax.Array)
+                        and not jax.dtypes.issubdtype(v.dtype, jax.dtypes.extended)),
+                       key=lambda i: (len(with_paths[i][0]) > 2, i))
     if not positions:
         return None, "no array inputs"
     leaves = [flat_args[i] for i in positions]
@@ -465,6 +490,7 @@ class ShapeMatch:
         self.symbols = symbols      # symbol -> stand-in
         self.failed = None
         self.aliases = {}           # atom of a cast the eager run skipped -> the atom it casts
+        self.operands = {}          # after step(): operand index -> stand-in to record instead
         for k, a in enumerate(plan.leaves):
             self.env[ref(a)] = ("in", k)
 
@@ -484,6 +510,8 @@ class ShapeMatch:
 
     def _same(self, j, e):
         j = self._resolve(j)
+        if j[0] == "dim":
+            return e[0] == "value" and _dim_value_equals(j, e[1], self.plan.sizes)
         if j[0] in ("in", "out"):
             return j == e
         if e[0] in ("in", "out"):
@@ -496,6 +524,7 @@ class ShapeMatch:
     def step(self, prim, args, params, sym_scalar):
         """Before the eager primitive runs: its params with dimension expressions as stand-ins
         (None: keep the recorded params) and a continuation taking the result."""
+        self.operands = {}
         if self.failed:
             return None, None
         try:
@@ -553,9 +582,17 @@ class ShapeMatch:
         i = self.pos
         if len(eq[1]) != len(eager):
             raise Mismatch(f"{prim.name}: {len(eager)} operands, the jaxpr's has {len(eq[1])}")
+        subs = {}
         for n, (j, e) in enumerate(zip(eq[1], eager)):
             if not self._same(j, e):
                 raise Mismatch(f"{prim.name}: operand {n} is not the jaxpr's ({_show(j)} vs {_show(e)})")
+            j = self._resolve(j)
+            if j[0] == "dim":
+                # The constant the eager run computed from a size: the size, as a number of the graph
+                # (a Python int or float, which the primitive takes as a weakly typed scalar).
+                if j[2] not in (np.dtype(np.int32), np.dtype(np.float32)) or jax.config.jax_enable_x64:
+                    raise Mismatch(f"{prim.name}: a size as a {j[2]} value")
+                subs[n] = j
         if eq[2].keys() != params.keys():
             raise Mismatch(f"{prim.name}: params {sorted(params)} vs the jaxpr's {sorted(eq[2])}")
         builders = {}
@@ -569,6 +606,10 @@ class ShapeMatch:
             new = dict(params)
             for k, b in builders.items():
                 new[k] = b(self.symbols)
+        self.operands = {}
+        for n, j in subs.items():
+            v = evaluate(j[1], self.symbols)
+            self.operands[n] = v * 1.0 if j[2].kind == "f" else v
         return new, (lambda result: self._bind(i, result))
 
     def _identity_eqn(self, i):
