@@ -962,6 +962,8 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
                     jax_rec.end_shape_match(out)
             except BaseException as e:
                 _put_back_plain_ints(stand_ins)
+                if jax_rec is not None:
+                    jax_rec.drop_shape_match()
                 rec.region_end(rid, raised=True)
                 rec.stop(error=f"{type(e).__name__}: {e}")
                 raise

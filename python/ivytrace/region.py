@@ -15,7 +15,7 @@ import functools
 import inspect
 import sys
 
-from ivytrace.recorder.recorder import _ACTIVE
+from ivytrace.recorder.recorder import _ACTIVE, _has_jax_array
 
 
 def bind_inputs(sig, args, kwargs) -> list:
@@ -73,11 +73,19 @@ class region:
             if not sig_box:
                 sig_box.append(signature_of(fn))
             f = sys._getframe(1)
+            # A JAX function: which dims its shapes follow (recorder/jax_shapes.py), before it runs.
+            jax_rec = rec.recorder_of("jax") if _has_jax_array((args, kwargs)) else None
+            if jax_rec is not None:
+                jax_rec.prepare_shapes(fn, args, kwargs)
             args, kwargs = rec.wrap_inputs(args, kwargs)   # NumPy arrays -> recorded arrays
             rid = rec.region_begin(name, bind_inputs(sig_box[0], args, kwargs), f.f_code.co_filename, f.f_lineno)
             try:
                 out = fn(*args, **kwargs)
+                if jax_rec is not None:
+                    jax_rec.end_shape_match(out)
             except BaseException:
+                if jax_rec is not None:
+                    jax_rec.drop_shape_match()
                 rec.region_end(rid, raised=True)
                 raise
             rec.region_end(rid, out)

@@ -27,6 +27,14 @@ REFUSED = {
 }
 
 
+# Shapes the exported models must also take (a batch of 1 and 7; another length / image size).
+FRESH = {"mlp": [(1, 8), (7, 8)], "cnn": [(1, 2, 8, 8), (7, 2, 8, 8), (3, 2, 12, 12)],
+         "attention": [(1, 5, 8), (7, 5, 8), (3, 9, 8)]}
+# The models must declare these dims dynamic: (fw, region) -> input dims.
+DYNAMIC = {("numpy", "mlp"): [0], ("numpy", "cnn"): [0, 2, 3], ("numpy", "attention"): [0],
+           ("jax", "mlp"): [0], ("jax", "cnn"): [0, 2, 3], ("jax", "attention"): [0, 1]}
+
+
 # Exported with every dim as recorded: their guards are on dims such a model fixes. (NumPy's rnn
 # loops `for t in range(xs.shape[0])`: that guard pins the sequence length, which its model
 # declares static by itself.)
@@ -62,6 +70,17 @@ def test_sample_exports_and_matches(fw, region, recorded, cli, tmp_path):
     assert len(got) == len(wants)
     for g, w in zip(got, wants):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-5)
+    # Fresh inputs of another batch size (and, where the model declares them dynamic, another
+    # sequence length or image size): the dims the program follows are the model's own.
+    for shape in FRESH.get(region, ()):
+        x = np.random.RandomState(sum(shape)).randn(*shape).astype(np.float32)
+        (inp,) = sess.get_inputs()
+        assert [d for d, n in enumerate(inp.shape) if isinstance(n, str)] == DYNAMIC[(fw, region)], inp.shape
+        if any(isinstance(d, int) and d != n for d, n in zip(inp.shape, shape)):
+            continue   # a dim the model declares static
+        x_fw = progs.jnp.asarray(x) if fw == "jax" else x
+        (got,) = sess.run(None, {inp.name: x})
+        np.testing.assert_allclose(got, np.asarray(fn(x_fw)), rtol=1e-4, atol=1e-5, err_msg=f"{fw} {region} at {shape}")
 
 
 def test_a_loop_over_a_dim_makes_that_dim_static(recorded, cli, tmp_path):

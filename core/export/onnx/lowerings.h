@@ -130,6 +130,10 @@ bool GuardCheckable(const Graph& graph, const v1::Guard& guard);
 std::string EmitGuardCheck(LoweringContext& ctx, const v1::Guard& guard, size_t index);
 std::string CombineGuardChecks(LoweringContext& ctx, const std::vector<std::string>& checks);
 std::string GateOn(LoweringContext& ctx, const std::string& value, v1::DType dtype, const std::string& gate);
+// Where(cond, a, b) of `dtype` values into `out`, through a type onnxruntime's CPU Where has a
+// kernel for (bool, 8/16-bit ints, bfloat16 and uint64 have none) and back, bit-exact.
+void EmitWhere(LoweringContext& ctx, const std::string& cond, const std::string& a, const std::string& b,
+               v1::DType dtype, const std::string& out);
 
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -314,7 +314,7 @@ Status LowerWhere(const Node& node, const BoundCall& call, LoweringContext& ctx)
   std::string lhs, rhs;
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &lhs));
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &rhs));
-  ctx.Emit("Where", {ctx.CastTo(ctx.In(cond), ctx.DType(cond), v1::BOOL), lhs, rhs}, {ctx.Out(result)});
+  EmitWhere(ctx, ctx.CastTo(ctx.In(cond), ctx.DType(cond), v1::BOOL), lhs, rhs, d, ctx.Out(result));
   return Status::Ok();
 }
 
@@ -331,7 +331,7 @@ Status LowerSelectN(const Node& node, const BoundCall& call, LoweringContext& ct
   std::string c0, c1;
   IVY_RETURN_IF_ERROR(OperandAs(ctx, items->items(0), d, &c0));
   IVY_RETURN_IF_ERROR(OperandAs(ctx, items->items(1), d, &c1));
-  ctx.Emit("Where", {ctx.CastTo(ctx.In(which), ctx.DType(which), v1::BOOL), c1, c0}, {ctx.Out(result)});
+  EmitWhere(ctx, ctx.CastTo(ctx.In(which), ctx.DType(which), v1::BOOL), c1, c0, d, ctx.Out(result));
   return Status::Ok();
 }
 

@@ -257,29 +257,49 @@ std::string CombineGuardChecks(LoweringContext& ctx, const std::vector<std::stri
   return ctx.EmitTemp("Equal", {sum, ctx.Scalar(Number::Int(0), v1::INT64)});
 }
 
-std::string GateOn(LoweringContext& ctx, const std::string& value, v1::DType dtype, const std::string& gate) {
-  // Where(gate, v, v) is v, bit for bit, with v's static shape (a Reshape to Shape(v) would hide
-  // the shape from ONNX shape inference), computed only once the gate's checks ran. It copies v:
-  // a gate is taken only by values that live across a guard. onnxruntime's CPU Where has no
-  // kernel for bool (And with the true gate instead) nor for 16-bit ints, bfloat16 and uint64
-  // (through a type that holds them exactly, and back).
+namespace {
+// The type onnxruntime's CPU Where computes a `dtype` value in: it has no kernel for bool, 8- and
+// 16-bit ints, bfloat16 and uint64. Each of those goes through a type that holds it exactly.
+v1::DType WhereType(v1::DType dtype) {
   switch (dtype) {
     case v1::BOOL:
     case v1::SYM_BOOL:
-      return ctx.EmitTemp("And", {gate, value});
+    case v1::INT8:
     case v1::INT16:
     case v1::UINT16:
-      return ctx.CastTo(ctx.EmitTemp("Where", {gate, ctx.CastTo(value, dtype, v1::INT32), ctx.CastTo(value, dtype, v1::INT32)}),
-                        v1::INT32, dtype);
+      return v1::INT32;
     case v1::BFLOAT16:
-      return ctx.CastTo(ctx.EmitTemp("Where", {gate, ctx.CastTo(value, dtype, v1::FLOAT32), ctx.CastTo(value, dtype, v1::FLOAT32)}),
-                        v1::FLOAT32, dtype);
+      return v1::FLOAT32;
     case v1::UINT64:  // Cast between uint64 and int64 keeps the bits
-      return ctx.CastTo(ctx.EmitTemp("Where", {gate, ctx.CastTo(value, dtype, v1::INT64), ctx.CastTo(value, dtype, v1::INT64)}),
-                        v1::INT64, dtype);
+      return v1::INT64;
     default:
-      return ctx.EmitTemp("Where", {gate, value, value});
+      return dtype;
   }
+}
+}  // namespace
+
+void EmitWhere(LoweringContext& ctx, const std::string& cond, const std::string& a, const std::string& b,
+               v1::DType dtype, const std::string& out) {
+  const v1::DType via = WhereType(dtype);
+  if (via == dtype) {
+    ctx.Emit("Where", {cond, a, b}, {out});
+    return;
+  }
+  const std::string w = ctx.EmitTemp("Where", {cond, ctx.CastTo(a, dtype, via), ctx.CastTo(b, dtype, via)});
+  onnx::NodeProto* cast = ctx.Emit("Cast", {w}, {out});
+  SetAttr(cast, "to", static_cast<int64_t>(OnnxElemType(dtype == v1::SYM_BOOL ? v1::BOOL : dtype)));
+}
+
+std::string GateOn(LoweringContext& ctx, const std::string& value, v1::DType dtype, const std::string& gate) {
+  // Where(gate, v, v) is v, bit for bit, with v's static shape (a Reshape to Shape(v) would hide
+  // the shape from ONNX shape inference), computed only once the gate's checks ran. It copies v:
+  // a gate is taken only by values that live across a guard. A bool is And with the true gate;
+  // the types onnxruntime's CPU Where has no kernel for go through WhereType and back.
+  if (dtype == v1::BOOL || dtype == v1::SYM_BOOL) return ctx.EmitTemp("And", {gate, value});
+  const v1::DType via = WhereType(dtype);
+  if (via == dtype) return ctx.EmitTemp("Where", {gate, value, value});
+  const std::string v = ctx.CastTo(value, dtype, via);
+  return ctx.CastTo(ctx.EmitTemp("Where", {gate, v, v}), via, dtype);
 }
 
 }  // namespace onnx_export

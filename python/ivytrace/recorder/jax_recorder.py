@@ -453,10 +453,31 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._shape_plan = plan
         self._deferred_guards = []
 
+    def prepare_shapes(self, fn, args, kwargs):
+        """`use_shape_plan` of jax_shapes.prepare(fn, args, kwargs), run unrecorded (the
+        ivytrace.region decorator: the next region is `fn`'s). Off with IVYTRACE_JAX_SYMBOLIC_SHAPES=0."""
+        if os.environ.get("IVYTRACE_JAX_SYMBOLIC_SHAPES", "1") == "0" or self._regions:
+            return
+        with _Busy():
+            plan, why = _jax_shapes.prepare(fn, args, kwargs)
+        if plan is None:
+            logging.getLogger("ivytrace").info("JAX region specialized on its inputs' shapes: %s", why)
+        else:
+            self.use_shape_plan(plan)
+
+    def drop_shape_match(self):
+        """The region raised: its plan and match go with it."""
+        self._shape_plan = self._shape_match = None
+        self._deferred_guards = []
+        self._match_inputs = set()
+
     def _bind_region_inputs(self, rid, tensors, extra, file, line):
         super()._bind_region_inputs(rid, tensors, extra, file, line)
-        if self._shape_plan is not None and len(self._regions) == 1:
-            self._start_shape_match(file, line)
+        if self._shape_plan is not None:
+            if len(self._regions) == 1:
+                self._start_shape_match(file, line)
+            else:   # a nested region: not the function the plan is of
+                self._fall_back_to_shapes("a nested region")
 
     def _start_shape_match(self, file, line):
         plan = self._shape_plan
@@ -513,6 +534,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             self._fall_back_to_shapes(m.failed)
             return m.failed
         self._deferred_guards = []
+        self._match_inputs = set()
         return None
 
     def _fall_back_to_shapes(self, reason):
@@ -521,6 +543,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         guards, self._deferred_guards = self._deferred_guards, []
         for entry, rid, file, line in guards:
             self._shape_guard(entry, rid, file, line)
+        self._match_inputs = set()
         self.shape_fallback = reason
         logging.getLogger("ivytrace").info("JAX region specialized on its inputs' shapes: %s", reason)
 
