@@ -53,8 +53,12 @@ def differential(n, seed):
                     counts["guard"] += 1
                     ok = False
                 else:
-                    ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5)
+                    ok = got.shape == want.shape and np.allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
                     counts["match" if ok else "wrong"] += 1
+                    if not ok:
+                        err = float(np.nanmax(np.abs(got - want))) if got.shape == want.shape else None
+                        print(f"WRONG: {steps} traced at {shape}, replayed at {new}: "
+                              f"shapes {got.shape} vs {want.shape}, max abs error {err}", flush=True)
                 if set(steps) <= set(POLY) and new[1:] == shape[1:]:
                     poly_batch[1] += 1
                     poly_batch[0] += ok
@@ -136,6 +140,7 @@ def main():
     ap.add_argument("--programs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--no-capture", action="store_true", help="only the differential run")
     a = ap.parse_args()
     t = time.perf_counter()
     counts, poly = differential(a.programs, a.seed)
@@ -145,6 +150,8 @@ def main():
     print(f"| {sum(counts.values())} | {counts['match']} | {counts['guard']} | **{counts['wrong']}** |\n")
     print(f"Replays at another batch of programs made only of polymorphic steps: {poly[0]} of {poly[1]} "
           f"matched with no retrace.\n")
+    if a.no_capture:
+        return
     print("## capture (trace_graph, warm, median ms) and traces for batch sizes {recorded, 3, 11}\n")
     print("| model | symbolic shapes ms | traces | static shapes ms | traces |\n|---|---|---|---|---|")
     for name, ms_s, tr_s, ms_0, tr_0 in capture(a.repeat):

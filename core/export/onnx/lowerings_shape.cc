@@ -612,15 +612,27 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   }
   const int64_t a = f["start_index_map"][0];
   if (a < 0 || a >= rank) return unsupported();
-  auto sizes = call.IntList("slice_sizes");
+  // slice_sizes: 1 on the gathered axis, the operand's dims elsewhere. A size computed from the
+  // inputs' shapes (recorder/jax_shapes.py: `b` where x is [b, ...]) is the recorded dim there;
+  // the gather takes that many from 0 along it, which a Slice of the result does exactly.
+  const v1::Arg* sizes_arg = call.Get("slice_sizes");
+  auto sizes = sizes_arg ? SequenceItems(*sizes_arg) : std::nullopt;
   if (!sizes || static_cast<int>(sizes->size()) != rank) return unsupported();
+  std::vector<std::pair<int64_t, const v1::Arg*>> computed;  // (operand dim, size)
   for (int k = 0; k < rank; ++k) {
-    if ((*sizes)[k] != (k == a ? 1 : ctx.Shape(x)[k])) return unsupported();
+    const v1::Arg& it = *(*sizes)[k];
+    if (k != a && it.kind_case() == v1::Arg::kTensor && ctx.DType(it.tensor().value()) == v1::SYM_INT) {
+      computed.emplace_back(k, &it);
+      continue;
+    }
+    if (AsInt(it).value_or(-1) != (k == a ? 1 : ctx.Shape(x)[k])) return unsupported();
   }
   const int64_t b = irank - 1;  // batch dims of the indices
   std::vector<int64_t> offset, outer;
   for (int64_t k = 0; k < rank - 1; ++k) offset.push_back(k < a ? k : k + b);
   if (f["offset_dims"] != offset) return unsupported();
+  std::string out = ctx.Out(result);
+  std::string gathered = computed.empty() ? out : ctx.Temp("gathered");
   for (int64_t k = 0; k < a; ++k) outer.push_back(k);
   for (int64_t k = a + b; k < a + b + (rank - 1 - a); ++k) outer.push_back(k);
   std::string mode = "FILL_OR_DROP";
@@ -644,10 +656,24 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
     valid = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {idx, zero}), ctx.EmitTemp("Less", {idx, n})});
     idx = ctx.EmitTemp("Where", {valid, idx, zero});
   }
-  if (valid.empty()) {
-    auto* gn = ctx.Emit("Gather", {ctx.In(x), idx}, {ctx.Out(result)});
-    SetAttr(gn, "axis", a);
+  // The sizes computed from shapes: Slice [0, size) along their dims of the result.
+  auto finish = [&]() -> Status {
+    if (computed.empty()) return Status::Ok();
+    v1::Arg ends;
+    std::vector<int64_t> axes;
+    for (const auto& [k, arg] : computed) {
+      axes.push_back(offset[k < a ? k : k - 1]);
+      *ends.mutable_list()->add_items() = *arg;
+    }
+    std::string e;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, ends, &e));
+    ctx.Emit("Slice", {gathered, ctx.Int64s(std::vector<int64_t>(axes.size(), 0)), e, ctx.Int64s(axes)}, {out});
     return Status::Ok();
+  };
+  if (valid.empty()) {
+    auto* gn = ctx.Emit("Gather", {ctx.In(x), idx}, {gathered});
+    SetAttr(gn, "axis", a);
+    return finish();
   }
   const v1::DType d = ctx.DType(result);
   std::optional<double> fill;
@@ -659,8 +685,8 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   SetAttr(gn, "axis", a);
   const std::string mask = outer.empty() ? valid : ctx.Unsqueeze(valid, outer);
   ctx.Emit("Where", {mask, taken, ctx.Scalar(IsFloating(d) ? Number::Float(*fill) : Number::Int(static_cast<int64_t>(*fill)), d)},
-           {ctx.Out(result)});
-  return Status::Ok();
+           {gathered});
+  return finish();
 }
 
 }  // namespace

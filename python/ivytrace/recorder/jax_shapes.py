@@ -16,9 +16,10 @@ How it is used (api.py, for trace_graph of a JAX function):
      size that changes the program (a Python branch on it, a constant computed from it, a
      `jnp.mean` over it that becomes a dim_as_value) is not made symbolic. Candidates: dim 0 of
      every input that has the first input's batch size (one symbol when the sizes agree), then each
-     other dim of size >= 2 of the first few inputs (a new symbol, else the symbol of an equal
-     size, else one new symbol with the later candidates of its size), at most MAX_ATTEMPTS
-     symbolic traces.
+     other dim of size >= 2 of the first input (a new symbol, else the
+     symbol of an equal size, else one new symbol with the one dim of that size of each other
+     input that has exactly one), at most MAX_ATTEMPTS symbolic traces. Arrays passed directly
+     come before those inside containers (a params tree).
   2. While recording (`ShapeMatch`, driven by the JAX recorder): each recorded primitive is
      matched to the next equation of the symbolic jaxpr (nested jit, custom_jvp/custom_vjp and
      remat inlined, as the eager run inlines them): the same primitive, operands that are the same
@@ -47,10 +48,13 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
+import sys
 
 import numpy as np
 
 import jax
+import jaxlib
 from jax._src import core as _jcore
 
 try:
@@ -61,7 +65,6 @@ except Exception:   # a JAX without shape polymorphism: no symbolic dims
     _DimExpr = ()
 
 MAX_ATTEMPTS = 12        # symbolic traces tried by `prepare`
-MAX_INPUTS_SEARCHED = 8  # inputs whose dims other than 0 are candidates
 
 # Primitives whose body the eager run (jit disabled) applies op by op: their jaxpr is inlined.
 _INLINE = {"pjit": "jaxpr", "jit": "jaxpr", "closed_call": "call_jaxpr", "core_call": "call_jaxpr",
@@ -250,9 +253,60 @@ def _trace(fn, args, kwargs, leaves_at, specs):
     def body(*arrays):
         a, k = leaves_at(arrays)
         return fn(*a, **k)
-    with _static_slicing():
+    with _static_slicing(), _sound_equality():
         closed, out_shape = jax.make_jaxpr(body, return_shape=True)(*specs)
     return closed, jax.tree_util.tree_structure(out_shape)
+
+
+# -- equality of symbolic sizes ----------------------------------------------------------------------
+# JAX answers `b == 4` (or `b == t`) False when it cannot prove it, "which is really unsound" (its
+# own words, shape_poly.py: __eq__ may not raise because hashing uses it). A program that branches
+# on it (`x[:2] if x.shape[0] == 4 else x[:1]`) then gives a jaxpr that is right for every size but
+# 4, and equal to the recorded one at a recorded size other than 4: a replay at 4 would be wrong.
+# During the symbolic traces, an equality that JAX cannot decide (the sizes' difference may be 0)
+# asked by code outside JAX itself raises instead, so such a dim stays static. JAX's own uses pick
+# between equivalent ways to compute the same thing (a no-op reshape, a broadcast it can skip).
+
+_JAX_DIRS = tuple(os.path.dirname(m.__file__) + os.sep for m in (jax, jaxlib))
+
+
+def _asked_by_jax() -> bool:
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename in (__file__, getattr(_shape_poly, "__file__", None)):
+        f = f.f_back
+    return f is not None and f.f_code.co_filename.startswith(_JAX_DIRS)
+
+
+class _sound_equality:
+    def __enter__(self):
+        self.saved = None
+        if not _DimExpr:
+            return self
+        eq = self.saved = _DimExpr.__dict__["__eq__"]
+        self.ne_saved = _DimExpr.__dict__["__ne__"]
+
+        def checked_eq(a, b):
+            r = eq(a, b)
+            if r is False and (isinstance(b, _DimExpr) or isinstance(b, (int, np.integer))):
+                try:
+                    diff = a - b
+                    lb, ub = _shape_poly._bounds_decision(diff, _shape_poly.BoundsPrecision.BEST)
+                except Exception:
+                    return r
+                if _jcore.is_symbolic_dim(diff) and lb <= 0 <= ub and not _asked_by_jax():
+                    raise _shape_poly.InconclusiveDimensionOperation(
+                        f"the program compares symbolic sizes '{a}' == '{b}', which may be equal")
+            return r
+
+        _DimExpr.__eq__ = checked_eq
+        _DimExpr.__ne__ = lambda a, b: not checked_eq(a, b)
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            _DimExpr.__eq__ = self.saved
+            _DimExpr.__ne__ = self.ne_saved
+        return False
 
 
 # -- basic indexing on symbolic shapes ---------------------------------------------------------------
@@ -417,9 +471,10 @@ def prepare(fn, args, kwargs):
 
     batch = leaves[0].shape[0] if leaves[0].ndim else None
     first = [(k, 0) for k, a in enumerate(leaves) if a.ndim and a.shape[0] == batch and batch >= 2]
-    rest = [(k, d) for k, a in enumerate(leaves[:MAX_INPUTS_SEARCHED]) for d in range(1, a.ndim) if a.shape[d] >= 2]
-    rest += [(k, 0) for k, a in enumerate(leaves[:MAX_INPUTS_SEARCHED])
-             if a.ndim and a.shape[0] >= 2 and (k, 0) not in first]
+    # Other dims: those of the first input (a sequence length, an image size); the other inputs'
+    # dims follow it through ties (a weight passed as an argument keeps its own: a conv kernel's
+    # size must stay static for ONNX).
+    rest = [(0, d) for d in range(1, leaves[0].ndim) if leaves[0].shape[d] >= 2]
     attempts = iter(range(MAX_ATTEMPTS))
     state = {"dims": [[None] * a.ndim for a in leaves], "flat": None, "tree": None}
     names = (f"d{i}" for i in itertools.count())
@@ -464,8 +519,14 @@ def prepare(fn, args, kwargs):
                        if s and leaves[kk].shape[dd] == size})
         if any(attempt({(k, d): s}) for s in same):
             continue
-        # Dims the program ties (`x * m`): one symbol for this one and the later ones of its size.
-        group = [(k, d)] + [kd for kd in rest[n + 1:] if leaves[kd[0]].shape[kd[1]] == size]
+        # Dims the program ties (`x * m`): one symbol for this one and, in each other input that
+        # has exactly one free dim of its size, that dim (several: which one is ambiguous, as a
+        # conv kernel's 3 x 3 x 3 beside 3 channels, and none is taken).
+        group = [(k, d)]
+        for kk, a in enumerate(leaves):
+            same = [dd for dd in range(a.ndim) if a.shape[dd] == size and not state["dims"][kk][dd]]
+            if kk != k and len(same) == 1:
+                group.append((kk, same[0]))
         if len(group) > 1:
             s = next(names)
             attempt({kd: s for kd in group})
