@@ -250,19 +250,36 @@ InputDims AnalyzeInputDims(const Graph& g, const InputDimsOptions& options, std:
   // and the graph was recorded with that meaning), a dim a guard pins, or dim 0 under
   // static_batch. Dims of one recorded size share a group (a name). A dim the program never read
   // (an MLP's features, fixed by its weights) stays static.
+  // Two dims of one input share a name only where a guard ties them (`x.shape[0] == x.shape[1]`
+  // recorded True): an input recorded square ([2, 2]) is not square on every input, and
+  // onnxruntime takes dims of one name to be equal (it plans buffers by them).
+  auto is_tied = [&](ValueId v, int64_t d1, int64_t d2) {
+    for (const auto& [a, b] : tied) {
+      if ((a == std::make_pair(v, d1) && b == std::make_pair(v, d2)) ||
+          (a == std::make_pair(v, d2) && b == std::make_pair(v, d1))) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::map<int64_t, int> group_of_size;
+  int groups = 0;
   for (size_t k = 0; k < by_ordinal.size(); ++k) {
     const auto& shape = graph->values[by_ordinal[k]].shape;
+    std::map<int, int64_t> used_here;  // group -> the dim of this input that has it
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] <= 1 || (d == 0 && options.static_batch) || pinned.count({by_ordinal[k], d})) continue;
       const bool follows = (d == 0 && shape[0] == batch) || read_dims.count({by_ordinal[k], d}) ||
                            read_sizes.count(shape[d]);
       if (!follows) continue;
-      auto [it, fresh] = group_of_size.emplace(shape[d], static_cast<int>(group_of_size.size()));
-      dims.group[k][d] = it->second;
+      auto it = group_of_size.find(shape[d]);
+      int grp = it != group_of_size.end() ? it->second : (group_of_size[shape[d]] = groups++);
+      auto used = used_here.find(grp);
+      if (used != used_here.end() && !is_tied(by_ordinal[k], used->second, static_cast<int64_t>(d))) grp = groups++;
+      used_here.emplace(grp, static_cast<int64_t>(d));
+      dims.group[k][d] = grp;
     }
   }
-  (void)tied;  // equal recorded sizes already share a group
   // The pinning guards hold by construction in a model declaring the dim static.
   drop_guards->assign(graph->guards.size(), false);
   for (size_t gi = 0; gi < graph->guards.size(); ++gi) {

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 jax = pytest.importorskip("jax")
 ort = pytest.importorskip("onnxruntime")
@@ -47,6 +47,9 @@ def _x(shape, seed):
 @given(steps=st.lists(st.sampled_from(sorted(STEPS)), min_size=1, max_size=3),
        shape=st.lists(st.integers(2, 5), min_size=2, max_size=3),
        batches=st.lists(st.integers(1, 8), min_size=1, max_size=3))
+# An input recorded square ([2, 2]) whose dims are two symbols: once declared [batch, batch],
+# which onnxruntime takes to be equal (it failed at [3, 2] planning buffers).
+@example(steps=["max0", "gelu_layernorm"], shape=[2, 2], batches=[3])
 def test_generated_programs_export_with_a_batch_dim_and_match(steps, shape, batches, cli, tmp_path_factory):
     def fn(x):
         for s in steps:
