@@ -747,40 +747,23 @@ def _compile_backend(spec, target, static_positions, sym_positions):
         raise ValueError(_NUMPY_BACKEND_FN)
 
 
-def _arg_slots(arg, out):
-    """The slots a plan Arg tree refers to."""
-    kind = arg.WhichOneof("kind")
-    if kind == "tensor":
-        out.add(arg.tensor.value)
-    elif kind in ("list", "tuple"):
-        for it in getattr(arg, kind).items:
-            _arg_slots(it, out)
-    elif kind == "dict":
-        for it in arg.dict.values:
-            _arg_slots(it, out)
-    elif kind == "slice":
-        for part in (arg.slice.start, arg.slice.stop, arg.slice.step):
-            _arg_slots(part, out)
-    return out
-
-
 def _guards_read_inputs(plan, positions) -> bool:
     """Whether a guard of `plan` checks a value computed from the plan inputs at `positions` (a
     number's `if alpha > 0.5`; a guard on an array's size is not one: sizes are static under jit)."""
-    tainted = set()
-    for i in positions:
-        if i < len(plan.inputs):
-            _arg_slots(plan.inputs[i].value, tainted)
+    from ivytrace.check import tensor_refs
+
+    def slots(*args):
+        refs = []
+        for a in args:
+            tensor_refs(a, refs)
+        return {r.value for r in refs}
+
+    tainted = slots(*(plan.inputs[i].value for i in positions if i < len(plan.inputs)))
     if not tainted:
         return False
     for step in plan.steps:
-        read = set()
-        for a in step.args:
-            _arg_slots(a, read)
-        for kw in step.kwargs:
-            _arg_slots(kw.value, read)
-        if read & tainted:
-            _arg_slots(step.result, tainted)
+        if slots(*step.args, *(kw.value for kw in step.kwargs)) & tainted:
+            tainted |= slots(step.result)
     return any(g.tensor.value in tainted for g in plan.guards)
 
 

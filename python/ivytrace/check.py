@@ -58,18 +58,23 @@ def _np_dtype(np, enum: int, where: str):
     return np.dtype(table[enum])
 
 
-def _tensors(arg, out: list):
-    """TensorRefs of an Arg tree, in tree order (the order of ONNX inputs and outputs)."""
+def tensor_refs(arg, out: list):
+    """TensorRefs of an Arg tree (slice bounds included), in tree order (the order of ONNX inputs
+    and outputs)."""
     kind = arg.WhichOneof("kind")
     if kind == "tensor":
         out.append(arg.tensor)
     elif kind in ("list", "tuple"):
         for a in getattr(arg, kind).items:
-            _tensors(a, out)
+            tensor_refs(a, out)
     elif kind == "dict":
         for a in arg.dict.values:
-            _tensors(a, out)
+            tensor_refs(a, out)
+    elif kind == "slice":
+        for a in (arg.slice.start, arg.slice.stop, arg.slice.step):
+            tensor_refs(a, out)
     return out
+
 
 
 def read_recorded(trace_path: str, region: str):
@@ -385,7 +390,7 @@ def run_job(job: dict) -> dict:
                        "plan was made (give --random N)")
     metas = {}  # (id, version) -> (shape, dtype, recorded array or None, framework)
     for name, arg in input_args:
-        for ref in _tensors(arg, []):
+        for ref in tensor_refs(arg, []):
             key = (ref.id, ref.version)
             if key in in_values:
                 meta, data = in_values[key]
@@ -410,7 +415,7 @@ def run_job(job: dict) -> dict:
     # 1. Recorded inputs against recorded outputs.
     if recorded is not None:
         missing = [k for k in metas if metas[k][2] is None]
-        out_refs = _tensors(end.result, [])
+        out_refs = tensor_refs(end.result, [])
         missing_out = [r for r in out_refs if (r.id, r.version) not in out_values]
         if missing or missing_out or not out_refs:
             report["notes"].append("the trace does not hold every region input and output value; "
@@ -431,7 +436,7 @@ def run_job(job: dict) -> dict:
     sym = artifact.symbolic_dims() if isinstance(artifact, OnnxRunner) else []
     flat_keys = []
     for _, arg in input_args:
-        flat_keys.extend((r.id, r.version) for r in _tensors(arg, []))
+        flat_keys.extend((r.id, r.version) for r in tensor_refs(arg, []))
     for t in range(int(job.get("random", 0))):
         rng = np.random.default_rng(int(job.get("seed", 0)) + t)
         sizes = {}

@@ -1,6 +1,8 @@
 """JAX programs whose batch JAX's symbolic trace proves they follow (recorder/jax_shapes.py) export
 to ONNX with a `batch` dim and match eager JAX at other batch sizes in onnxruntime (hypothesis)."""
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,30 +14,11 @@ jnp = jax.numpy
 
 import ivytrace  # noqa: E402
 
-STEPS = {
-    "reshape_flat": lambda x: x.reshape(x.shape[0], -1).reshape(x.shape),
-    "bias": lambda x: x + jnp.arange(x.shape[-1], dtype=x.dtype),
-    "normalize_last": lambda x: x / (jnp.abs(x).sum(axis=-1, keepdims=True) + 1),
-    "swap": lambda x: jnp.swapaxes(jnp.swapaxes(x, 0, -1) * 2, 0, -1),
-    "cumsum": lambda x: jnp.cumsum(x, axis=0),
-    "softmax": lambda x: jax.nn.softmax(x, axis=-1),
-    "where": lambda x: jnp.where(x > 0, x, 0.5 * x),
-    "eye": lambda x: x @ jnp.eye(x.shape[-1], dtype=x.dtype),
-    "ones_like_batch": lambda x: x + jnp.ones((x.shape[0],) + (1,) * (x.ndim - 1), x.dtype),
-    "flip": lambda x: jnp.flip(x, axis=0) + x,
-    "expand_sum": lambda x: jnp.expand_dims(x, 1).sum(1),
-    "max0": lambda x: x - x.max(axis=0, keepdims=True),
-    "slice_last": lambda x: x[..., :1] * x,
-    "first_row": lambda x: x - x[:1],
-    "take_last": lambda x: x - x[..., -1:],
-    "pad": lambda x: jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(1, 1)])[..., 1:-1],
-    "zeros_cat": lambda x: jnp.concatenate([x, jnp.zeros(x.shape[:-1] + (2,), x.dtype)], axis=-1)[..., :-2],
-    "cls_pool": lambda x: x + x[:, 0:1] * x[:, -1:],
-    "mean0": lambda x: x - x.mean(axis=0),
-    "size_mul": lambda x: x * x.shape[0] + x.shape[-1],
-    "div_batch": lambda x: x / x.shape[0],
-    "gelu_layernorm": lambda x: jax.nn.gelu((x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-3)),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from test_jax_shapes import POLY  # noqa: E402  (the steps JAX's symbolic trace proves follow the batch)
+
+STEPS = {**POLY,
+         "gelu_layernorm": lambda x: jax.nn.gelu((x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-3))}
 
 
 def _x(shape, seed):
