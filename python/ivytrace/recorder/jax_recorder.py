@@ -487,12 +487,13 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             self._fall_back_to_shapes("an array input is not a region input")
             return
         # Inputs with a symbolic dim get guards per dim; the others keep one on the whole shape.
-        static = [e for e in self._deferred_guards
-                  if not any(a is e[0][0] and any(row) for a, row in zip(plan.leaves, plan.dims))]
-        self._deferred_guards = [e for e in self._deferred_guards if not any(e is x for x in static)]
-        for entry, rid, file_, line_ in static:
-            self._shape_guard(entry, rid, file_, line_)
         self._match_inputs = {id(a) for a, row in zip(plan.leaves, plan.dims) if any(row)}
+        deferred, self._deferred_guards = self._deferred_guards, []
+        for e in deferred:
+            if id(e[0][0]) in self._match_inputs:
+                self._deferred_guards.append(e)
+            else:
+                self._shape_guard(*e)
         with _Busy():
             # Ranks first (a size read of a missing dim would fail before its guard), then each
             # dim: a static one pinned to its size, a symbolic one >= 1 (JAX's symbolic dims are)
@@ -732,10 +733,12 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                     if new is not None:
                         written = new   # params with sizes computed from the inputs' shapes
                     operands = m.operands   # constants that are sizes: the sizes, computed
-            for n, a in enumerate(args):
-                if operands and n in operands:
-                    parts.append(_op.arg_field(_sym_param(operands[n], ins)))
-                else:
+            if operands:
+                for n, a in enumerate(args):
+                    parts.append(_op.arg_field(_sym_param(operands[n], ins) if n in operands
+                                               else self._enc.encode(a, ins)))
+            else:
+                for a in args:
                     parts.append(_op.arg_field(self._enc.encode(a, ins)))
             drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
             for k, v in written.items():
@@ -830,10 +833,7 @@ def _typed_scalar(v, ts, handler):
     (see _canonicalize_number), else a constant 0-d array."""
     s = _sym_scalars.get(id(v)) if _sym_scalars else None
     if s is not None and s[0] is v:
-        b = s[1].arg()
-        if b[:1] == A_TENSOR:
-            ts.append(_SYM_IN)
-        return b
+        return _sym_param(s[1], ts)
     return handler(np.asarray(v, dtype=v.dtype), ts)
 
 
@@ -847,6 +847,8 @@ def _enc_dtype(v, ts):
 
 
 def _sym_param(v, ts):
+    """A stand-in (a number input, or a size computed from the inputs' shapes) as an operand or
+    param: a reference to its value in the graph, which makes the op unfoldable."""
     b = v.arg()
     if b[:1] == A_TENSOR:
         ts.append(_SYM_IN)
