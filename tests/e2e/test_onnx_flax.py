@@ -54,3 +54,45 @@ def test_flax_module_exports_and_matches(module, shape, cli, tmp_path):
         np.testing.assert_allclose(got, np.asarray(forward(xb)), rtol=1e-4, atol=1e-5)
     with pytest.raises(Exception, match="(?i)dimension|shape"):   # a static dim: refused, not wrong
         sess.run(None, {"x": np.zeros((2, *shape[1:-1], shape[-1] + 1), np.float32)})
+
+
+def test_flax_nnx_conv_attention_model_follows_batch_and_image_size(cli, tmp_path):
+    # flax.nnx library layers (Conv, BatchNorm, MultiHeadAttention) over the image's pixels as a
+    # sequence: JAX proves the batch, height and width symbolic (recorder/jax_shapes.py); the replay
+    # and the ONNX model follow all three, and the channels stay static.
+    nnx = pytest.importorskip("flax.nnx")
+
+    class Net(nnx.Module):
+        def __init__(self, rngs):
+            self.conv = nnx.Conv(3, 8, (3, 3), rngs=rngs)
+            self.bn = nnx.BatchNorm(8, use_running_average=True, rngs=rngs)
+            self.attn = nnx.MultiHeadAttention(num_heads=2, in_features=8, decode=False, rngs=rngs)
+            self.out = nnx.Linear(8, 5, rngs=rngs)
+
+        def __call__(self, x):
+            h = nnx.relu(self.bn(self.conv(x)))
+            b, hh, ww, c = h.shape
+            seq = h.reshape(b, hh * ww, c)
+            return self.out((seq + self.attn(seq)).mean(axis=1))
+
+    m = Net(nnx.Rngs(0))
+    rs = np.random.RandomState(0)
+
+    def forward(x):
+        return m(x)
+
+    graph = ivytrace.trace_graph(forward, args=(jnp.asarray(rs.randn(2, 6, 6, 3).astype(np.float32)),), retrace=True)
+    shapes = [(5, 6, 6, 3), (1, 6, 6, 3), (3, 8, 4, 3)]
+    for shape in shapes:
+        x = jnp.asarray(rs.randn(*shape).astype(np.float32))
+        np.testing.assert_allclose(np.asarray(graph(x)), np.asarray(forward(x)), rtol=1e-5, atol=1e-5)
+    assert graph.traces == 1
+    out = tmp_path / "nnx.onnx"
+    proc = cli("export", graph.save(tmp_path / "nnx.ivt"), "--to", "onnx", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    (inp,) = sess.get_inputs()
+    assert inp.shape == ["batch", "x_dim1", "x_dim2", 3]
+    for shape in shapes:
+        x = rs.randn(*shape).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], np.asarray(forward(jnp.asarray(x))), rtol=1e-4, atol=1e-5)
