@@ -249,7 +249,7 @@ class Plan:
         self.out_tree = out_tree
 
 
-def _trace(fn, args, kwargs, leaves_at, specs):
+def _trace(fn, leaves_at, specs):
     def body(*arrays):
         a, k = leaves_at(arrays)
         return fn(*a, **k)
@@ -336,8 +336,8 @@ def _bound(v, size, default):
     return _jcore.min_dim(v, size)
 
 
-def _symbolic_static_slice(indexer, **kwargs):
-    _, IndexType = None, _indexing.IndexType
+def _symbolic_static_slice(indexer):
+    IndexType = _indexing.IndexType
     if any(p.typ not in (IndexType.INTEGER, IndexType.ELLIPSIS, IndexType.SLICE, IndexType.NONE)
            for p in indexer.indices):
         raise TypeError("not a basic index")
@@ -388,10 +388,10 @@ class _static_slicing:
                     _indexing.slicing.GatherScatterMode.PROMISE_IN_BOUNDS, _indexing.slicing.GatherScatterMode.CLIP):
                 raise ValueError("not a static slice")
             try:
-                return _symbolic_static_slice(indexer, **kwargs)
+                return _symbolic_static_slice(indexer)
             except (TypeError, ValueError, IndexError):
-                raise
-            except Exception as e:   # InconclusiveDimensionOperation: JAX's own paths then
+                raise   # JAX's own paths then (a dynamic slice or a gather)
+            except Exception as e:   # InconclusiveDimensionOperation: the same
                 raise ValueError(str(e)) from e
 
         _NDIndexer.to_static_slice = to_static_slice
@@ -463,7 +463,7 @@ def prepare(fn, args, kwargs):
         return jax.tree_util.tree_unflatten(treedef, full)
 
     try:
-        concrete, out_tree = _trace(fn, args, kwargs, leaves_at,
+        concrete, out_tree = _trace(fn, leaves_at,
                                     [jax.ShapeDtypeStruct(a.shape, a.dtype) for a in leaves])
     except Exception as e:
         return None, f"the function does not trace to a jaxpr ({type(e).__name__})"
@@ -493,7 +493,7 @@ def prepare(fn, args, kwargs):
                  for row, a in zip(dims, leaves)]
         sizes = {s: leaves[k].shape[d] for k, row in enumerate(dims) for d, s in enumerate(row) if s}
         try:
-            closed, tree = _trace(fn, args, kwargs, leaves_at, specs)
+            closed, tree = _trace(fn, leaves_at, specs)
             flat = flatten(closed)
             _same_program(flat, con, sizes)
         except Exception as e:
