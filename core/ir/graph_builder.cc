@@ -144,6 +144,7 @@ class Builder {
     std::error_code ec;
     const uintmax_t bytes = std::filesystem::file_size(path, ec);
     if (ec) return;
+    trace_bytes_ = bytes;
     const auto n = static_cast<size_t>(std::min(bytes / kSmallestOpBytes, kMaxReserved));
     graph_->nodes.reserve(n);
     graph_->values.reserve(n);
@@ -179,8 +180,15 @@ class Builder {
       return;
     }
     v1::Tensor& partial = partial_[key];
-    if (td->offset() == 0) partial = td->value();
-    else partial.mutable_data()->append(td->value().data());
+    if (td->offset() == 0) {
+      partial = std::move(*td->mutable_value());
+      // The whole value's room at once: appending chunk by chunk copied a 90 MB embedding about
+      // twice and left it a third too big. A total the file cannot hold is corrupt (reported
+      // when the value ends short), and gets no room reserved.
+      if (td->total_bytes() <= trace_bytes_) partial.mutable_data()->reserve(td->total_bytes());
+    } else {
+      partial.mutable_data()->append(td->value().data());
+    }
     if (partial.data().size() >= td->total_bytes()) {
       v1::Tensor whole = std::move(partial);
       partial_.erase(key);
@@ -936,6 +944,7 @@ class Builder {
   absl::flat_hash_map<TensorKey, ValueId, TensorKeyHash> defined_;
   absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
   absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
+  uintmax_t trace_bytes_ = 0;  // size of the trace file (0: unknown)
   // Views made in the region: view tensor id -> how it was made from its parent.
   std::unordered_map<uint64_t, ViewLink> links_;
   // (storage, version) left undefined by a write through a view that cannot be carried back.

@@ -15,7 +15,7 @@ from ivytrace.recorder.recorder import Recorder
 from ivytrace.region import region
 
 __all__ = [
-    "__version__", "Recorder", "region", "boot_dir", "trace_graph", "freeze", "graph_of", "Graph", "LazyGraph",
+    "__version__", "Recorder", "region", "boot_dir", "trace_graph", "freeze", "export", "graph_of", "Graph", "LazyGraph",
     "load_plan", "PlanError", "GuardError", "CLIError", "read_trace", "RetraceWarning", "StateWarning",
 ]
 
@@ -28,6 +28,7 @@ def boot_dir() -> str:
 _LAZY = {
     "trace_graph": ("ivytrace.api", "trace_graph"),
     "freeze": ("ivytrace.api", "freeze"),
+    "export": ("ivytrace.api", "export"),
     "graph_of": ("ivytrace.api", "graph_of"),
     "Graph": ("ivytrace.api", "Graph"),
     "LazyGraph": ("ivytrace.api", "LazyGraph"),

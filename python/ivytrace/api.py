@@ -699,6 +699,68 @@ def freeze(obj, args=None, kwargs=None):
     return g
 
 
+def export(fn, path, args=None, kwargs=None, *, to: str = "onnx", allow_specialized: bool = False,
+           static: bool = False, static_argnums=None, static_argnames=None, array_caching: bool = True,
+           include_generators: bool = True) -> str:
+    """Record one call of `fn(*args, **kwargs)` and export its graph straight to `path`: an ONNX
+    model (to="onnx") or an executable plan (to="plan"), as `ivytrace export` does with a trace.
+
+    This is the one-call path from a program to a file, the counterpart of torch.onnx.export:
+    nothing is replayed in this process, so no plan is built or loaded here, and the weights
+    are written once into the trace and once into `path`. A torch module's parameters and
+    buffers are baked in as constants (an inference export, as with `freeze`); a function's
+    array arguments are the model's inputs, named after its parameters.
+
+    The CLI decides, and its refusals are CLIError with its message and exit status: a graph
+    that guards hold (a branch on a value, a shape the graph depends on) is refused with exit 5
+    and the list of guards unless `allow_specialized` (they then go into the model's
+    metadata_props); `static` exports the recorded shapes. Python ints among the arguments are
+    inputs of the graph where the exporter takes them, else specialized with a StateWarning, as
+    in trace_graph. Returns `path`; on failure nothing is written there."""
+    if to not in ("onnx", "plan"):
+        raise ValueError(f"ivytrace: export to {to!r}: expected 'onnx' or 'plan'")
+    if to == "plan" and (allow_specialized or static):
+        raise ValueError("ivytrace: export: allow_specialized and static apply to ONNX models (to='onnx'); a plan "
+                         "checks its guards on every replay")
+    path = os.fspath(path)
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
+    statics = dict(static_argnums=_normalize_static(static_argnums, int, "static_argnums", "an int or a list of ints"),
+                   static_argnames=_normalize_static(static_argnames, str, "static_argnames",
+                                                     "a str or a list of strs"))
+    cmd_tail = ["--to", to, "-o", path]
+    if not array_caching:
+        cmd_tail.append("--no-array-caching")
+    if not include_generators:
+        cmd_tail.append("--bake-generators")
+    if allow_specialized:
+        cmd_tail.append("--allow-specialized")
+    if static:
+        cmd_tail.append("--static")
+    refused = None
+    for symbolic_ints in (True, False):
+        r = _record_once(fn, args, kwargs, statics["static_argnums"], statics["static_argnames"],
+                         symbolic_ints=symbolic_ints, freeze=True)
+        try:
+            run_cli("export", r.trace_path, *cmd_tail)
+        except CLIError as e:
+            if not (symbolic_ints and r.sym_args):
+                if refused is not None:
+                    raise refused from None   # not the ints: the first attempt's error says why
+                raise
+            refused = e
+            names = list(r.sym_args)
+            continue
+        finally:
+            shutil.rmtree(r.workdir, ignore_errors=True)
+        if refused is not None:
+            warnings.warn(f"ivytrace: {_name_of(fn)}: the number argument(s) {', '.join(names)} cannot be inputs of "
+                          f"the exported graph ({_first_error_line(refused)}); it is specialized on their values "
+                          f"(pass them in static_argnums / static_argnames to skip this attempt)", StateWarning,
+                          stacklevel=2)
+        return path
+    raise AssertionError("unreachable")
+
+
 def _source_framework(fn, args, kwargs) -> str:
     if _is_torch_module(fn) or _has_torch_tensor((args, kwargs)):
         return "torch"
@@ -854,19 +916,55 @@ class _SymIntsRefused(Exception):
         self.reason = reason
 
 
+class _Recorded:
+    """One recorded call: the trace in `workdir`, and what binding and replaying it needs."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
 def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_ints, array_caching=True,
                 include_generators=True, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idxs=None,
                 to=None, return_backend_traced_fn=False, freeze=False):
-    name = _name_of(fn)
-    is_module = _is_torch_module(fn)
     source = _source_framework(fn, args, kwargs)
     target = to or source
     if return_backend_traced_fn and target == "numpy":
         raise ValueError(_NUMPY_BACKEND_FN)
+    r = _record_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=symbolic_ints,
+                     stateful=stateful, arg_stateful_idxs=arg_stateful_idxs,
+                     kwarg_stateful_idxs=kwarg_stateful_idxs, freeze=freeze)
+    try:
+        plan_path = os.path.join(r.workdir, "graph.ivyplan")
+        cmd = ["export", r.trace_path, "--to", "plan", "-o", plan_path]
+        if not array_caching and supports_flag("export", "--no-array-caching"):
+            cmd.append("--no-array-caching")
+        if not include_generators and supports_flag("export", "--bake-generators"):
+            cmd.append("--bake-generators")
+        try:
+            run_cli(*cmd)
+        except CLIError as e:
+            if r.sym_args:
+                raise _SymIntsRefused(list(r.sym_args), _first_error_line(e)) from e
+            raise
+        spec = _Specialization(_load(plan_path, to, source), r.trace_path, plan_path, r.arg_names, r.state_in,
+                               r.state_out, r.out_spec, r.modes)
+        if return_backend_traced_fn:
+            _compile_backend(spec, target, r.static_positions, r.sym_positions)
+        return spec, r.out, r.workdir
+    except BaseException:
+        shutil.rmtree(r.workdir, ignore_errors=True)
+        raise
+
+
+def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_ints, stateful=None,
+                 arg_stateful_idxs=None, kwarg_stateful_idxs=None, freeze=False) -> _Recorded:
+    """Record one call of `fn` into a trace in a new temporary directory (the caller owns it)."""
+    name = _name_of(fn)
+    is_module = _is_torch_module(fn)
+    source = _source_framework(fn, args, kwargs)
     workdir = tempfile.mkdtemp(prefix="ivytrace-")
     try:
         trace_path = os.path.join(workdir, "trace.ivytrace")
-        plan_path = os.path.join(workdir, "graph.ivyplan")
         call = _original_forward(fn) if is_module else fn
         sig = signature_of(call)
         # Buffered: the trace lives only for this call, so per-call writes (for crash safety)
@@ -987,22 +1085,9 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
             out = _plain_arrays(_unsym(out))
         finally:
             rec.stop()
-        cmd = ["export", trace_path, "--to", "plan", "-o", plan_path]
-        if not array_caching and supports_flag("export", "--no-array-caching"):
-            cmd.append("--no-array-caching")
-        if not include_generators and supports_flag("export", "--bake-generators"):
-            cmd.append("--bake-generators")
-        try:
-            run_cli(*cmd)
-        except CLIError as e:
-            if sym_args:
-                raise _SymIntsRefused(list(sym_args), _first_error_line(e)) from e
-            raise
-        spec = _Specialization(_load(plan_path, to, source), trace_path, plan_path, arg_names, state_in,
-                               state_out, out_spec, modes)
-        if return_backend_traced_fn:
-            _compile_backend(spec, target, static_positions, sym_positions)
-        return spec, out, workdir
+        return _Recorded(workdir=workdir, trace_path=trace_path, out=out, sym_args=sym_args, arg_names=arg_names,
+                         state_in=state_in, state_out=state_out, out_spec=out_spec, modes=modes,
+                         static_positions=static_positions, sym_positions=sym_positions)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
@@ -1010,9 +1095,13 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
 
 def _first_error_line(e) -> str:
     text = (getattr(e, "stderr", "") or str(e)).strip()
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         if "error" in line.lower():
-            return line.strip()
+            line = line.strip()
+            if line.endswith(":") and i + 1 < len(lines):   # a list follows: its first item says what
+                line = f"{line} {lines[i + 1].strip()}"
+            return line
     return text.splitlines()[0] if text else type(e).__name__
 
 
@@ -1049,4 +1138,4 @@ def _module_state(module):
     return out
 
 
-__all__ = ["trace_graph", "freeze", "graph_of", "Graph", "LazyGraph", "CLIError", "RetraceWarning", "StateWarning"]
+__all__ = ["trace_graph", "freeze", "export", "graph_of", "Graph", "LazyGraph", "CLIError", "RetraceWarning", "StateWarning"]

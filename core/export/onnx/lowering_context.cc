@@ -232,11 +232,15 @@ std::string LoweringContext::ConstantInitializer(ValueId v) {
     }
     return "undefined." + std::to_string(v);
   }
-  onnx::TensorProto init;
-  init.set_data_type(OnnxElemType(t.dtype()));
-  for (int64_t d : t.shape()) init.add_dims(d);
-  init.set_raw_data(t.data());
-  std::string name = AddInitializer(std::move(init), label.empty() ? "const_" + std::to_string(v) : label);
+  // Built in place in the model (on its arena): a TensorProto built aside and moved in is
+  // copied whole, since protobuf moves between arenas by copying, and the weights are most of
+  // the model's bytes. The data is copied once, from the graph's constant.
+  std::string name(Unique(label.empty() ? "const_" + std::to_string(v) : label));
+  onnx::TensorProto* init = out_->add_initializer();
+  init->set_name(name);
+  init->set_data_type(OnnxElemType(t.dtype()));
+  for (int64_t d : t.shape()) init->add_dims(d);
+  init->set_raw_data(t.data());
   constant_inits_[value.constant] = name;
   value_names_[v] = names_.Store(name);
   return name;

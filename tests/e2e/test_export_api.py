@@ -1,0 +1,148 @@
+"""ivytrace.export: one call from a running program to an ONNX model or a plan, checked in
+onnxruntime / the plan runtime against the program itself."""
+import numpy as np
+import pytest
+import torch
+
+ort = pytest.importorskip("onnxruntime")
+import onnx  # noqa: E402
+
+import ivytrace  # noqa: E402
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x)))
+        return torch.softmax(self.fc(h.mean(dim=(2, 3))), dim=-1)
+
+
+def _run(path, feeds):
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess, sess.run(None, dict(zip(names, feeds)))
+
+
+def test_a_module_exports_with_its_weights_and_follows_the_batch(tmp_path):
+    torch.manual_seed(0)
+    net = Net().eval()
+    for p in net.bn.parameters():               # BatchNorm statistics that are not the defaults
+        torch.nn.init.uniform_(p, 0.5, 1.5)
+    net.bn.running_mean.uniform_(-1, 1)
+    net.bn.running_var.uniform_(0.5, 2)
+    path = tmp_path / "net.onnx"
+    with torch.no_grad():
+        assert ivytrace.export(net, path, args=(torch.randn(2, 3, 8, 8),)) == str(path)
+    model = onnx.load(str(path))
+    assert not [i.name for i in model.graph.input if i.name.startswith(("param", "buffer"))]   # weights are baked
+    assert {i.name for i in model.graph.initializer} and len(model.graph.input) == 1
+    for batch in (1, 5):
+        x = torch.randn(batch, 3, 8, 8)
+        sess, (out,) = _run(path, [x.numpy()])
+        with torch.no_grad():
+            np.testing.assert_allclose(out, net(x).numpy(), rtol=1e-4, atol=1e-5)
+    # Nothing of the recording is left behind, and the module is the user's module still.
+    assert type(net).forward is Net.forward and "forward" not in net.__dict__
+
+
+def test_a_function_export_names_inputs_after_its_parameters(tmp_path):
+    def score(query, keys):
+        return torch.softmax(query @ keys.transpose(0, 1), dim=-1)
+
+    q, k = torch.randn(3, 4), torch.randn(6, 4)
+    path = ivytrace.export(score, tmp_path / "score.onnx", args=(q, k))
+    sess, (out,) = _run(path, [q.numpy(), k.numpy()])
+    assert [i.name for i in sess.get_inputs()] == ["query", "keys"]
+    np.testing.assert_allclose(out, score(q, k).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_specialized_graph_is_refused_with_exit_5_and_nothing_is_written(tmp_path):
+    def clipped(x):
+        if x.sum() > 0:                         # a branch on a value: a guard
+            return x * 2
+        return -x
+
+    path = tmp_path / "clipped.onnx"
+    path.write_bytes(b"the user's old model")
+    with pytest.raises(ivytrace.CLIError) as e:
+        ivytrace.export(clipped, path, args=(torch.ones(3),))
+    assert e.value.returncode == 5 and "guard" in str(e.value).lower()
+    assert path.read_bytes() == b"the user's old model"
+    # With allow_specialized the guard goes into the model's metadata.
+    ivytrace.export(clipped, path, args=(torch.ones(3),), allow_specialized=True)
+    model = onnx.load(str(path))
+    assert any("guard" in p.key.lower() for p in model.metadata_props)
+    _, (out,) = _run(path, [np.full(3, 2.0, np.float32)])
+    np.testing.assert_allclose(out, np.full(3, 4.0, np.float32))
+
+
+def test_static_exports_the_recorded_shapes(tmp_path):
+    path = ivytrace.export(lambda x: (x * x).sum(dim=0), tmp_path / "s.onnx", args=(torch.randn(4, 3),), static=True)
+    dims = onnx.load(path).graph.input[0].type.tensor_type.shape.dim
+    assert [d.dim_value for d in dims] == [4, 3] and not any(d.dim_param for d in dims)
+
+
+def test_export_to_a_plan_replays(tmp_path):
+    def f(x, y):
+        return torch.tanh(x) * y + 1.0
+
+    x, y = torch.randn(2, 5), torch.randn(2, 5)
+    path = ivytrace.export(f, tmp_path / "f.ivyplan", args=(x, y), to="plan")
+    plan = ivytrace.load_plan(path)
+    torch.testing.assert_close(plan(x, y), f(x, y))
+
+
+def test_int_arguments_are_inputs_where_onnx_takes_them_and_specialized_with_a_warning_where_not(tmp_path):
+    def view(x, n):
+        return x.reshape(n, -1) * n
+
+    x = torch.randn(12)
+    path = ivytrace.export(view, tmp_path / "view.onnx", args=(x, 3))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert [i.name for i in sess.get_inputs()] == ["x", "n"]
+    (out,) = sess.run(None, {"x": x.numpy(), "n": np.asarray(4, dtype=np.int64)})
+    np.testing.assert_allclose(out, view(x, 4).numpy(), rtol=1e-6)
+
+    def total(x, d):
+        return x.sum(dim=d)                     # ONNX takes an axis as an attribute only
+
+    x = torch.randn(3, 4)
+    with pytest.warns(ivytrace.StateWarning, match=r"number argument\(s\) d .*torch.Tensor.sum"):
+        path = ivytrace.export(total, tmp_path / "total.onnx", args=(x, 1))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert [i.name for i in sess.get_inputs()] == ["x"]
+    (out,) = sess.run(None, {"x": x.numpy()})
+    np.testing.assert_allclose(out, total(x, 1).numpy(), rtol=1e-6)
+
+
+def test_jax_functions_export(tmp_path):
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    w = jnp.asarray(np.random.RandomState(0).randn(4, 3).astype(np.float32))
+
+    def layer(x):
+        return jax.nn.gelu(x @ w)
+
+    x = jnp.asarray(np.random.RandomState(1).randn(2, 4).astype(np.float32))
+    path = ivytrace.export(layer, tmp_path / "layer.onnx", args=(x,))
+    x6 = np.random.RandomState(2).randn(6, 4).astype(np.float32)
+    _, (out,) = _run(path, [x6])                # the batch follows the input (jax_shapes.py)
+    np.testing.assert_allclose(out, np.asarray(layer(jnp.asarray(x6))), rtol=1e-5, atol=1e-6)
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="expected 'onnx' or 'plan'"):
+        ivytrace.export(lambda x: x + 1, tmp_path / "a", args=(torch.ones(1),), to="tflite")
+    with pytest.raises(ValueError, match="apply to ONNX models"):
+        ivytrace.export(lambda x: x + 1, tmp_path / "a", args=(torch.ones(1),), to="plan", static=True)
+    missing = tmp_path / "no" / "such" / "dir" / "m.onnx"
+    with pytest.raises(ivytrace.CLIError) as e:
+        ivytrace.export(lambda x: x + 1, missing, args=(torch.ones(1),))
+    assert e.value.returncode == 4 and str(missing) in str(e.value)
+    assert not missing.exists()
