@@ -112,6 +112,7 @@ int RunExport(const ExportOptions& o) {
   // to the OS at exit: freeing it was 4% of exporting a million nodes.
   static google::protobuf::Arena* const arena = new google::protobuf::Arena();
   onnx::ModelProto& model = *google::protobuf::Arena::CreateMessage<onnx::ModelProto>(arena);
+  oo.take_constant_data = &lg.graph.constants;   // the graph is not read after the export
   st = ExportOnnx(lg.graph, oo, &model);
   if (!st.ok()) return Fail("export", st, kExitUnsupported);
   // Streamed into the file rather than serialized into a string first (that string was 108 MB at a

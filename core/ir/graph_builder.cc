@@ -328,7 +328,15 @@ class Builder {
     v.shape.assign(st->second.shape().begin(), st->second.shape().end());
     v.name = st->second.name();
     v.constant = static_cast<int32_t>(graph_->constants.size());
-    graph_->constants.push_back(st->second);
+    if (active_) {
+      // Moved, not copied: in the region a value is resolved once (defined_ answers every later
+      // read), and a copy doubled the memory of reading a model's weights. Before a region
+      // begins, the graph may still be dropped with defined_ (BeginRegion), so it copies.
+      graph_->constants.push_back(std::move(st->second));
+      stored_.erase(st);
+    } else {
+      graph_->constants.push_back(st->second);
+    }
     *out = graph_->AddValue(std::move(v));
     defined_[key] = *out;
     return Status::Ok();

@@ -234,13 +234,17 @@ std::string LoweringContext::ConstantInitializer(ValueId v) {
   }
   // Built in place in the model (on its arena): a TensorProto built aside and moved in is
   // copied whole, since protobuf moves between arenas by copying, and the weights are most of
-  // the model's bytes. The data is copied once, from the graph's constant.
+  // the model's bytes. The data is copied once from the graph's constant, or taken from it.
   std::string name(Unique(label.empty() ? "const_" + std::to_string(v) : label));
   onnx::TensorProto* init = out_->add_initializer();
   init->set_name(name);
   init->set_data_type(OnnxElemType(t.dtype()));
   for (int64_t d : t.shape()) init->add_dims(d);
-  init->set_raw_data(t.data());
+  if (options_.take_constant_data != nullptr) {
+    init->set_raw_data(std::move(*(*options_.take_constant_data)[value.constant].mutable_data()));
+  } else {
+    init->set_raw_data(t.data());
+  }
   constant_inits_[value.constant] = name;
   value_names_[v] = names_.Store(name);
   return name;

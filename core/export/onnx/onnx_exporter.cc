@@ -202,6 +202,9 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   auto range = versions.find(onnx::ONNX_DOMAIN);
   const int max_opset = range != versions.end() ? range->second.second : 17;
+  if (options.take_constant_data != nullptr && options.take_constant_data != &graph.constants) {
+    return Status::InvalidArgument("take_constant_data must be the exported graph's own constants");
+  }
   if (options.opset < kMinOpset || options.opset > max_opset) {
     return Status::InvalidArgument("ONNX opset " + std::to_string(options.opset) + " is not supported (use " +
                                    std::to_string(kMinOpset) + ".." + std::to_string(max_opset) + ")");
