@@ -59,7 +59,7 @@ def array_from_tensor_proto(t, where: str):
         if len(t.data) != math.prod(shape) * 2:
             raise PlanError(f"{where}: array of shape {list(shape)} and dtype bfloat16 needs "
                             f"{math.prod(shape) * 2} bytes, the plan has {len(t.data)}")
-        a = np.frombuffer(bytearray(t.data), dtype=jnp.bfloat16).reshape(shape)
+        a = np.frombuffer(t.data, dtype=jnp.bfloat16).reshape(shape)
     else:
-        a = array_from_proto(t, where)
+        a = array_from_proto(t, where, writable=False)   # JAX arrays are immutable
     return jax.device_put(a)

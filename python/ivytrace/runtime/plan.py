@@ -42,7 +42,7 @@ def read_plan_file(path) -> plan_pb2.Plan:
                         f"changed after the plan was written")
     plan = plan_pb2.Plan()
     try:
-        plan.ParseFromString(data[len(PLAN_MAGIC):end])
+        plan.ParseFromString(memoryview(data)[len(PLAN_MAGIC):end])   # a view: the slice was a copy
     except Exception as e:  # protobuf's DecodeError; the message differs by backend
         raise PlanError(f"{path}: byte offset {len(PLAN_MAGIC)}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
     return plan

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 try:
     import torch
@@ -116,11 +117,17 @@ def tensor_from_proto(t, where: str):
                         f"{numel * itemsize} bytes, the plan has {len(t.data)}")
     if numel == 0:
         return torch.empty(shape, dtype=dt)
-    return torch.frombuffer(bytearray(t.data), dtype=dt).reshape(shape)
+    # The bytes object t.data hands out is a fresh copy that only this tensor holds, so the tensor
+    # takes it as is; torch warns that bytes are not writable, which for this sole owner does not
+    # matter (a bytearray copy of a model's weights was a third of load_plan).
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The given buffer is not writable", UserWarning)
+        return torch.frombuffer(t.data, dtype=dt).reshape(shape)
 
 
-def array_from_proto(t, where: str):
-    """A NumPy array from an ivytrace.v1.Tensor (for plans whose framework is "numpy")."""
+def array_from_proto(t, where: str, writable: bool = True):
+    """A NumPy array from an ivytrace.v1.Tensor (for plans whose framework is "numpy"); read-only
+    unless `writable` (a copy), for callers that copy it anyway."""
     import numpy as np
     name = DTYPE_NAMES.get(t.dtype)
     if name is None:
@@ -133,7 +140,7 @@ def array_from_proto(t, where: str):
     if len(t.data) != math.prod(shape) * dt.itemsize:
         raise PlanError(f"{where}: array of shape {list(shape)} and dtype {dt} needs "
                         f"{math.prod(shape) * dt.itemsize} bytes, the plan has {len(t.data)}")
-    return np.frombuffer(bytearray(t.data), dtype=dt).reshape(shape)
+    return np.frombuffer(bytearray(t.data) if writable else t.data, dtype=dt).reshape(shape)
 
 
 def same_value(a, b) -> bool:
