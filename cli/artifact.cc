@@ -22,7 +22,7 @@ Status SniffArtifact(const std::string& path, FileKind* kind) {
     return Status::Ok();
   }
   return Status::Corruption("'" + path + "' is not an ivytrace trace, graph or plan (\"IVYTRC01\", \"IVYGRF01\", "
-                            "\"IVYPLN01\" at byte 0) nor an ONNX model");
+                            "\"IVYPLN02\" at byte 0) nor an ONNX model");
 }
 
 Status ReadOnnxModel(const std::string& path, onnx::ModelProto* model) {

@@ -6,10 +6,13 @@
 #include <utility>
 
 #include <cctype>
+#include <climits>
+#include <cstdint>
 #include <fstream>
 
 #include "cli/artifact.h"
 #include "cli/common.h"
+#include "core/io/file_kind.h"
 #include "core/ir/arg.h"
 
 namespace ivytrace::cli {
@@ -303,8 +306,22 @@ Status ReadPlanFile(const std::string& path, v1::Plan* plan) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::IOError("'" + path + "': cannot open");
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!plan->ParseFromArray(data.data() + 8, static_cast<int>(data.size() - 8))) {
-    return Status::Corruption("'" + path + "': byte offset 8: the plan does not parse as ivytrace.v1.Plan");
+  // Format 02 (plan.proto): the Plan follows the data section, whose size is bytes 8-15; the
+  // description needs no constant's bytes. Format 01: the Plan follows the magic.
+  uint64_t at = 8;
+  if (data.size() >= kPlanDataStart && data.compare(0, 8, kPlanMagic, 8) == 0) {
+    uint64_t section = 0;
+    for (int i = 7; i >= 0; --i) section = section << 8 | static_cast<unsigned char>(data[8 + i]);
+    if (section > data.size() - kPlanDataStart) {
+      return Status::Corruption("'" + path + "': byte offset 8: a data section of " + std::to_string(section) +
+                                " bytes does not fit in the file (" + std::to_string(data.size()) + " bytes)");
+    }
+    at = kPlanDataStart + section;
+  }
+  if (data.size() < at || data.size() - at > static_cast<size_t>(INT_MAX) ||
+      !plan->ParseFromArray(data.data() + at, static_cast<int>(data.size() - at))) {
+    return Status::Corruption("'" + path + "': byte offset " + std::to_string(at) +
+                              ": the plan does not parse as ivytrace.v1.Plan");
   }
   return Status::Ok();
 }

@@ -272,9 +272,11 @@ void PlanLowering::MakeGuard(size_t i, v1::Guard* guard) const {
 // never built whole: building it copied every node's args into millions of small messages and
 // then serialized them into one string the size of the file (1.8 GB peak RSS and ~2.1 s for a
 // 1M-op graph), and protobuf refuses a message over 2 GB. Each step is lowered into one reused
-// v1::Step that protobuf sizes and serializes; each constant is written around the graph's own
-// v1::Tensor, not copied. Fields go in field-number order, as protobuf's serializer writes them,
-// so the bytes are exactly those of v1::Plan::SerializeToString.
+// v1::Step that protobuf sizes and serializes. The constants' bytes go first, straight from the
+// graph's tensors into the aligned data section (format 02, plan.proto), and the Plan after them
+// holds where they are. Fields go in field-number order, as protobuf's serializer writes them, so
+// the Plan's bytes are those of v1::Plan::SerializeToString of ExportPlan's plan once each
+// constant's data is moved into the data section.
 
 namespace pb = ::google::protobuf;
 using pb::io::CodedOutputStream;
@@ -283,18 +285,62 @@ using streamed_file::WriteMessageField;
 using P = v1::Plan;
 using PC = v1::PlanConstant;
 
-// A PlanConstant {slot, value} as field `field`, sized and written around `value`. False if it is
-// over 2 GB.
-bool WritePlanConstant(uint32_t slot, const v1::Tensor& value, CodedOutputStream* out) {
-  const size_t size = (slot != 0 ? WFL::TagSize(PC::kSlotFieldNumber, WFL::TYPE_UINT32) + WFL::UInt32Size(slot) : 0) +
-                      WFL::TagSize(PC::kValueFieldNumber, WFL::TYPE_MESSAGE) +
-                      WFL::MessageSize(value);  // caches value's size for WriteMessage
-  if (size > static_cast<size_t>(INT_MAX)) return false;
-  WFL::WriteTag(P::kConstantsFieldNumber, WFL::WIRETYPE_LENGTH_DELIMITED, out);
-  out->WriteVarint32(static_cast<uint32_t>(size));
-  if (slot != 0) WFL::WriteUInt32(PC::kSlotFieldNumber, slot, out);
-  WFL::WriteMessage(PC::kValueFieldNumber, value, out);
-  return true;
+// The value's fields other than its bytes (format 02 keeps those in the data section). Set one by
+// one, since copying the message and clearing `data` would copy the bytes first; a field added to
+// v1::Tensor must be added here (PlanFile tests compare the file with ExportPlan's plan).
+v1::Tensor WithoutData(const v1::Tensor& value) {
+  v1::Tensor meta;
+  meta.set_dtype(value.dtype());
+  *meta.mutable_shape() = value.shape();
+  meta.set_name(value.name());
+  meta.set_role(value.role());
+  meta.set_framework(value.framework());
+  return meta;
+}
+
+uint64_t AlignedSize(uint64_t n) { return (n + kPlanDataAlign - 1) / kPlanDataAlign * kPlanDataAlign; }
+
+// Writes `n` bytes (CodedOutputStream::WriteRaw takes an int).
+void WriteBytes(const char* p, uint64_t n, CodedOutputStream* out) {
+  constexpr uint64_t kStep = uint64_t{1} << 30;
+  for (uint64_t done = 0; done < n; done += kStep) out->WriteRaw(p + done, static_cast<int>(std::min(kStep, n - done)));
+}
+
+void WriteZeros(uint64_t n, CodedOutputStream* out) {
+  static const char kZeros[kPlanDataAlign] = {};
+  for (; n > 0; n -= std::min<uint64_t>(n, sizeof kZeros)) {
+    out->WriteRaw(kZeros, static_cast<int>(std::min<uint64_t>(n, sizeof kZeros)));
+  }
+}
+
+// Format 02's start: the magic, the data section's size, zeros up to byte 64, then each constant's
+// bytes at an aligned offset. Returns the offsets, in constant_slots() order.
+std::vector<uint64_t> WriteDataSection(const PlanLowering& p, CodedOutputStream* out) {
+  std::vector<uint64_t> offsets;
+  uint64_t size = 0;
+  for (uint32_t slot : p.constant_slots()) {
+    offsets.push_back(size);
+    size += AlignedSize(p.constant(slot).data().size());
+  }
+  out->WriteRaw(kPlanMagic, 8);
+  out->WriteLittleEndian64(size);
+  WriteZeros(kPlanDataStart - 16, out);
+  for (uint32_t slot : p.constant_slots()) {
+    const std::string& data = p.constant(slot).data();
+    WriteBytes(data.data(), data.size(), out);
+    WriteZeros(AlignedSize(data.size()) - data.size(), out);
+  }
+  return offsets;
+}
+
+// A PlanConstant {slot, value without its bytes, data_offset, data_bytes} as field `constants`.
+bool WritePlanConstant(uint32_t slot, const v1::Tensor& value, uint64_t offset, CodedOutputStream* out) {
+  PC c;
+  c.set_slot(slot);
+  *c.mutable_value() = WithoutData(value);
+  c.set_data_offset(offset);
+  c.set_data_bytes(value.data().size());
+  return WriteMessageField(P::kConstantsFieldNumber, c, out);
 }
 
 // Writes the magic and the Plan's fields. Returns an error for an element over 2 GB; stream
@@ -305,7 +351,7 @@ Status WritePlan(const PlanLowering& p, const std::string& path, CodedOutputStre
                                    " is over protobuf's 2 GB message limit");
   };
   const Graph& g = p.graph();
-  out->WriteRaw(kPlanMagic, 8);
+  const std::vector<uint64_t> offsets = WriteDataSection(p, out);
   if (!g.name.empty()) WFL::WriteString(P::kNameFieldNumber, g.name, out);
   WFL::WriteString(P::kFrameworkFieldNumber, p.framework(), out);  // never empty
   if (!p.target().empty() && p.target() != p.framework()) WFL::WriteString(P::kTargetFieldNumber, p.target(), out);
@@ -313,8 +359,9 @@ Status WritePlan(const PlanLowering& p, const std::string& path, CodedOutputStre
   for (const auto& in : g.inputs) {
     if (!WriteMessageField(P::kInputsFieldNumber, in, out)) return too_big("input '" + in.name() + "'");
   }
+  size_t i = 0;
   for (uint32_t slot : p.constant_slots()) {
-    if (!WritePlanConstant(slot, p.constant(slot), out)) {
+    if (!WritePlanConstant(slot, p.constant(slot), offsets[i++], out)) {
       return too_big("the constant in slot " + std::to_string(slot) + " ('" + p.constant(slot).name() + "')");
     }
   }

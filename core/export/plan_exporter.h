@@ -23,10 +23,11 @@ struct PlanOptions {
 // Builds the whole plan in memory (tests, small graphs).
 Status ExportPlan(const Graph& graph, v1::Plan* plan, const PlanOptions& options = {});
 
-// Writes the plan of `graph` to the plan file `path` (8 bytes "IVYPLN01", then exactly the bytes
-// of ExportPlan's v1::Plan serialized; the Python runtime reads them) without building the
-// v1::Plan: the steps are lowered and written one at a time, so the file is not bound by
-// protobuf's 2 GB message limit and memory holds one step, not the plan. Graph that cannot be
+// Writes the plan of `graph` to the plan file `path` in format 02 (plan.proto: magic "IVYPLN02",
+// the constants' bytes in an aligned data section a reader maps, then the Plan, which is
+// ExportPlan's v1::Plan with each constant's data replaced by its place in that section) without
+// building the v1::Plan: the steps are lowered and written one at a time, so the file is not bound
+// by protobuf's 2 GB message limit and memory holds one step, not the plan. Graph that cannot be
 // exported: Unsupported, before anything is written. The write is atomic (core/util/atomic_file.h):
 // on failure nothing is left at `path` and an existing file keeps its contents.
 Status ExportPlanFile(const Graph& graph, const std::string& path, const PlanOptions& options = {});

@@ -24,7 +24,7 @@ Status SniffFile(const std::string& path, FileKind* kind) {
     *kind = FileKind::kTrace;  // TraceReader reports an unsupported version precisely
   } else if (m == kGraphMagic) {
     *kind = FileKind::kGraph;
-  } else if (m == kPlanMagic) {
+  } else if (m == kPlanMagic || m == kPlanMagicV1) {
     *kind = FileKind::kPlan;
   } else {
     return Status::Corruption("'" + path +

@@ -139,8 +139,8 @@ class PlanRunner:
         from ivytrace.runtime.errors import PlanError
         self.framework = "torch"
         try:
-            from ivytrace.runtime.plan import read_plan_file
-            plan = read_plan_file(path)
+            from ivytrace.runtime.plan import read_plan
+            plan, data = read_plan(path)
         except PlanError as e:
             raise BadInput(str(e)) from None
         self.framework = (plan.framework or "torch").split(",")[0]
@@ -150,7 +150,7 @@ class PlanRunner:
             _need("jax", f"replaying the jax plan {path}")
         from ivytrace.runtime.plan import CompiledPlan
         try:
-            self.plan = CompiledPlan(plan, path)
+            self.plan = CompiledPlan(plan, path, data=data)
         except PlanError as e:
             raise BadInput(str(e)) from None
         self.inputs = list(plan.inputs)

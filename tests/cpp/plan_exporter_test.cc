@@ -124,6 +124,41 @@ std::string WriteInPlaceTrace(const std::string& path) {
   return path;
 }
 
+// The bytes of a format 02 plan file (plan.proto) holding `plan`: the magic, the data section's
+// size, zeros to byte 64, each constant's bytes at a 64-byte aligned offset, then the Plan with
+// each constant's data replaced by its place (what the sealed file holds before its checksum).
+std::string Format02(v1::Plan plan) {
+  std::string section;
+  for (auto& c : *plan.mutable_constants()) {
+    c.set_data_offset(section.size());
+    c.set_data_bytes(c.value().data().size());
+    section += c.value().data();
+    section.append((64 - section.size() % 64) % 64, '\0');
+    c.mutable_value()->clear_data();
+  }
+  std::string head(kPlanMagic, 8);
+  for (int i = 0; i < 8; ++i) head.push_back(static_cast<char>((section.size() >> (8 * i)) & 0xff));
+  head.append(64 - head.size(), '\0');
+  return head + section + plan.SerializeAsString();
+}
+
+// A format 02 file read back into the plan ExportPlan builds: constants' bytes from the section.
+v1::Plan ReadBack(const std::string& bytes) {
+  v1::Plan got;
+  uint64_t section = 0;
+  for (int i = 7; i >= 0; --i) section = section << 8 | static_cast<unsigned char>(bytes[8 + i]);
+  EXPECT_TRUE(got.ParseFromString(bytes.substr(64 + section)));
+  for (auto& c : *got.mutable_constants()) {
+    EXPECT_EQ(c.data_offset() % 64, 0u);
+    EXPECT_LE(c.data_offset() + c.data_bytes(), section);
+    c.mutable_value()->set_data(bytes.substr(64 + c.data_offset(), c.data_bytes()));
+    c.clear_data_offset();
+    c.clear_data_bytes();
+  }
+  got.clear_crc32();
+  return got;
+}
+
 void ExpectStreamedPlanIsTheInMemoryOne(const Graph& g, const std::string& name) {
   SCOPED_TRACE(name);
   v1::Plan want;
@@ -136,16 +171,14 @@ void ExpectStreamedPlanIsTheInMemoryOne(const Graph& g, const std::string& name)
   const std::string bytes = ReadBytes(path);
   ASSERT_GE(bytes.size(), 8u);
   EXPECT_EQ(bytes.substr(0, 8), std::string(kPlanMagic, 8));
-  v1::Plan got;
-  ASSERT_TRUE(got.ParseFromString(bytes.substr(8)));
-  got.clear_crc32();
+  v1::Plan got = ReadBack(bytes);
   std::string diff;
   google::protobuf::util::MessageDifferencer d;
   d.ReportDifferencesToString(&diff);
   EXPECT_TRUE(d.Compare(got, want)) << diff;
-  // Fields in field-number order, presence as the generated serializer decides: the same bytes.
-  // Then the checksum of all of it, as the last field.
-  EXPECT_TRUE(bytes == testing::Sealed(std::string(kPlanMagic, 8) + want.SerializeAsString()));
+  // The data section, then the Plan's fields in field-number order, presence as the generated
+  // serializer decides: the same bytes. Then the checksum of all of it, as the last field.
+  EXPECT_TRUE(bytes == testing::Sealed(Format02(want)));
 }
 
 TEST(PlanFile, StreamedBytesAreWhatTheInMemoryPlanSerializesTo) {
@@ -156,6 +189,14 @@ TEST(PlanFile, StreamedBytesAreWhatTheInMemoryPlanSerializesTo) {
   Graph mixed;
   ASSERT_TRUE(BuildGraphFromTrace(WriteMixedTrace(TempPath("mixed_file.ivt")), {}, &mixed).ok());
   ExpectStreamedPlanIsTheInMemoryOne(mixed, "mixed");
+  // The data section is exercised: constants whose sizes are not multiples of 64 get padding.
+  int unaligned = 0;
+  for (const Graph* graph : {&seeds, &mixed}) {
+    v1::Plan with_constants;
+    ASSERT_TRUE(ExportPlan(*graph, &with_constants).ok());
+    for (const auto& c : with_constants.constants()) unaligned += c.value().data().size() % 64 != 0;
+  }
+  EXPECT_GT(unaligned, 0);
 
   Graph g;
   Status st = BuildGraphFromTrace(WriteInPlaceTrace(TempPath("inplace.ivt")), {}, &g);
@@ -243,8 +284,7 @@ TEST(PlanExporter, ARetargetedPlanKeepsItsStepsAndRecordsTheTarget) {
   std::filesystem::remove(path);
   st = ExportPlanFile(g, path, o);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  v1::Plan got;
-  ASSERT_TRUE(got.ParseFromString(ReadBytes(path).substr(8)));
+  v1::Plan got = ReadBack(ReadBytes(path));
   EXPECT_EQ(got.target(), "numpy");
   EXPECT_EQ(got.framework(), "torch");
 }

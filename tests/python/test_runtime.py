@@ -4,7 +4,7 @@ import torch
 
 import ivytrace
 from ivytrace.runtime.allowlist import AllowList
-from ivytrace.runtime.plan import PLAN_MAGIC, load_plan, write_plan_file
+from ivytrace.runtime.plan import PLAN_MAGIC, PLAN_MAGIC_V1, load_plan, write_plan_file
 from ivytrace.schema import load_schemas
 from ivytrace.v1 import common_pb2, plan_pb2
 
@@ -89,7 +89,15 @@ def test_bad_magic_and_garbage_name_the_file(tmp_path):
         load_plan(bad)
     corrupt = tmp_path / "corrupt.ivyplan"
     corrupt.write_bytes(PLAN_MAGIC + b"\xff\xff\xff")
+    with pytest.raises(ivytrace.PlanError, match=r"corrupt\.ivyplan: byte offset 11: truncated"):
+        load_plan(corrupt)
+    corrupt.write_bytes(PLAN_MAGIC_V1 + b"\xff\xff\xff")   # the format before the data section
     with pytest.raises(ivytrace.PlanError, match=r"corrupt\.ivyplan.*does not end with its checksum"):
+        load_plan(corrupt)
+    # A data section larger than the file: said before anything is mapped into tensors.
+    corrupt.write_bytes(PLAN_MAGIC + (1 << 40).to_bytes(8, "little") + bytes(48) + b"\x7d\0\0\0\0")
+    with pytest.raises(ivytrace.PlanError, match=r"corrupt\.ivyplan: byte offset 8: .*data section of 1099511627776 "
+                                                 r"bytes does not fit"):
         load_plan(corrupt)
     with pytest.raises(ivytrace.PlanError, match="missing.ivyplan"):
         load_plan(tmp_path / "missing.ivyplan")

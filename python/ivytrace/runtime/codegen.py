@@ -86,8 +86,9 @@ def _has_slot(arg) -> bool:
 
 
 class _Gen:
-    def __init__(self, plan, allow, filename, target=None, convert_inputs=True):
+    def __init__(self, plan, allow, filename, target=None, convert_inputs=True, data=None):
         self.plan = plan
+        self.data = data   # format 02: the constants' bytes, by index (plan.read_plan)
         self.allow = allow
         self.filename = filename
         # Retargeting: steps of other frameworks call `target`'s implementation of their canonical
@@ -240,8 +241,9 @@ class _Gen:
                                 f"{', '.join(sorted(self.allow.targets))}")
             make_target = retarget.constant_maker(self.to)
             self.cv = self.bind("cv", retarget.converter(self.to))
-        for c in plan.constants:
+        for i, c in enumerate(plan.constants):
             where = f"{where_plan}: constant for slot {c.slot}"
+            raw = self.data[i] if self.data is not None else None
             if c.slot in self.names:
                 raise PlanError(f"{where}: slot {c.slot} is defined twice")
             if self.plan.num_slots and c.slot >= self.plan.num_slots:
@@ -249,7 +251,7 @@ class _Gen:
             var = self.names[c.slot] = f"c{c.slot}"
             fw = c.value.framework or default_fw
             if self.to:   # converted once, here
-                self.ns[var] = make_target(c.value, where)
+                self.ns[var] = make_target(c.value, where, data=raw)
                 self.constants.add(c.slot)
                 continue
             if fw == "jax":
@@ -258,7 +260,7 @@ class _Gen:
                 make = array_from_proto if fw == "numpy" else tensor_from_proto
             else:
                 raise PlanError(f"{where}: constant of framework {fw!r}; this runtime makes torch, numpy and jax values")
-            self.ns[var] = make(c.value, where)
+            self.ns[var] = make(c.value, where, data=raw)
             self.constants.add(c.slot)
 
         # Guards are checked right after their tensor is defined.
@@ -715,8 +717,8 @@ class Generated:
         self.filename = filename
 
 
-def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True) -> Generated:
-    g = _Gen(plan, allow, filename, target, convert_inputs)
+def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True, data=None) -> Generated:
+    g = _Gen(plan, allow, filename, target, convert_inputs, data)
     source = g.run()
     plan_no = next(_counter)
     # A chunked plan's functions are compiled one by one: compiling them as one module would hold

@@ -47,7 +47,7 @@ def literal(arg, allow, where: str):
     return _literal(arg, allow, where)
 
 
-def array_from_tensor_proto(t, where: str):
+def array_from_tensor_proto(t, where: str, data=None):
     """A constant as a jax.Array (placed on the default device once, at load time)."""
     import jax
     import numpy as np
@@ -56,10 +56,11 @@ def array_from_tensor_proto(t, where: str):
 
         from ivytrace.runtime.values import checked_shape
         shape = checked_shape(t, where)
-        if len(t.data) != math.prod(shape) * 2:
+        raw = t.data if data is None else data
+        if len(raw) != math.prod(shape) * 2:
             raise PlanError(f"{where}: array of shape {list(shape)} and dtype bfloat16 needs "
-                            f"{math.prod(shape) * 2} bytes, the plan has {len(t.data)}")
-        a = np.frombuffer(t.data, dtype=jnp.bfloat16).reshape(shape)
+                            f"{math.prod(shape) * 2} bytes, the plan has {len(raw)}")
+        a = np.frombuffer(raw, dtype=jnp.bfloat16).reshape(shape)
     else:
-        a = array_from_proto(t, where, writable=False)   # JAX arrays are immutable
+        a = array_from_proto(t, where, writable=False, data=data)   # JAX arrays are immutable
     return jax.device_put(a)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import inspect
+import mmap
 import os
 import zlib
 
@@ -15,46 +16,93 @@ from ivytrace.runtime.codegen import generate
 from ivytrace.runtime.errors import PlanError
 from ivytrace.v1 import plan_pb2
 
-PLAN_MAGIC = b"IVYPLN01"
+PLAN_MAGIC = b"IVYPLN02"      # what the CLI writes: constants' bytes in an aligned data section
+PLAN_MAGIC_V1 = b"IVYPLN01"   # still read: constants' bytes inside the Plan message
+DATA_START = 64               # format 02: where the data section starts
+DATA_ALIGN = 64
 CHECKSUM_TAG = bytes([15 << 3 | 5])  # Plan.crc32: field 15, fixed32
 
 
-def read_plan_file(path) -> plan_pb2.Plan:
+def read_plan(path):
+    """Read and check a plan file: (plan, data). `data[i]` is a writable buffer holding constant
+    i's bytes, for format 02 (plan.proto): the file is mapped copy-on-write, so the constants are
+    the file's pages, read lazily and shared with the page cache, never parsed or copied (a step
+    that writes into one gets a private page). None for format 01, whose Plan holds the bytes."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            magic = f.read(len(PLAN_MAGIC))
+            if magic == PLAN_MAGIC and os.fstat(f.fileno()).st_size >= DATA_START:
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+            else:
+                buf = magic + f.read()
     except OSError as e:
         raise PlanError(f"{path}: cannot read plan file: {e.strerror}") from None
-    if data[:len(PLAN_MAGIC)] != PLAN_MAGIC:
-        raise PlanError(f"{path}: not an ivytrace plan file (expected magic {PLAN_MAGIC!r} at byte 0, "
-                        f"found {data[:len(PLAN_MAGIC)]!r})")
+    if magic not in (PLAN_MAGIC, PLAN_MAGIC_V1):
+        raise PlanError(f"{path}: not an ivytrace plan file (expected magic {PLAN_MAGIC!r} or {PLAN_MAGIC_V1!r} "
+                        f"at byte 0, found {magic!r})")
+    view = memoryview(buf)
     # The file ends with its checksum (Plan.crc32, field 15): the CRC-32 of every byte before it.
-    end = len(data) - len(CHECKSUM_TAG) - 4
-    if end < len(PLAN_MAGIC) or data[end:end + len(CHECKSUM_TAG)] != CHECKSUM_TAG:
+    end = len(buf) - len(CHECKSUM_TAG) - 4
+    at = len(PLAN_MAGIC)
+    if magic == PLAN_MAGIC:
+        if len(buf) < DATA_START:
+            raise PlanError(f"{path}: byte offset {len(buf)}: truncated: a format 02 plan file starts with "
+                            f"{DATA_START} bytes (magic, data section size, padding)")
+        section = int.from_bytes(view[8:16], "little")
+        at = DATA_START + section
+        if at > end:
+            raise PlanError(f"{path}: byte offset 8: truncated or damaged: a data section of {section} bytes "
+                            f"does not fit in the file ({len(buf)} bytes)")
+    if end < at or view[end:end + len(CHECKSUM_TAG)] != CHECKSUM_TAG:
         raise PlanError(f"{path}: byte offset {max(end, 0)}: truncated or damaged: the plan file does not end "
                         f"with its checksum (field 15, fixed32)")
-    stored = int.from_bytes(data[end + len(CHECKSUM_TAG):], "little")
-    actual = zlib.crc32(memoryview(data)[:end])
+    stored = int.from_bytes(view[end + len(CHECKSUM_TAG):], "little")
+    actual = zlib.crc32(view[:end])
     if stored != actual:
         raise PlanError(f"{path}: byte offset {end}: damaged: the checksum of bytes 0 to {end} "
                         f"({actual:#010x}) does not match the stored one ({stored:#010x}): bytes were "
                         f"changed after the plan was written")
     plan = plan_pb2.Plan()
     try:
-        plan.ParseFromString(memoryview(data)[len(PLAN_MAGIC):end])   # a view: the slice was a copy
+        plan.ParseFromString(view[at:end])   # a view: a slice would be a copy
     except Exception as e:  # protobuf's DecodeError; the message differs by backend
-        raise PlanError(f"{path}: byte offset {len(PLAN_MAGIC)}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
-    return plan
+        raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
+    if magic == PLAN_MAGIC_V1:
+        return plan, None
+    data = []
+    for i, c in enumerate(plan.constants):
+        where = f"{path}: constant {i} (slot {c.slot})"
+        if c.value.data:
+            raise PlanError(f"{where}: a format 02 plan keeps constants' bytes in its data section, not in the Plan")
+        if c.data_offset % DATA_ALIGN or c.data_offset + c.data_bytes > section:
+            raise PlanError(f"{where}: bytes {c.data_offset} to {c.data_offset + c.data_bytes} of the data section "
+                            f"({section} bytes) are out of range or not {DATA_ALIGN}-byte aligned")
+        data.append(view[DATA_START + c.data_offset:DATA_START + c.data_offset + c.data_bytes])
+    return plan, data
+
+
+def read_plan_file(path) -> plan_pb2.Plan:
+    """The checked Plan message of a plan file (for format 02, without the constants' bytes:
+    read_plan gives those)."""
+    return read_plan(path)[0]
 
 
 def write_plan_file(path, plan: plan_pb2.Plan) -> None:
-    """Write a plan (magic + serialized Plan), atomically. The CLI normally does this; tests use it."""
+    """Write a plan in format 02 (magic, data section, Plan), atomically; the constants' bytes,
+    given in `value.data`, move to the data section. The CLI normally does this; tests use it."""
     path = os.fspath(path)
     tmp = f"{path}.tmp{os.getpid()}"
     plan = plan_pb2.Plan.FromString(plan.SerializeToString())
     plan.ClearField("crc32")
-    body = PLAN_MAGIC + plan.SerializeToString()
+    section = bytearray()
+    for c in plan.constants:
+        c.data_offset, c.data_bytes = len(section), len(c.value.data)
+        section += c.value.data
+        section += bytes(-len(section) % DATA_ALIGN)
+        c.value.ClearField("data")
+    head = PLAN_MAGIC + len(section).to_bytes(8, "little")
+    body = head + bytes(DATA_START - len(head)) + section + plan.SerializeToString()
     with open(tmp, "wb") as f:
         f.write(body + CHECKSUM_TAG + zlib.crc32(body).to_bytes(4, "little"))
     os.replace(tmp, path)
@@ -90,7 +138,7 @@ class CompiledPlan:
     """
 
     def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None,
-                 target: str | None = None, jit: bool = False):
+                 target: str | None = None, jit: bool = False, data=None):
         self.plan = plan
         self.path = path
         target = target or plan.target or None
@@ -101,7 +149,7 @@ class CompiledPlan:
                             f"{self.framework!r}, or non-array inputs, or guards on values)")
         # Under jit the inputs are converted before the jitted function sees them.
         gen = generate(plan, allow or default_allowlist(), filename=path, target=target,
-                       convert_inputs=not use_jit)
+                       convert_inputs=not use_jit, data=data)
         self.source = gen.source
         self.namespace = gen.namespace   # what the generated code's names are bound to
         self._fn = gen.function
@@ -152,4 +200,5 @@ def load_plan(path, allow: AllowList | None = None, target: str | None = None,
     target: the framework to replay in ("torch", "numpy", "jax"); default: the plan's own (see
     CompiledPlan)."""
     path = os.fspath(path)
-    return CompiledPlan(read_plan_file(path), path, allow, target=target, jit=jit)
+    plan, data = read_plan(path)
+    return CompiledPlan(plan, path, allow, target=target, jit=jit, data=data)

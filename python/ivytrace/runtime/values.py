@@ -106,17 +106,21 @@ def checked_shape(t, where: str) -> tuple:
     return shape
 
 
-def tensor_from_proto(t, where: str):
-    """A torch tensor from an ivytrace.v1.Tensor (dense, C-contiguous, little-endian)."""
+def tensor_from_proto(t, where: str, data=None):
+    """A torch tensor from an ivytrace.v1.Tensor (dense, C-contiguous, little-endian). `data`: its
+    bytes when they are not in t.data (a plan's data section, mapped: the tensor uses them in place)."""
     dt = dtype_of(t.dtype, where)
     shape = checked_shape(t, where)
     numel = math.prod(shape)
     itemsize = torch.empty((), dtype=dt).element_size()
-    if len(t.data) != numel * itemsize:
+    raw = t.data if data is None else data
+    if len(raw) != numel * itemsize:
         raise PlanError(f"{where}: tensor of shape {list(shape)} and dtype {dt} needs "
-                        f"{numel * itemsize} bytes, the plan has {len(t.data)}")
+                        f"{numel * itemsize} bytes, the plan has {len(raw)}")
     if numel == 0:
         return torch.empty(shape, dtype=dt)
+    if data is not None:
+        return torch.frombuffer(data, dtype=dt).reshape(shape)
     # The bytes object t.data hands out is a fresh copy that only this tensor holds, so the tensor
     # takes it as is; torch warns that bytes are not writable, which for this sole owner does not
     # matter (a bytearray copy of a model's weights was a third of load_plan).
@@ -125,9 +129,10 @@ def tensor_from_proto(t, where: str):
         return torch.frombuffer(t.data, dtype=dt).reshape(shape)
 
 
-def array_from_proto(t, where: str, writable: bool = True):
+def array_from_proto(t, where: str, writable: bool = True, data=None):
     """A NumPy array from an ivytrace.v1.Tensor (for plans whose framework is "numpy"); read-only
-    unless `writable` (a copy), for callers that copy it anyway."""
+    unless `writable` (a copy), for callers that copy it anyway. `data`: its bytes when they are not
+    in t.data (a plan's mapped data section, writable: used in place)."""
     import numpy as np
     name = DTYPE_NAMES.get(t.dtype)
     if name is None:
@@ -137,10 +142,13 @@ def array_from_proto(t, where: str, writable: bool = True):
     except TypeError:
         raise PlanError(f"{where}: dtype {name} has no NumPy equivalent") from None
     shape = checked_shape(t, where)
-    if len(t.data) != math.prod(shape) * dt.itemsize:
+    raw = t.data if data is None else data
+    if len(raw) != math.prod(shape) * dt.itemsize:
         raise PlanError(f"{where}: array of shape {list(shape)} and dtype {dt} needs "
-                        f"{math.prod(shape) * dt.itemsize} bytes, the plan has {len(t.data)}")
-    return np.frombuffer(bytearray(t.data) if writable else t.data, dtype=dt).reshape(shape)
+                        f"{math.prod(shape) * dt.itemsize} bytes, the plan has {len(raw)}")
+    if data is None and writable:
+        raw = bytearray(raw)
+    return np.frombuffer(raw, dtype=dt).reshape(shape)
 
 
 def same_value(a, b) -> bool:
