@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -76,8 +77,8 @@ def run(name, repeat, tmp):
     model, args = make(name)
     wrapped = First(model).eval()
     params = sum(p.numel() for p in model.parameters())
-    rows = {}
     out = tmp / f"{name}_ivytrace.onnx"
+    out_direct = tmp / f"{name}_ivytrace_direct.onnx"
 
     def ivy():
         with torch.no_grad():
@@ -86,39 +87,47 @@ def run(name, repeat, tmp):
         subprocess.run([BIN, "export", str(trace), "--to", "onnx", "-o", str(out), "--allow-specialized"],
                        check=True, capture_output=True)
 
-    rows["ivytrace freeze + save + export"] = (best_of(ivy, repeat)[0], out)
-    out_direct = tmp / f"{name}_ivytrace_direct.onnx"
-
     def ivy_direct():
         with torch.no_grad():
             ivytrace.export(wrapped, out_direct, args=args, allow_specialized=True)
 
-    rows["ivytrace.export"] = (best_of(ivy_direct, repeat)[0], out_direct)
+    def torch_export(path, dynamo):
+        def export():
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(wrapped, args, str(path), dynamo=dynamo, opset_version=17)
+        return export
+
+    def texport():
+        with torch.no_grad():
+            torch.export.export(wrapped, args)
+
+    tools = {
+        "ivytrace freeze + save + export": (ivy, out),
+        "ivytrace.export": (ivy_direct, out_direct),
+        "torch.onnx.export (TorchScript)": (torch_export(tmp / f"{name}_ts.onnx", False), tmp / f"{name}_ts.onnx"),
+        "torch.onnx.export (dynamo)": (torch_export(tmp / f"{name}_dynamo.onnx", True), tmp / f"{name}_dynamo.onnx"),
+        "torch.export.export (capture only)": (texport, None),
+    }
+    # Rounds, each running every tool once (interleaved: a load change on the shared machine
+    # hits all of them alike); a tool's figure is its best round. A tool that fails is dropped.
+    times = {label: [] for label in tools}
+    for _ in range(repeat):
+        for label, (fn, _path) in list(tools.items()):
+            t0 = time.perf_counter()
+            try:
+                fn()
+            except Exception as e:
+                print(f"  {label} failed on {name}: {type(e).__name__}: {str(e)[:120]}")
+                del tools[label], times[label]
+                continue
+            times[label].append(time.perf_counter() - t0)
+    rows = {label: (min(times[label]), path) for label, (_fn, path) in tools.items()}
     # The I/O floor: what ivytrace.export writes (the trace, then the model), written as one
     # buffer of that many bytes into a new file in the same directory, in this run.
     trace_bytes = os.path.getsize(tmp / f"{name}.ivt")
     written = trace_bytes + os.path.getsize(out_direct)
     floor = best_of(lambda: _write_bytes(tmp / "floor.bin", written), repeat)[0]
-    for label, dynamo in (("torch.onnx.export (TorchScript)", False), ("torch.onnx.export (dynamo)", True)):
-        path = tmp / f"{name}_{'dynamo' if dynamo else 'ts'}.onnx"
-
-        def export(path=path, dynamo=dynamo):
-            with warnings.catch_warnings(), torch.no_grad():
-                warnings.simplefilter("ignore")
-                torch.onnx.export(wrapped, args, str(path), dynamo=dynamo, opset_version=17)
-        try:
-            rows[label] = (best_of(export, repeat)[0], path)
-        except Exception as e:
-            print(f"  {label} failed on {name}: {type(e).__name__}: {str(e)[:120]}")
-
-    def texport():
-        with torch.no_grad():
-            torch.export.export(wrapped, args)
-    try:
-        rows["torch.export.export (capture only)"] = (best_of(texport, repeat)[0], None)
-    except Exception as e:
-        print(f"  torch.export failed on {name}: {type(e).__name__}: {str(e)[:120]}")
-
     base = rows["ivytrace.export"][0]
     print(f"\n{name}: {params / 1e6:.1f}M parameters, best of {repeat}")
     print(f"  {'tool':38s} {'best s':>8s} {'/ ivytrace.export':>18s} {'ONNX nodes':>11s} {'after onnxsim':>14s}")
