@@ -96,6 +96,92 @@ TEST(RemoveUnreadNodes, DropsChainsNothingReads) {
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"Relu"}));
 }
 
+onnx::TensorProto* FloatInit(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  size_t n = 1;
+  for (int64_t d : dims) {
+    t->add_dims(d);
+    n *= static_cast<size_t>(d);
+  }
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), n * sizeof(float)));
+  return t;
+}
+
+float At(const onnx::TensorProto& t, size_t i) {
+  float f;
+  std::memcpy(&f, t.raw_data().data() + i * sizeof f, sizeof f);
+  return f;
+}
+
+void Perm(onnx::NodeProto* n, std::vector<int64_t> perm) {
+  auto* a = n->add_attribute();
+  a->set_name("perm");
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : perm) a->add_ints(p);
+}
+
+TEST(FoldInitializerTransposes, AWeightReadOnlyByItsTransposeIsStoredTransposed) {
+  onnx::GraphProto g;
+  FloatInit(&g, "fc.weight", {2, 3});          // [[0 1 2] [3 4 5]]
+  Add(&g, "Transpose", {"fc.weight"}, {"wt"});  // no perm: reversed
+  Add(&g, "MatMul", {"x", "wt"}, {"y"});
+  FloatInit(&g, "cube", {2, 3, 4});
+  Perm(Add(&g, "Transpose", {"cube"}, {"ct"}), {1, 2, 0});
+  Add(&g, "Add", {"y", "ct"}, {"z"});
+  g.add_output()->set_name("z");
+  EXPECT_EQ(FoldInitializerTransposes(&g), 2);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"MatMul", "Add"}));
+  EXPECT_EQ(g.node(0).input(1), "fc.weight.T");
+  EXPECT_EQ(g.node(1).input(1), "cube.T");
+  const auto& w = g.initializer(0);
+  EXPECT_EQ(w.name(), "fc.weight.T");
+  ASSERT_EQ(w.dims_size(), 2);
+  EXPECT_EQ(w.dims(0), 3);
+  EXPECT_EQ(w.dims(1), 2);
+  const std::vector<float> want = {0, 3, 1, 4, 2, 5};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(At(w, i), want[i]) << i;
+  // cube [2,3,4] with perm (1,2,0): out[j][k][i] = in[i][j][k] = i*12 + j*4 + k, out dims [3,4,2].
+  const auto& c = g.initializer(1);
+  EXPECT_EQ(std::vector<int64_t>(c.dims().begin(), c.dims().end()), (std::vector<int64_t>{3, 4, 2}));
+  for (size_t j = 0; j < 3; ++j) {
+    for (size_t k = 0; k < 4; ++k) {
+      for (size_t i = 0; i < 2; ++i) EXPECT_EQ(At(c, (j * 4 + k) * 2 + i), static_cast<float>(i * 12 + j * 4 + k));
+    }
+  }
+}
+
+TEST(FoldInitializerTransposes, TiedWeightsOutputsAndOddTransposesAreLeftAlone) {
+  onnx::GraphProto g;
+  FloatInit(&g, "wte", {4, 2});
+  Add(&g, "Gather", {"wte", "ids"}, {"emb"});   // the weight is read as it is, too
+  Add(&g, "Transpose", {"wte"}, {"wte_t"});
+  FloatInit(&g, "out_w", {2, 2});
+  Add(&g, "Transpose", {"out_w"}, {"o"});        // its result is a graph output
+  FloatInit(&g, "bad", {2, 2});
+  Perm(Add(&g, "Transpose", {"bad"}, {"b"}), {0, 0});  // not a permutation
+  g.add_output()->set_name("o");
+  EXPECT_EQ(FoldInitializerTransposes(&g), 0);
+  EXPECT_EQ(g.node_size(), 4);
+}
+
+TEST(RemoveUnreadInitializers, DropsOnlyWhatNothingReads) {
+  onnx::GraphProto g;
+  ScalarInit(&g, "used", 1);
+  ScalarInit(&g, "unused", 2);
+  ScalarInit(&g, "out", 3);
+  Add(&g, "Add", {"x", "used"}, {"y"});
+  g.add_output()->set_name("y");
+  g.add_output()->set_name("out");
+  EXPECT_EQ(RemoveUnreadInitializers(&g), 1);
+  ASSERT_EQ(g.initializer_size(), 2);
+  EXPECT_EQ(g.initializer(0).name(), "used");
+  EXPECT_EQ(g.initializer(1).name(), "out");
+}
+
 // `x` of type [batch, 3]; `y` [n, n] (two dims of one name); the values read are x itself, and
 // `h`, which inference says is [batch, n, 3].
 struct DimGraph {

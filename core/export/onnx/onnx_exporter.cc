@@ -478,7 +478,8 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   }
 
   // Dims ONNX shape inference knows (static, or an input's dim_param) are not read from shapes;
-  // then nodes computed twice and nodes nothing reads go (simplify_exported.h). Inference here
+  // then nodes computed twice and nodes nothing reads go, transposes of weights are folded into
+  // them, and initializers nothing reads go (simplify_exported.h). Inference here
   // propagates shape values (data_prop) and never fails the export: the strict run below does.
   if (og->node_size() <= options.max_inferred_nodes && !onnx_export::HasSubgraphs(*og)) {
     std::vector<onnx::ValueInfoProto> declared(og->output().begin(), og->output().end());
@@ -507,6 +508,8 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     for (size_t i = 0; i < declared.size(); ++i) *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
     onnx_export::MergeDuplicateNodes(og);
     onnx_export::RemoveUnreadNodes(og);
+    onnx_export::FoldInitializerTransposes(og);
+    onnx_export::RemoveUnreadInitializers(og);
   }
 
   // Strict type and shape inference catches type mismatches the checker does not look at, and

@@ -73,7 +73,164 @@ void RenameInputs(onnx::GraphProto* graph, const std::unordered_map<std::string,
   }
 }
 
+// Bytes per element of an initializer's data_type stored as raw_data; 0 for types not handled.
+size_t ElementBytes(int32_t data_type) {
+  switch (data_type) {
+    case onnx::TensorProto::BOOL: case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: return 1;
+    case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16: return 2;
+    case onnx::TensorProto::FLOAT: case onnx::TensorProto::INT32: case onnx::TensorProto::UINT32: return 4;
+    case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: return 8;
+    default: return 0;
+  }
+}
+
+// A rows x cols matrix of ELEM-byte elements transposed, in tiles (for the cache); the element
+// size is a template argument so that each copy is one move, not a call.
+template <size_t ELEM>
+void TransposeMatrix(const char* in, size_t rows, size_t cols, char* out) {
+  constexpr size_t kTile = 32;
+  for (size_t r0 = 0; r0 < rows; r0 += kTile) {
+    for (size_t c0 = 0; c0 < cols; c0 += kTile) {
+      const size_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (size_t r = r0; r < r1; ++r) {
+        for (size_t c = c0; c < c1; ++c) std::memcpy(out + (c * rows + r) * ELEM, in + (r * cols + c) * ELEM, ELEM);
+      }
+    }
+  }
+}
+
+// `in` (row-major, dims `dims`, `elem` bytes each) permuted by `perm` into `out`. A matrix (the
+// case that matters: linear weights) goes through TransposeMatrix; other ranks element by element.
+void Permute(const std::string& in, const std::vector<int64_t>& dims, const std::vector<int64_t>& perm, size_t elem,
+             std::string* out) {
+  out->resize(in.size());
+  const size_t rank = dims.size();
+  if (rank == 2 && perm[0] == 1) {
+    const size_t rows = static_cast<size_t>(dims[0]), cols = static_cast<size_t>(dims[1]);
+    switch (elem) {
+      case 1: return TransposeMatrix<1>(in.data(), rows, cols, out->data());
+      case 2: return TransposeMatrix<2>(in.data(), rows, cols, out->data());
+      case 4: return TransposeMatrix<4>(in.data(), rows, cols, out->data());
+      default: return TransposeMatrix<8>(in.data(), rows, cols, out->data());
+    }
+  }
+  std::vector<size_t> in_strides(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * static_cast<size_t>(dims[i]);
+  std::vector<size_t> out_dims(rank), step(rank);  // output dim k walks input dim perm[k]
+  for (size_t k = 0; k < rank; ++k) {
+    out_dims[k] = static_cast<size_t>(dims[static_cast<size_t>(perm[k])]);
+    step[k] = in_strides[static_cast<size_t>(perm[k])];
+  }
+  std::vector<size_t> index(rank, 0);
+  const size_t count = in.size() / elem;
+  size_t from = 0;
+  for (size_t o = 0; o < count; ++o) {
+    std::memcpy(out->data() + o * elem, in.data() + from * elem, elem);
+    for (size_t k = rank; k-- > 0;) {  // next output index, row-major
+      from += step[k];
+      if (++index[k] < out_dims[k]) break;
+      from -= step[k] * out_dims[k];
+      index[k] = 0;
+    }
+  }
+}
+
 }  // namespace
+
+int FoldInitializerTransposes(onnx::GraphProto* graph) {
+  std::unordered_map<std::string, int> readers;
+  std::unordered_set<std::string> names;  // every name in the graph, to keep new ones unique
+  std::unordered_set<std::string> fixed;  // graph inputs and outputs: never renamed or dropped
+  for (const auto& v : graph->input()) fixed.insert(v.name());
+  for (const auto& v : graph->output()) {
+    fixed.insert(v.name());
+    ++readers[v.name()];
+  }
+  for (const auto& n : graph->node()) {
+    for (const auto& in : n.input()) ++readers[in];
+    for (const auto& out : n.output()) names.insert(out);
+  }
+  std::unordered_map<std::string, int> init_index;
+  for (int i = 0; i < graph->initializer_size(); ++i) {
+    init_index.emplace(graph->initializer(i).name(), i);
+    names.insert(graph->initializer(i).name());
+  }
+  names.insert(fixed.begin(), fixed.end());
+  std::unordered_map<std::string, std::string> renamed;
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> folded(nodes->size(), false);
+  int count = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    const onnx::NodeProto& n = nodes->Get(i);
+    if (n.op_type() != "Transpose" || !n.domain().empty() || n.input_size() != 1 || n.output_size() != 1) continue;
+    auto it = init_index.find(n.input(0));
+    if (it == init_index.end() || readers[n.input(0)] != 1 || fixed.count(n.input(0)) || fixed.count(n.output(0))) {
+      continue;
+    }
+    onnx::TensorProto* t = graph->mutable_initializer(it->second);
+    const size_t elem = ElementBytes(t->data_type());
+    const size_t rank = static_cast<size_t>(t->dims_size());
+    if (elem == 0 || t->data_location() != onnx::TensorProto::DEFAULT || rank < 2) continue;
+    std::vector<int64_t> dims(t->dims().begin(), t->dims().end());
+    size_t numel = 1;
+    for (int64_t d : dims) numel *= static_cast<size_t>(std::max<int64_t>(d, 0));
+    if (t->raw_data().size() != numel * elem) continue;
+    std::vector<int64_t> perm;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "perm") perm.assign(a.ints().begin(), a.ints().end());
+    }
+    if (perm.empty()) {
+      for (size_t k = rank; k-- > 0;) perm.push_back(static_cast<int64_t>(k));
+    }
+    std::vector<bool> seen(rank, false);
+    bool valid = perm.size() == rank;
+    for (int64_t p : perm) {
+      valid = valid && p >= 0 && static_cast<size_t>(p) < rank && !seen[static_cast<size_t>(p)];
+      if (valid) seen[static_cast<size_t>(p)] = true;
+    }
+    if (!valid) continue;
+    std::string moved;
+    Permute(t->raw_data(), dims, perm, elem, &moved);
+    t->set_raw_data(std::move(moved));
+    for (size_t k = 0; k < rank; ++k) t->set_dims(static_cast<int>(k), dims[static_cast<size_t>(perm[k])]);
+    std::string name = t->name() + ".T";
+    for (int suffix = 2; names.count(name); ++suffix) name = t->name() + ".T" + std::to_string(suffix);
+    names.insert(name);
+    renamed[n.output(0)] = name;
+    t->set_name(name);
+    folded[i] = true;
+    ++count;
+  }
+  if (!count) return 0;
+  RenameInputs(graph, renamed);
+  int kept = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    if (folded[i]) continue;
+    if (kept != i) nodes->SwapElements(kept, i);
+    ++kept;
+  }
+  nodes->DeleteSubrange(kept, nodes->size() - kept);
+  return count;
+}
+
+int RemoveUnreadInitializers(onnx::GraphProto* graph) {
+  std::unordered_set<std::string> read;
+  for (const auto& v : graph->output()) read.insert(v.name());
+  for (const auto& n : graph->node()) {
+    for (const auto& in : n.input()) read.insert(in);
+  }
+  auto* inits = graph->mutable_initializer();
+  int kept = 0;
+  for (int i = 0; i < inits->size(); ++i) {
+    if (!read.count(inits->Get(i).name())) continue;
+    if (kept != i) inits->SwapElements(kept, i);
+    ++kept;
+  }
+  const int removed = inits->size() - kept;
+  inits->DeleteSubrange(kept, removed);
+  return removed;
+}
 
 bool HasSubgraphs(const onnx::GraphProto& graph) {
   for (const auto& n : graph.node()) {

@@ -39,5 +39,15 @@ int MergeDuplicateNodes(onnx::GraphProto* graph);
 // order, so chains go at once). Returns how many.
 int RemoveUnreadNodes(onnx::GraphProto* graph);
 
+// Folds a Transpose of an initializer that nothing else reads (a linear layer's constant weight)
+// into the initializer: it then holds the transposed bytes, under its name with ".T" appended,
+// and the node goes. A weight that is read elsewhere too (tied embeddings) keeps its Transpose,
+// so no weight is stored twice. Returns how many were folded.
+int FoldInitializerTransposes(onnx::GraphProto* graph);
+
+// Drops initializers that no node reads and that are not graph outputs (a scalar a lowering made
+// for a node that was later merged or dropped). Returns how many.
+int RemoveUnreadInitializers(onnx::GraphProto* graph);
+
 }  // namespace onnx_export
 }  // namespace ivytrace
