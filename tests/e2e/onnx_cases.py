@@ -183,6 +183,8 @@ def _torch_cases():
     case("torch", "linear", lambda x, w: F.linear(x, w), f32("B", 4), f32(5, 4), variant="2d")
     case("torch", "addmm", lambda b, x, w: torch.addmm(b, x, w, beta=0.5, alpha=2.0), f32(5), f32("B", 4), f32(4, 5),
          static=True)  # the bias comes first: its dim 0 is taken as the batch
+    case("torch", "addmm", lambda b, x, w: torch.addmm(b, x, w, beta=0.0), f32(3, 5), f32(3, 4), f32(4, 5),
+         static=True, variant="beta0")  # the input is ignored (a Gemm would read it)
     case("torch", "addmm", lambda b, x, w: torch.baddbmm(b, x, w), f32("B", 3, 2), X, f32("B", 4, 2), variant="baddbmm")
     case("torch", "einsum", lambda x, w: torch.einsum("bij,jk->bik", x, w), X, f32(4, 2))
     case("torch", "outer", lambda x, y: torch.outer(x, y), f32(3), f32(4))

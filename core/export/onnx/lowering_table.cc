@@ -27,7 +27,7 @@ const CanonicalLowering kTable[] = {
     {"acosh",                        "Acosh",                        LowerUnary},
     {"adaptive_avg_pool2d",          "GlobalAveragePool|AveragePool", LowerAdaptiveAvgPool2d},
     {"add",                          "Add",                          LowerBinary},
-    {"addmm",                        "MatMul+Mul+Add",               LowerAddmm},
+    {"addmm",                        "Gemm|MatMul+Mul+Add",          LowerAddmm},
     {"all",                          "ReduceMin",                    LowerReduce},
     {"any",                          "ReduceMax",                    LowerReduce},
     {"arange",                       "Range",                        LowerArange},

@@ -104,6 +104,15 @@ Status LowerAddmm(const Node& node, const BoundCall& call, LoweringContext& ctx)
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::DType d = ctx.DType(result);
   const double beta = call.Double("beta").value_or(1.0), alpha = call.Double("alpha").value_or(1.0);
+  // Matrices of floats (addmm, as GPT-2's Conv1D calls it): one Gemm, whose C broadcasts like
+  // addmm's input and whose alpha/beta are addmm's.
+  const bool floating = d == v1::FLOAT32 || d == v1::FLOAT16 || d == v1::FLOAT64 || d == v1::BFLOAT16;
+  if (floating && ctx.Rank(m1) == 2 && ctx.Rank(m2) == 2 && ctx.Rank(c) <= 2 && beta != 0.0) {
+    auto* n = ctx.Emit("Gemm", {ctx.In(m1), ctx.In(m2), ctx.In(c)}, {ctx.Out(result)});
+    if (alpha != 1.0) SetAttr(n, "alpha", static_cast<float>(alpha));
+    if (beta != 1.0) SetAttr(n, "beta", static_cast<float>(beta));
+    return Status::Ok();
+  }
   std::string prod = ctx.EmitTemp("MatMul", {ctx.In(m1), ctx.In(m2)});
   if (alpha != 1.0) prod = ctx.EmitTemp("Mul", {prod, F(ctx, alpha, d)});
   if (beta == 0.0) {
