@@ -168,6 +168,27 @@ TEST(FoldInitializerTransposes, TiedWeightsOutputsAndOddTransposesAreLeftAlone) 
   EXPECT_EQ(g.node_size(), 4);
 }
 
+TEST(AnnotateRangeLengths, ARangeOverAnInputDimHasItsLength) {
+  onnx::GraphProto g;
+  Input(&g, "ids", {"batch", "seq"});
+  ScalarInit(&g, "zero", 0);
+  ScalarInit(&g, "one", 1);
+  ScalarInit(&g, "two", 2);
+  Add(&g, "Cast", {"dim.seq"}, {"n"});                   // the read ReplaceKnownDimReads made, cast
+  Add(&g, "Range", {"zero", "n", "one"}, {"positions"});
+  Add(&g, "Range", {"zero", "dim.seq", "two"}, {"evens"});  // step 2: not the dim's length
+  Add(&g, "Range", {"one", "dim.seq", "one"}, {"from1"});   // starts at 1: neither
+  Add(&g, "Range", {"zero", "dim.other", "one"}, {"x"});    // not an input's dim
+  EXPECT_EQ(AnnotateRangeLengths(&g), 1);
+  ASSERT_EQ(g.value_info_size(), 1);
+  const auto& vi = g.value_info(0);
+  EXPECT_EQ(vi.name(), "positions");
+  EXPECT_EQ(vi.type().tensor_type().elem_type(), onnx::TensorProto::INT64);
+  ASSERT_EQ(vi.type().tensor_type().shape().dim_size(), 1);
+  EXPECT_EQ(vi.type().tensor_type().shape().dim(0).dim_param(), "seq");
+  EXPECT_EQ(AnnotateRangeLengths(&g), 0);  // declared once
+}
+
 TEST(RemoveUnreadInitializers, DropsOnlyWhatNothingReads) {
   onnx::GraphProto g;
   ScalarInit(&g, "used", 1);

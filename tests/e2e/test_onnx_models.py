@@ -18,6 +18,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 transformers = pytest.importorskip("transformers")
 ort = pytest.importorskip("onnxruntime")
 
+import onnx  # noqa: E402
+
 import ivytrace  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -182,6 +184,20 @@ def test_model_at_other_batch_sizes_and_lengths(name, exported):
         got = _ort(out, other)
         assert got.shape == want.shape, f"{name} at batch {b}, sequence {s}"
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name} at batch {b}, sequence {s}")
+
+
+def test_gpt2_reads_its_dims_from_the_input_not_from_every_activation(exported):
+    # GPT-2's position ids are a Range over the sequence length, whose length ONNX shape inference
+    # cannot work out; declared (AnnotateRangeLengths), and with the guards' gate a known 0-d bool
+    # (CombineGuardChecks), every activation's dims are known, so `view(b, t, ...)` reads b and t
+    # from input_ids. Left: the Shape of input_ids, and two per layer inside attention (the gated
+    # mask's); there were about ten per layer. The model still follows batch and length
+    # (test_model_at_other_batch_sizes_and_lengths).
+    model, inputs, args, out, proc = exported("gpt2")
+    m = onnx.load(str(out), load_external_data=False)
+    inputs_ = {i.name for i in m.graph.input}
+    reads = [n for n in m.graph.node if n.op_type == "Shape" and n.input[0] not in inputs_]
+    assert len(reads) <= 2 * model.config.n_layer, [n.name for n in reads]
 
 
 @pytest.mark.parametrize("name", sorted(TEXT))

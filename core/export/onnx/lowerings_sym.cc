@@ -244,17 +244,19 @@ std::string EmitGuardCheck(LoweringContext& ctx, const v1::Guard& g, size_t inde
 }
 
 std::string CombineGuardChecks(LoweringContext& ctx, const std::vector<std::string>& checks) {
-  // A 0-d bool that exists only when every check passed (and is then true).
+  // A 0-d bool that exists only when every check passed (and is then true): each check is one
+  // element when it passes (it fails in onnxruntime otherwise), so their count is the number of
+  // checks. Size, not a sum: its result is 0-d whatever its input, which ONNX shape inference
+  // knows; the checks' shapes are computed (that is how they fail), and a gate of unknown shape
+  // would hide the shape of every value gated on it (GateOn), and with it every dim read after.
   std::string all = checks[0];
   if (checks.size() > 1) {
     onnx::NodeProto* c = nullptr;
     all = ctx.EmitTemp("Concat", checks, &c);
     SetAttr(c, "axis", int64_t{0});
   }
-  onnx::NodeProto* r = nullptr;
-  const std::string sum = ctx.EmitTemp("ReduceSum", {all}, &r);
-  SetAttr(r, "keepdims", int64_t{0});
-  return ctx.EmitTemp("Equal", {sum, ctx.Scalar(Number::Int(0), v1::INT64)});
+  const std::string count = ctx.EmitTemp("Size", {all});
+  return ctx.EmitTemp("Equal", {count, ctx.Scalar(Number::Int(static_cast<int64_t>(checks.size())), v1::INT64)});
 }
 
 namespace {

@@ -484,14 +484,13 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   if (og->node_size() <= options.max_inferred_nodes && !onnx_export::HasSubgraphs(*og)) {
     std::vector<onnx::ValueInfoProto> declared(og->output().begin(), og->output().end());
     const int value_info_before = og->value_info_size();
-    bool inferred = true;
-    try {
-      onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
-      onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
-    } catch (const std::exception&) {
-      inferred = false;
-    }
-    if (inferred) {
+    auto infer_and_replace = [&]() {
+      try {
+        onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+        onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
+      } catch (const std::exception&) {
+        return;
+      }
       std::unordered_map<std::string, const onnx::TypeProto*> types;
       for (const auto& v : og->input()) types.emplace(v.name(), &v.type());
       for (const auto& v : og->value_info()) types.emplace(v.name(), &v.type());
@@ -503,8 +502,15 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
             return it == types.end() ? nullptr : it->second;
           },
           [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
-    }
+    };
+    infer_and_replace();
+    // A Range over an input dim has that length, which inference cannot see: declared, the dims
+    // after it are known too (AnnotateRangeLengths), so a second round replaces their reads.
     og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
+    if (onnx_export::AnnotateRangeLengths(og) > 0) {
+      infer_and_replace();
+      og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
+    }
     for (size_t i = 0; i < declared.size(); ++i) *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
     onnx_export::MergeDuplicateNodes(og);
     onnx_export::RemoveUnreadNodes(og);

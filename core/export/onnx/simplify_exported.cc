@@ -214,6 +214,44 @@ int FoldInitializerTransposes(onnx::GraphProto* graph) {
   return count;
 }
 
+int AnnotateRangeLengths(onnx::GraphProto* graph) {
+  std::unordered_set<std::string> params;  // dim_params of the graph's inputs
+  for (const auto& v : graph->input()) {
+    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
+    for (const auto& d : v.type().tensor_type().shape().dim()) {
+      if (d.has_dim_param()) params.insert(d.dim_param());
+    }
+  }
+  std::unordered_map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : graph->initializer()) inits.emplace(t.name(), &t);
+  std::unordered_map<std::string, std::string> cast_of;  // Cast output -> its input
+  for (const auto& n : graph->node()) {
+    if (n.op_type() == "Cast" && n.input_size() == 1 && n.output_size() == 1) cast_of[n.output(0)] = n.input(0);
+  }
+  std::unordered_set<std::string> typed;
+  for (const auto& v : graph->value_info()) typed.insert(v.name());
+  int count = 0;
+  for (const auto& n : graph->node()) {
+    if (n.op_type() != "Range" || !n.domain().empty() || n.input_size() != 3 || n.output_size() != 1) continue;
+    int64_t start = -1, delta = 0;
+    if (!ConstantIndex(inits, n.input(0), &start) || !ConstantIndex(inits, n.input(2), &delta) || start != 0 ||
+        delta != 1 || typed.count(n.output(0))) {
+      continue;
+    }
+    std::string limit = n.input(1);
+    auto c = cast_of.find(limit);
+    if (c != cast_of.end()) limit = c->second;
+    if (limit.rfind("dim.", 0) != 0 || !params.count(limit.substr(4))) continue;
+    auto* vi = graph->add_value_info();
+    vi->set_name(n.output(0));
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(inits.at(n.input(0))->data_type());
+    t->mutable_shape()->add_dim()->set_dim_param(limit.substr(4));
+    ++count;
+  }
+  return count;
+}
+
 int RemoveUnreadInitializers(onnx::GraphProto* graph) {
   std::unordered_set<std::string> read;
   for (const auto& v : graph->output()) read.insert(v.name());

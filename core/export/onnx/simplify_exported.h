@@ -45,6 +45,12 @@ int RemoveUnreadNodes(onnx::GraphProto* graph);
 // so no weight is stored twice. Returns how many were folded.
 int FoldInitializerTransposes(onnx::GraphProto* graph);
 
+// Declares the length of each `Range(0, n, 1)` whose n is an input dim that ReplaceKnownDimReads
+// read (`dim.<param>`, maybe cast): a value_info of shape [<param>], which ONNX shape inference
+// (libonnx 1.12) cannot work out itself, so that the dims after it (GPT-2's position embedding,
+// then every activation) are known to the next ReplaceKnownDimReads. Returns how many.
+int AnnotateRangeLengths(onnx::GraphProto* graph);
+
 // Drops initializers that no node reads and that are not graph outputs (a scalar a lowering made
 // for a node that was later merged or dropped). Returns how many.
 int RemoveUnreadInitializers(onnx::GraphProto* graph);
