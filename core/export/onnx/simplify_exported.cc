@@ -73,6 +73,17 @@ void RenameInputs(onnx::GraphProto* graph, const std::unordered_map<std::string,
   }
 }
 
+// Removes the nodes marked in `drop`, keeping the others in order.
+void DropNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>* nodes, const std::vector<bool>& drop) {
+  int kept = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    if (drop[static_cast<size_t>(i)]) continue;
+    if (kept != i) nodes->SwapElements(kept, i);
+    ++kept;
+  }
+  nodes->DeleteSubrange(kept, nodes->size() - kept);
+}
+
 // Bytes per element of an initializer's data_type stored as raw_data; 0 for types not handled.
 size_t ElementBytes(int32_t data_type) {
   switch (data_type) {
@@ -204,13 +215,7 @@ int FoldInitializerTransposes(onnx::GraphProto* graph) {
   }
   if (!count) return 0;
   RenameInputs(graph, renamed);
-  int kept = 0;
-  for (int i = 0; i < nodes->size(); ++i) {
-    if (folded[i]) continue;
-    if (kept != i) nodes->SwapElements(kept, i);
-    ++kept;
-  }
-  nodes->DeleteSubrange(kept, nodes->size() - kept);
+  DropNodes(nodes, folded);
   return count;
 }
 
@@ -395,13 +400,7 @@ int RemoveUnreadNodes(onnx::GraphProto* graph) {
     for (const auto& in : n.input()) --readers[in];
   }
   if (!removed) return 0;
-  int kept = 0;
-  for (int i = 0; i < nodes->size(); ++i) {
-    if (dead[i]) continue;
-    if (kept != i) nodes->SwapElements(kept, i);
-    ++kept;
-  }
-  nodes->DeleteSubrange(kept, nodes->size() - kept);
+  DropNodes(nodes, dead);
   return removed;
 }
 
