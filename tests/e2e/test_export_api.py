@@ -146,3 +146,16 @@ def test_bad_arguments_are_clear_errors(tmp_path):
         ivytrace.export(lambda x: x + 1, missing, args=(torch.ones(1),))
     assert e.value.returncode == 4 and str(missing) in str(e.value)
     assert not missing.exists()
+
+
+def test_numpy_functions_export(tmp_path):
+    def score(a, b):
+        return np.tanh(a @ b).sum(axis=1)
+
+    rng = np.random.RandomState(0)
+    a, b = rng.rand(3, 4).astype(np.float32), rng.rand(4, 5).astype(np.float32)
+    path = ivytrace.export(score, tmp_path / "score.onnx", args=(a, b))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert [(i.name, i.shape) for i in sess.get_inputs()] == [("a", ["batch", 4]), ("b", [4, 5])]
+    a6 = rng.rand(6, 4).astype(np.float32)
+    np.testing.assert_allclose(sess.run(None, {"a": a6, "b": b})[0], score(a6, b), rtol=1e-5, atol=1e-6)
