@@ -18,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!ivytrace::VerifyGraph(g).ok()) return 0;
   (void)ivytrace::ExportPlanFile(g, "/dev/null");
   ivytrace::OnnxExportOptions oo;
+  oo.take_constant_data = &g.constants;  // as `export` does: the graph's last use
   onnx::ModelProto model;
   (void)ivytrace::ExportOnnx(g, oo, &model);
   return 0;
