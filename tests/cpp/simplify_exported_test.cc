@@ -168,6 +168,26 @@ TEST(FoldInitializerTransposes, TiedWeightsOutputsAndOddTransposesAreLeftAlone) 
   EXPECT_EQ(g.node_size(), 4);
 }
 
+TEST(DropRedundantGates, AValueComputedAfterTheGateIsNotGatedAgain) {
+  onnx::GraphProto g;
+  ScalarInit(&g, "two", 2);
+  Add(&g, "Concat", {"check0", "check1"}, {"all"});
+  Add(&g, "Size", {"all"}, {"count"});
+  Add(&g, "Equal", {"count", "two"}, {"gate"});
+  Add(&g, "Where", {"gate", "x", "x"}, {"x_gated"});        // x is from before the gate: kept
+  Add(&g, "Relu", {"x_gated"}, {"h"});
+  Add(&g, "Where", {"gate", "h", "h"}, {"h_gated"});        // h is computed after it: dropped
+  Add(&g, "Where", {"gate", "y", "y"}, {"y_gated"});        // y is not: kept
+  Add(&g, "Where", {"cond", "h", "h"}, {"h_other"});        // not a gate: kept
+  Add(&g, "Add", {"h_gated", "y_gated"}, {"out"});
+  Add(&g, "Add", {"out", "h_other"}, {"out2"});
+  g.add_output()->set_name("out2");
+  EXPECT_EQ(DropRedundantGates(&g), 1);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Concat", "Size", "Equal", "Where", "Relu", "Where", "Where", "Add",
+                                              "Add"}));
+  EXPECT_EQ(g.node(7).input(0), "h");  // the readers of the dropped gate read h
+}
+
 TEST(AnnotateRangeLengths, ARangeOverAnInputDimHasItsLength) {
   onnx::GraphProto g;
   Input(&g, "ids", {"batch", "seq"});

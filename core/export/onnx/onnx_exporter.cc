@@ -513,6 +513,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     }
     for (size_t i = 0; i < declared.size(); ++i) *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
     onnx_export::MergeDuplicateNodes(og);
+    onnx_export::DropRedundantGates(og);
     onnx_export::RemoveUnreadNodes(og);
     onnx_export::FoldInitializerTransposes(og);
     onnx_export::RemoveUnreadInitializers(og);

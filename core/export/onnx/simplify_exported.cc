@@ -219,6 +219,62 @@ int FoldInitializerTransposes(onnx::GraphProto* graph) {
   return count;
 }
 
+int DropRedundantGates(onnx::GraphProto* graph) {
+  // The gates CombineGuardChecks makes: Equal(Size(...), n), 0-d. Up to 64 of them are followed,
+  // one bit each; a model with more keeps the gates past the 64th.
+  std::unordered_map<std::string, const onnx::NodeProto*> producer;
+  for (const auto& n : graph->node()) {
+    for (const auto& o : n.output()) producer[o] = &n;
+  }
+  std::unordered_map<std::string, int> gate_bit;
+  for (const auto& n : graph->node()) {
+    if (n.op_type() != "Equal" || n.input_size() != 2 || n.output_size() != 1 || gate_bit.size() >= 64) continue;
+    auto p = producer.find(n.input(0));
+    if (p != producer.end() && p->second->op_type() == "Size") gate_bit.emplace(n.output(0), static_cast<int>(gate_bit.size()));
+  }
+  if (gate_bit.empty()) return 0;
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : graph->output()) graph_outputs.insert(o.name());
+  // after[v]: the gates value v is computed after (it reads them, or reads a value that does).
+  std::unordered_map<std::string, uint64_t> after;
+  std::unordered_map<std::string, std::string> renamed;
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> drop(nodes->size(), false);
+  int dropped = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto* n = nodes->Mutable(i);
+    for (auto& in : *n->mutable_input()) {
+      auto r = renamed.find(in);
+      if (r != renamed.end()) in = r->second;
+    }
+    uint64_t mask = 0;
+    for (const auto& in : n->input()) {
+      auto a = after.find(in);
+      if (a != after.end()) mask |= a->second;
+      auto g = gate_bit.find(in);
+      if (g != gate_bit.end()) mask |= uint64_t{1} << g->second;
+    }
+    if (n->op_type() == "Where" && n->input_size() == 3 && n->output_size() == 1 && n->input(1) == n->input(2) &&
+        !graph_outputs.count(n->output(0))) {
+      auto g = gate_bit.find(n->input(0));
+      auto a = after.find(n->input(1));
+      if (g != gate_bit.end() && a != after.end() && (a->second >> g->second & 1)) {
+        // Where(gate, v, v) is v, and v is already computed after the gate: the gate adds nothing.
+        renamed[n->output(0)] = n->input(1);
+        drop[static_cast<size_t>(i)] = true;
+        ++dropped;
+        continue;
+      }
+    }
+    if (mask) {
+      for (const auto& o : n->output()) after[o] = mask;
+    }
+  }
+  if (!dropped) return 0;
+  DropNodes(nodes, drop);
+  return dropped;
+}
+
 int AnnotateRangeLengths(onnx::GraphProto* graph) {
   std::unordered_set<std::string> params;  // dim_params of the graph's inputs
   for (const auto& v : graph->input()) {

@@ -45,6 +45,12 @@ int RemoveUnreadNodes(onnx::GraphProto* graph);
 // so no weight is stored twice. Returns how many were folded.
 int FoldInitializerTransposes(onnx::GraphProto* graph);
 
+// Drops each `Where(gate, v, v)` (GateOn) whose v is already computed after that gate, i.e. reads
+// it, directly or through other values: the gate orders nothing more. After MergeDuplicateNodes,
+// the same guard check in every layer is one gate, and each layer's q, k and v were gated on it
+// again. Gates are the 0-d bools CombineGuardChecks makes. Returns how many.
+int DropRedundantGates(onnx::GraphProto* graph);
+
 // Declares the length of each `Range(0, n, 1)` whose n is an input dim that ReplaceKnownDimReads
 // read (`dim.<param>`, maybe cast): a value_info of shape [<param>], which ONNX shape inference
 // (libonnx 1.12) cannot work out itself, so that the dims after it (GPT-2's position embedding,
