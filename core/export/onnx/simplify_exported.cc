@@ -150,6 +150,15 @@ void Permute(const std::string& in, const std::vector<int64_t>& dims, const std:
 }  // namespace
 
 int FoldInitializerTransposes(onnx::GraphProto* graph) {
+  {  // Most graphs have no Transpose of an initializer: said without hashing every name.
+    std::unordered_set<std::string_view> init_names;
+    for (const auto& t : graph->initializer()) init_names.insert(t.name());
+    bool any = false;
+    for (const auto& n : graph->node()) {
+      any = any || (n.op_type() == "Transpose" && n.input_size() == 1 && init_names.count(n.input(0)) > 0);
+    }
+    if (!any) return 0;
+  }
   std::unordered_map<std::string, int> readers;
   std::unordered_set<std::string> names;  // every name in the graph, to keep new ones unique
   std::unordered_set<std::string> fixed;  // graph inputs and outputs: never renamed or dropped
@@ -222,15 +231,15 @@ int FoldInitializerTransposes(onnx::GraphProto* graph) {
 int DropRedundantGates(onnx::GraphProto* graph) {
   // The gates CombineGuardChecks makes: Equal(Size(...), n), 0-d. Up to 64 of them are followed,
   // one bit each; a model with more keeps the gates past the 64th.
-  std::unordered_map<std::string, const onnx::NodeProto*> producer;
+  std::unordered_set<std::string_view> sizes;  // outputs of Size nodes (views into the nodes)
   for (const auto& n : graph->node()) {
-    for (const auto& o : n.output()) producer[o] = &n;
+    if (n.op_type() == "Size" && n.output_size() == 1) sizes.insert(n.output(0));
   }
+  if (sizes.empty()) return 0;
   std::unordered_map<std::string, int> gate_bit;
   for (const auto& n : graph->node()) {
     if (n.op_type() != "Equal" || n.input_size() != 2 || n.output_size() != 1 || gate_bit.size() >= 64) continue;
-    auto p = producer.find(n.input(0));
-    if (p != producer.end() && p->second->op_type() == "Size") gate_bit.emplace(n.output(0), static_cast<int>(gate_bit.size()));
+    if (sizes.count(n.input(0))) gate_bit.emplace(n.output(0), static_cast<int>(gate_bit.size()));
   }
   if (gate_bit.empty()) return 0;
   std::unordered_set<std::string> graph_outputs;
@@ -314,15 +323,23 @@ int AnnotateRangeLengths(onnx::GraphProto* graph) {
 }
 
 int RemoveUnreadInitializers(onnx::GraphProto* graph) {
-  std::unordered_set<std::string> read;
-  for (const auto& v : graph->output()) read.insert(v.name());
+  // Keyed by the initializers' names (views into them): a lookup per node input, no copies.
+  std::unordered_map<std::string_view, bool> read;
+  for (const auto& t : graph->initializer()) read.emplace(t.name(), false);
+  auto mark = [&](const std::string& name) {
+    auto it = read.find(name);
+    if (it != read.end()) it->second = true;
+  };
+  for (const auto& v : graph->output()) mark(v.name());
   for (const auto& n : graph->node()) {
-    for (const auto& in : n.input()) read.insert(in);
+    for (const auto& in : n.input()) mark(in);
   }
+  std::vector<bool> keep;
+  for (const auto& t : graph->initializer()) keep.push_back(read.at(t.name()));
   auto* inits = graph->mutable_initializer();
   int kept = 0;
   for (int i = 0; i < inits->size(); ++i) {
-    if (!read.count(inits->Get(i).name())) continue;
+    if (!keep[static_cast<size_t>(i)]) continue;
     if (kept != i) inits->SwapElements(kept, i);
     ++kept;
   }
