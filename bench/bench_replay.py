@@ -108,7 +108,10 @@ def tiny_jax(x):
 def traced_plan(fn, args, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        g = ivytrace.trace_graph(fn, args=args)
+        # A module's plan with its weights as constants (freeze): trace_graph would return the
+        # module itself, whose plan takes the parameters as inputs read live.
+        is_module = isinstance(fn, torch.nn.Module)
+        g = ivytrace.freeze(fn, args=args) if is_module else ivytrace.trace_graph(fn, args=args)
     return g, load_plan(g.plan_path, **kw)
 
 
@@ -181,7 +184,7 @@ def retarget_rows(rounds):
     x = models.make_input("mlp", batch=64)
     rows = []
     with torch.no_grad():
-        g = ivytrace.trace_graph(m, args=(x,))
+        g = ivytrace.freeze(m, args=(x,))   # the weights as constants, converted once at load
         want = m(x).numpy()
         xn = x.numpy()
         import jax.numpy as jnp
