@@ -536,11 +536,7 @@ def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idx
         raise ValueError(_NUMPY_BACKEND_FN)
     nums = _normalize_static(static_argnums, int, "static_argnums", "an int or a list of ints")
     names = _normalize_static(static_argnames, str, "static_argnames", "a str or a list of strs")
-    if args is not None and not isinstance(args, (tuple, list)):
-        raise TypeError(f"ivytrace: args must be a tuple of positional arguments, not a {type(args).__qualname__} "
-                        f"(write args=(x,) for one argument)")
-    if kwargs is not None and not isinstance(kwargs, dict):
-        raise TypeError(f"ivytrace: kwargs must be a dict of keyword arguments, not a {type(kwargs).__qualname__}")
+    _check_call_arguments(args, kwargs)
     options = dict(array_caching=array_caching, include_generators=include_generators, stateful=stateful,
                    arg_stateful_idxs=arg_stateful_idxs, kwarg_stateful_idxs=kwarg_stateful_idxs, to=to,
                    return_backend_traced_fn=bool(return_backend_traced_fn), static_argnums=nums,
@@ -722,43 +718,35 @@ def export(fn, path, args=None, kwargs=None, *, to: str = "onnx", allow_speciali
     if to == "plan" and (allow_specialized or static):
         raise ValueError("ivytrace: export: allow_specialized and static apply to ONNX models (to='onnx'); a plan "
                          "checks its guards on every replay")
+    _check_call_arguments(args, kwargs)
     path = os.fspath(path)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
-    statics = dict(static_argnums=_normalize_static(static_argnums, int, "static_argnums", "an int or a list of ints"),
-                   static_argnames=_normalize_static(static_argnames, str, "static_argnames",
-                                                     "a str or a list of strs"))
-    cmd_tail = ["--to", to, "-o", path]
-    if not array_caching:
-        cmd_tail.append("--no-array-caching")
-    if not include_generators:
-        cmd_tail.append("--bake-generators")
-    if allow_specialized:
-        cmd_tail.append("--allow-specialized")
-    if static:
-        cmd_tail.append("--static")
-    refused = None
-    for symbolic_ints in (True, False):
-        r = _record_once(fn, args, kwargs, statics["static_argnums"], statics["static_argnames"],
-                         symbolic_ints=symbolic_ints, freeze=True)
+    nums = _normalize_static(static_argnums, int, "static_argnums", "an int or a list of ints")
+    names = _normalize_static(static_argnames, str, "static_argnames", "a str or a list of strs")
+    flags = [flag for flag, on in (("--no-array-caching", not array_caching), ("--bake-generators", not include_generators),
+                                   ("--allow-specialized", allow_specialized), ("--static", static)) if on]
+
+    def attempt(symbolic_ints):
+        r = _record_once(fn, args, kwargs, nums, names, symbolic_ints=symbolic_ints, freeze=True)
         try:
-            run_cli("export", r.trace_path, *cmd_tail)
+            run_cli("export", r.trace_path, "--to", to, "-o", path, *flags)
         except CLIError as e:
-            if not (symbolic_ints and r.sym_args):
-                if refused is not None:
-                    raise refused from None   # not the ints: the first attempt's error says why
-                raise
-            refused = e
-            names = list(r.sym_args)
-            continue
+            if r.sym_args:
+                raise _SymIntsRefused(list(r.sym_args), _first_error_line(e)) from e
+            raise
         finally:
             shutil.rmtree(r.workdir, ignore_errors=True)
-        if refused is not None:
-            warnings.warn(f"ivytrace: {_name_of(fn)}: the number argument(s) {', '.join(names)} cannot be inputs of "
-                          f"the exported graph ({_first_error_line(refused)}); it is specialized on their values "
-                          f"(pass them in static_argnums / static_argnames to skip this attempt)", StateWarning,
-                          stacklevel=2)
         return path
-    raise AssertionError("unreachable")
+
+    return _symbolic_ints_first(fn, attempt)
+
+
+def _check_call_arguments(args, kwargs):
+    if args is not None and not isinstance(args, (tuple, list)):
+        raise TypeError(f"ivytrace: args must be a tuple of positional arguments, not a {type(args).__qualname__} "
+                        f"(write args=(x,) for one argument)")
+    if kwargs is not None and not isinstance(kwargs, dict):
+        raise TypeError(f"ivytrace: kwargs must be a dict of keyword arguments, not a {type(kwargs).__qualname__}")
 
 
 def _source_framework(fn, args, kwargs) -> str:
@@ -894,19 +882,27 @@ def _trace(fn, args, kwargs, *, static_argnums=frozenset(), static_argnames=froz
     Python ints among the arguments are traced as symbolic inputs; when the CLI cannot export
     the graph with them (an op that needs the number as a constant), they are specialized like
     the static arguments and the call is traced again."""
+    return _symbolic_ints_first(fn, lambda symbolic_ints: _trace_once(
+        fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=symbolic_ints, **options))
+
+
+def _symbolic_ints_first(fn, attempt):
+    """attempt(symbolic_ints=True), and when the CLI refuses the graph because of the number
+    arguments (_SymIntsRefused), attempt(False) with them specialized, with a StateWarning. When
+    that fails too, the first attempt's error says why (it was not the ints)."""
     try:
-        return _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=True, **options)
+        return attempt(True)
     except _SymIntsRefused as e:
         refused = e
     try:
-        traced = _trace_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=False, **options)
+        result = attempt(False)
     except CLIError:
-        raise refused.__cause__ from None   # not the ints: the first attempt's error says why
+        raise refused.__cause__ from None
     warnings.warn(f"ivytrace: {_name_of(fn)}: the number argument(s) {', '.join(refused.names)} cannot be inputs of "
                   f"the graph ({refused.reason}); the graph is specialized on their values (pass them in "
                   f"static_argnums / static_argnames to skip this attempt)", StateWarning,
                   stacklevel=_user_level()[0])
-    return traced
+    return result
 
 
 class _SymIntsRefused(Exception):

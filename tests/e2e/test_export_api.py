@@ -139,6 +139,8 @@ def test_jax_functions_export(tmp_path):
 def test_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="expected 'onnx' or 'plan'"):
         ivytrace.export(lambda x: x + 1, tmp_path / "a", args=(torch.ones(1),), to="tflite")
+    with pytest.raises(TypeError, match=r"args must be a tuple .* not a Tensor \(write args=\(x,\)"):
+        ivytrace.export(lambda x: x + 1, tmp_path / "a", args=torch.ones(3))
     with pytest.raises(ValueError, match="apply to ONNX models"):
         ivytrace.export(lambda x: x + 1, tmp_path / "a", args=(torch.ones(1),), to="plan", static=True)
     missing = tmp_path / "no" / "such" / "dir" / "m.onnx"
