@@ -125,3 +125,14 @@ def test_constant_places_outside_the_data_section_are_plan_errors(tmp_path, offs
     path.write_bytes(body + CHECKSUM_TAG + zlib.crc32(body).to_bytes(4, "little"))
     with pytest.raises(ivytrace.PlanError, match=rf"p\.ivyplan: constant 0 \(slot 0\): .*{what}"):
         ivytrace.load_plan(path)
+
+
+def test_format_01_plans_still_load(tmp_path):
+    # Format 01: the magic, then the Plan with each constant's bytes inline, then its checksum.
+    import zlib
+    from ivytrace.runtime.plan import CHECKSUM_TAG, PLAN_MAGIC_V1
+    p = plan_with_constant([2], torch.tensor([1.5, -2.0]).numpy().tobytes())
+    body = PLAN_MAGIC_V1 + p.SerializeToString()
+    path = tmp_path / "old.ivyplan"
+    path.write_bytes(body + CHECKSUM_TAG + zlib.crc32(body).to_bytes(4, "little"))
+    torch.testing.assert_close(ivytrace.load_plan(path)(), torch.tensor([1.5, -2.0]))

@@ -82,12 +82,6 @@ def read_plan(path):
     return plan, data
 
 
-def read_plan_file(path) -> plan_pb2.Plan:
-    """The checked Plan message of a plan file (for format 02, without the constants' bytes:
-    read_plan gives those)."""
-    return read_plan(path)[0]
-
-
 def write_plan_file(path, plan: plan_pb2.Plan) -> None:
     """Write a plan in format 02 (magic, data section, Plan), atomically; the constants' bytes,
     given in `value.data`, move to the data section. The CLI normally does this; tests use it."""
