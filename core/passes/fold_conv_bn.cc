@@ -84,19 +84,20 @@ void SetParam(Node* n, size_t pos, const char* name, v1::Arg arg) {
   n->kwargs.push_back(std::move(kw));
 }
 
-v1::Tensor FloatTensor(const std::vector<double>& data, const std::vector<int64_t>& shape, const std::string& name) {
+// A float32 constant of `bytes` (little-endian floats).
+v1::Tensor Float32Tensor(std::string bytes, const std::vector<int64_t>& shape, const std::string& name) {
   v1::Tensor t;
   t.set_dtype(v1::FLOAT32);
   for (int64_t d : shape) t.add_shape(d);
   t.set_name(name);
-  std::string* bytes = t.mutable_data();
-  bytes->resize(data.size() * sizeof(float));
-  char* out = bytes->data();
-  for (size_t i = 0; i < data.size(); ++i, out += sizeof(float)) {
-    const float f = static_cast<float>(data[i]);
-    std::memcpy(out, &f, sizeof(float));
-  }
+  t.set_data(std::move(bytes));
   return t;
+}
+
+// Element i of `bytes` set to x rounded once to float32.
+void SetFloat(std::string* bytes, size_t i, double x) {
+  const float f = static_cast<float>(x);
+  std::memcpy(bytes->data() + i * sizeof(float), &f, sizeof f);
 }
 
 }  // namespace
@@ -150,25 +151,17 @@ Status FoldConvBatchNorm::Run(Graph* g, PassResult* result) {
 
     const size_t per = wdata->size() / sizeof(float) / cout;
     // In double, each result rounded once to float32.
-    std::string nw(wdata->size(), '\0');
-    std::vector<double> nb(cout);
+    std::string nw(wdata->size(), '\0'), nb(cout * sizeof(float), '\0');
     for (size_t o = 0; o < cout; ++o) {
       const double s = static_cast<double>((*gamma)[o]) / std::sqrt(static_cast<double>((*var)[o]) + *eps);
-      for (size_t k = 0; k < per; ++k) {
-        const float f = static_cast<float>(static_cast<double>(FloatAt(*wdata, o * per + k)) * s);
-        std::memcpy(nw.data() + (o * per + k) * sizeof(float), &f, sizeof f);
-      }
-      nb[o] = (static_cast<double>((*cbias)[o]) - (*mean)[o]) * s + (*beta)[o];
+      for (size_t k = 0; k < per; ++k) SetFloat(&nw, o * per + k, static_cast<double>(FloatAt(*wdata, o * per + k)) * s);
+      SetFloat(&nb, o, (static_cast<double>((*cbias)[o]) - (*mean)[o]) * s + (*beta)[o]);
     }
     std::string base = g->values[*w].name.empty() ? "conv.weight" : g->values[*w].name;
     if (base.size() > 7 && base.compare(base.size() - 7, 7, ".weight") == 0) base.resize(base.size() - 7);
-    v1::Tensor folded;
-    folded.set_dtype(v1::FLOAT32);
-    for (int64_t d : wshape) folded.add_shape(d);
-    folded.set_name(base + ".weight.folded_bn");
-    folded.set_data(std::move(nw));
-    const ValueId nwv = g->AddConstant(std::move(folded));
-    const ValueId nbv = g->AddConstant(FloatTensor(nb, {static_cast<int64_t>(cout)}, base + ".bias.folded_bn"));
+    const ValueId nwv = g->AddConstant(Float32Tensor(std::move(nw), wshape, base + ".weight.folded_bn"));
+    const ValueId nbv =
+        g->AddConstant(Float32Tensor(std::move(nb), {static_cast<int64_t>(cout)}, base + ".bias.folded_bn"));
     SetParam(&conv, 1, "weight", TensorArg(nwv, g->values[nwv]));
     SetParam(&conv, 2, "bias", TensorArg(nbv, g->values[nbv]));
     Graph::IndexNode(&conv);
