@@ -104,9 +104,10 @@ Status LowerAddmm(const Node& node, const BoundCall& call, LoweringContext& ctx)
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::DType d = ctx.DType(result);
   const double beta = call.Double("beta").value_or(1.0), alpha = call.Double("alpha").value_or(1.0);
-  // Matrices of floats (addmm, as GPT-2's Conv1D calls it): one Gemm, whose C broadcasts like
-  // addmm's input and whose alpha/beta are addmm's.
-  const bool floating = d == v1::FLOAT32 || d == v1::FLOAT16 || d == v1::FLOAT64 || d == v1::BFLOAT16;
+  // Matrices of float32/float64 (addmm, as GPT-2's Conv1D calls it): one Gemm, whose C broadcasts
+  // like addmm's input and whose alpha/beta are addmm's. Half types keep MatMul+Add: onnxruntime's
+  // CPU provider has no Gemm kernel for bfloat16, nor one for float16 in every version.
+  const bool floating = d == v1::FLOAT32 || d == v1::FLOAT64;
   if (floating && ctx.Rank(m1) == 2 && ctx.Rank(m2) == 2 && ctx.Rank(c) <= 2 && beta != 0.0) {
     auto* n = ctx.Emit("Gemm", {ctx.In(m1), ctx.In(m2), ctx.In(c)}, {ctx.Out(result)});
     if (alpha != 1.0) SetAttr(n, "alpha", static_cast<float>(alpha));
