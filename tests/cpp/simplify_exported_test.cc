@@ -194,7 +194,13 @@ TEST(AnnotateRangeLengths, ARangeOverAnInputDimHasItsLength) {
   ScalarInit(&g, "zero", 0);
   ScalarInit(&g, "one", 1);
   ScalarInit(&g, "two", 2);
-  Add(&g, "Cast", {"dim.seq"}, {"n"});                   // the read ReplaceKnownDimReads made, cast
+  Add(&g, "Shape", {"ids"}, {"ids.shape"});
+  Add(&g, "Gather", {"ids.shape", "one"}, {"dim.seq"});  // the read ReplaceKnownDimReads makes
+  auto* cast = Add(&g, "Cast", {"dim.seq"}, {"n"});      // cast
+  auto* to = cast->add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::INT64);
   Add(&g, "Range", {"zero", "n", "one"}, {"positions"});
   Add(&g, "Range", {"zero", "dim.seq", "two"}, {"evens"});  // step 2: not the dim's length
   Add(&g, "Range", {"one", "dim.seq", "one"}, {"from1"});   // starts at 1: neither
@@ -281,6 +287,181 @@ TEST(ReplaceKnownDimReads, UnknownShapesAreLeftAlone) {
   d.types.erase("h");
   EXPECT_EQ(d.Run(), 0);
   EXPECT_EQ(d.g.node_size(), 5);
+}
+
+void IntsInit(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(v.size()));
+  std::string raw(v.size() * sizeof(int64_t), '\0');
+  if (!v.empty()) std::memcpy(raw.data(), v.data(), raw.size());
+  t->set_raw_data(raw);
+}
+
+void IntAttribute(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+std::vector<int64_t> InitValues(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& t : g.initializer()) {
+    if (t.name() != name) continue;
+    std::vector<int64_t> v(t.raw_data().size() / sizeof(int64_t));
+    if (!v.empty()) std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
+    return v;
+  }
+  return {};
+}
+
+// `x` [b, t, 768] (b and t input dims), `u` [n] and `w` [n] (one name on two inputs); the shapes
+// views build from sizes read off x (Shape, Gather, Unsqueeze, Concat).
+struct ShapeGraph {
+  onnx::GraphProto g;
+  std::unordered_map<std::string, onnx::TypeProto> types;
+  int made = 0;
+
+  ShapeGraph() {
+    Input(&g, "x", {"b", "t", "768"});
+    Input(&g, "u", {"n"});
+    Input(&g, "w", {"n"});
+    for (const auto& in : g.input()) types[in.name()] = in.type();
+    for (int i = 0; i < 3; ++i) ScalarInit(&g, "i" + std::to_string(i), i);
+    IntsInit(&g, "axes0", {0});
+    Add(&g, "Shape", {"x"}, {"xs"});
+    Add(&g, "Gather", {"xs", "i0"}, {"b"});
+    Add(&g, "Gather", {"xs", "i1"}, {"t"});
+    Add(&g, "Unsqueeze", {"b", "axes0"}, {"b1"});
+    Add(&g, "Unsqueeze", {"t", "axes0"}, {"t1"});
+    Add(&g, "Shape", {"u"}, {"us"});
+    Add(&g, "Gather", {"us", "i0"}, {"n"});
+    Add(&g, "Unsqueeze", {"n", "axes0"}, {"n1"});
+  }
+
+  onnx::NodeProto* Reshape(const std::string& data, std::vector<std::string> pieces, const std::string& out) {
+    Add(&g, "Concat", pieces, {out + ".shape"});
+    IntAttribute(g.mutable_node(g.node_size() - 1), "axis", 0);
+    auto* r = Add(&g, "Reshape", {data, out + ".shape"}, {out});
+    IntAttribute(r, "allowzero", 1);
+    return r;
+  }
+
+  int Run() {
+    return ConstantKnownShapes(
+        &g,
+        [&](const std::string& name) -> const onnx::TypeProto* {
+          auto it = types.find(name);
+          return it == types.end() ? nullptr : &it->second;
+        },
+        [&](const std::vector<int64_t>& v) {
+          std::string name = "made" + std::to_string(made++);
+          IntsInit(&g, name, v);
+          return name;
+        },
+        [&](int64_t v) {
+          std::string name = "scalar" + std::to_string(v);
+          ScalarInit(&g, name, v);
+          return name;
+        });
+  }
+
+  const onnx::NodeProto& Producer(const std::string& name) const {
+    for (const auto& n : g.node()) {
+      for (const auto& o : n.output()) {
+        if (o == name) return n;
+      }
+    }
+    static onnx::NodeProto none;
+    return none;
+  }
+};
+
+TEST(ConstantKnownShapes, ReshapeSizesThatAreTheDataDimsBecomeCopies) {
+  ShapeGraph s;
+  IntsInit(&s.g, "rest", {-1, 64});
+  IntsInit(&s.g, "zero", {0});
+  s.Reshape("x", {"b1", "t1", "rest"}, "heads");   // view(b, t, -1, 64) of x: [0, 0, -1, 64]
+  s.Reshape("x", {"t1", "b1", "rest"}, "swapped");  // t at x's dim 0: left alone
+  s.Reshape("x", {"b1", "t1", "zero", "rest"}, "empty");  // a literal 0: left alone
+  s.Reshape("x", {"n1", "t1", "rest"}, "shared");   // n names two input dims: proves nothing
+  EXPECT_EQ(s.Run(), 1);
+  const auto& heads = s.Producer("heads");
+  EXPECT_EQ(InitValues(s.g, heads.input(1)), (std::vector<int64_t>{0, 0, -1, 64}));
+  EXPECT_EQ(heads.attribute(0).i(), 0);   // allowzero off: 0 copies
+  for (const char* kept : {"swapped", "empty", "shared"}) {
+    EXPECT_EQ(s.Producer(kept).input(1), std::string(kept) + ".shape") << kept;
+    EXPECT_EQ(s.Producer(kept).attribute(0).i(), 1) << kept;
+  }
+}
+
+TEST(ConstantKnownShapes, OneOtherSizeBecomesMinusOneWhenNothingIsCopied) {
+  ShapeGraph s;
+  IntsInit(&s.g, "one", {1});
+  IntsInit(&s.g, "n2304", {2304});
+  IntsInit(&s.g, "minus1", {-1});
+  // view(1, t, 2304) of a [t, 2304] matmul (GPT-2's Conv1D): [1, -1, 2304].
+  s.types["mm"].mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("t");
+  s.types["mm"].mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(2304);
+  s.Reshape("mm", {"one", "t1", "n2304"}, "back");
+  s.Reshape("mm", {"minus1", "t1", "n2304"}, "two");   // already a -1: t stays computed
+  EXPECT_EQ(s.Run(), 1);
+  EXPECT_EQ(InitValues(s.g, s.Producer("back").input(1)), (std::vector<int64_t>{1, -1, 2304}));
+  EXPECT_EQ(s.Producer("two").input(1), "two.shape");
+}
+
+TEST(ConstantKnownShapes, ExpandToTheValuesOwnDimsAndSlicesToAnInputDim) {
+  ShapeGraph s;
+  auto* e = Add(&s.g, "Concat", {"b1", "t1"}, {"bt"});
+  IntAttribute(e, "axis", 0);
+  s.types["ids"].mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("b");
+  s.types["ids"].mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("t");
+  Add(&s.g, "Expand", {"ids", "bt"}, {"expanded"});      // expand(b, t) of a [b, t] value
+  Add(&s.g, "Expand", {"other", "bt"}, {"unknown"});     // of a value of unknown shape: kept
+  s.types["t"].mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  IntsInit(&s.g, "starts", {0});
+  IntsInit(&s.g, "axes1", {1});
+  Add(&s.g, "Slice", {"table", "starts", "t1", "axes1"}, {"positions"});   // table[:, :t]
+  EXPECT_EQ(s.Run(), 2);
+  EXPECT_EQ(InitValues(s.g, s.Producer("expanded").input(1)), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(s.Producer("unknown").input(1), "bt");
+  const auto& p = s.Producer("positions");
+  ASSERT_EQ(p.op_type(), "Gather");
+  EXPECT_EQ(p.input(0), "table");
+  EXPECT_EQ(p.attribute(0).i(), 1);
+  const auto& range = s.Producer(p.input(1));
+  ASSERT_EQ(range.op_type(), "Range");
+  EXPECT_EQ(range.input(1), "t");
+  // The Range comes before the Gather that reads it.
+  int range_at = -1, gather_at = -1;
+  for (int i = 0; i < s.g.node_size(); ++i) {
+    if (s.g.node(i).op_type() == "Range") range_at = i;
+    if (s.g.node(i).output(0) == "positions") gather_at = i;
+  }
+  EXPECT_LT(range_at, gather_at);
+}
+
+TEST(DeclareReshapeShapes, MinusOneOverOneInputDimIsThatDim) {
+  onnx::GraphProto g;
+  Input(&g, "x", {"1", "t", "768"});
+  Input(&g, "y", {"b", "t2", "4"});
+  IntsInit(&g, "flat", {-1, 768});
+  IntsInit(&g, "flat_all", {-1});
+  Add(&g, "Reshape", {"x", "flat"}, {"rows"});      // [t, 768]
+  Add(&g, "Reshape", {"y", "flat_all"}, {"all"});   // b * t2 * 4: two dims, not declared
+  std::unordered_map<std::string, onnx::TypeProto> types;
+  for (const auto& in : g.input()) types[in.name()] = in.type();
+  const auto declared = DeclareReshapeShapes(g, [&](const std::string& name) -> const onnx::TypeProto* {
+    auto it = types.find(name);
+    return it == types.end() ? nullptr : &it->second;
+  });
+  ASSERT_EQ(declared.size(), 1u);
+  EXPECT_EQ(declared[0].name(), "rows");
+  const auto& shape = declared[0].type().tensor_type().shape();
+  ASSERT_EQ(shape.dim_size(), 2);
+  EXPECT_EQ(shape.dim(0).dim_param(), "t");
+  EXPECT_EQ(shape.dim(1).dim_value(), 768);
 }
 
 TEST(HasSubgraphs, SeesIfBranches) {

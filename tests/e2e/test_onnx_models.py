@@ -190,14 +190,14 @@ def test_gpt2_reads_its_dims_from_the_input_not_from_every_activation(exported):
     # GPT-2's position ids are a Range over the sequence length, whose length ONNX shape inference
     # cannot work out; declared (AnnotateRangeLengths), and with the guards' gate a known 0-d bool
     # (CombineGuardChecks), every activation's dims are known, so `view(b, t, ...)` reads b and t
-    # from input_ids. Left: the Shape of input_ids, and two per layer inside attention (the gated
-    # mask's); there were about ten per layer. The model still follows batch and length
+    # from input_ids. Left: the Shape of input_ids (there were about ten per layer, then two: the
+    # causal mask's lengths, now 0-d dim reads that point at the input too). The model still follows batch and length
     # (test_model_at_other_batch_sizes_and_lengths).
     model, inputs, args, out, proc = exported("gpt2")
     m = onnx.load(str(out), load_external_data=False)
     inputs_ = {i.name for i in m.graph.input}
     reads = [n for n in m.graph.node if n.op_type == "Shape" and n.input[0] not in inputs_]
-    assert len(reads) <= 2 * model.config.n_layer, [n.name for n in reads]
+    assert reads == [], [n.name for n in reads]
 
 
 @pytest.mark.parametrize("name", sorted(TEXT))
@@ -206,3 +206,23 @@ def test_text_models_declare_batch_and_sequence_dynamic(name, exported):
     sess = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     for i in sess.get_inputs():
         assert i.shape == ["batch", "input_ids_dim1"], (i.name, i.shape)
+
+
+
+@pytest.mark.parametrize("name", ["gpt2", "t5_encoder"])
+def test_head_reshapes_have_constant_shapes(name, exported):
+    # `view(b, t, heads, d)` of a value whose dims are b and t is Reshape(x, [0, 0, heads, d]), and
+    # the linear layers GPT-2 writes as view(-1, c) -> addmm -> view(b, t, n) are MatMul + Add
+    # (ConstantKnownShapes): shape inference then knows the activations' dims, and no layer reads
+    # a size from an activation. What is left computed: GPT-2's `view(b, t, c)` of its merged
+    # heads, (b * t, c), which has two sizes a constant shape cannot copy (and its c_proj, a
+    # view(-1, c) of a 4-d value, stays a Gemm). The models still follow
+    # batch and length (test_model_at_other_batch_sizes_and_lengths).
+    model, inputs, args, out, proc = exported(name)
+    m = onnx.load(str(out), load_external_data=False)
+    inits = {t.name for t in m.graph.initializer}
+    computed = [n.name for n in m.graph.node if n.op_type == "Reshape" and n.input[1] not in inits
+                and not n.name.startswith("ivytrace guard")]
+    assert len(computed) <= (model.config.n_layer if name == "gpt2" else 0), computed
+    if name == "gpt2":   # of the four linears a layer has, only c_proj over the merged heads stays a Gemm
+        assert sum(n.op_type == "Gemm" for n in m.graph.node) <= model.config.n_layer

@@ -868,8 +868,14 @@ Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, L
   std::string scores = ctx.EmitTemp("Mul", {ctx.EmitTemp("MatMul", {ctx.In(q), kt}), F(ctx, scale, d)});
   const std::string neg_inf = F(ctx, -std::numeric_limits<double>::infinity(), d);
   if (call.Bool("is_causal").value_or(false)) {
+    // Each length a 0-d dim read (Gather), which the exporter's clean-up points at the input dim
+    // it is (simplify_exported.h): then every layer's mask is the same one.
     auto dim = [&](ValueId val) {
-      return ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {ctx.In(val)}), ctx.Int64s({-2}), ctx.Int64s({-1})});
+      onnx::NodeProto* g = nullptr;
+      std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {ctx.In(val)}),
+                                              ctx.Scalar(Number::Int(-2), v1::INT64)}, &g);
+      SetAttr(g, "axis", int64_t{0});
+      return ctx.Unsqueeze(n, {0});
     };
     onnx::NodeProto* c = nullptr;
     std::string ls = ctx.EmitTemp("Concat", {dim(q), dim(k)}, &c);

@@ -484,32 +484,51 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   if (og->node_size() <= options.max_inferred_nodes && !onnx_export::HasSubgraphs(*og)) {
     std::vector<onnx::ValueInfoProto> declared(og->output().begin(), og->output().end());
     const int value_info_before = og->value_info_size();
-    auto infer_and_replace = [&]() {
+    // One round: inference, then the dim reads and shapes it shows are known are replaced, and
+    // the shapes this pass can prove but inference cannot see are noted for the next round
+    // (value_info, dropped again at the end: the model keeps no value_info). Returns how many
+    // changes were made (each can make more dims known to the next round).
+    std::vector<onnx::ValueInfoProto> notes;
+    std::unordered_set<std::string> noted;
+    auto infer_and_replace = [&]() -> int {
+      onnx_export::RemoveUnreadNodes(og);   // reads an earlier round replaced: not counted again
+      for (const auto& v : notes) *og->add_value_info() = v;
+      onnx_export::AnnotateRangeLengths(og);
+      int changed = 0;
       try {
         onnx::ShapeInferenceOptions opts(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
         onnx::shape_inference::InferShapes(*model, onnx::OpSchemaRegistry::Instance(), opts);
       } catch (const std::exception&) {
-        return;
+        og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
+        return 0;
       }
       std::unordered_map<std::string, const onnx::TypeProto*> types;
       for (const auto& v : og->input()) types.emplace(v.name(), &v.type());
       for (const auto& v : og->value_info()) types.emplace(v.name(), &v.type());
       for (const auto& v : og->output()) types.emplace(v.name(), &v.type());
-      onnx_export::ReplaceKnownDimReads(
-          og,
-          [&](const std::string& name) -> const onnx::TypeProto* {
-            auto it = types.find(name);
-            return it == types.end() ? nullptr : it->second;
-          },
+      auto inferred = [&](const std::string& name) -> const onnx::TypeProto* {
+        auto it = types.find(name);
+        return it == types.end() ? nullptr : it->second;
+      };
+      changed += onnx_export::ReplaceKnownDimReads(
+          og, inferred, [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
+      changed += onnx_export::ConstantKnownShapes(
+          og, inferred, [&](const std::vector<int64_t>& v) { return ctx.Int64s(v); },
           [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
-    };
-    infer_and_replace();
-    // A Range over an input dim has that length, which inference cannot see: declared, the dims
-    // after it are known too (AnnotateRangeLengths), so a second round replaces their reads.
-    og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
-    if (onnx_export::AnnotateRangeLengths(og) > 0) {
-      infer_and_replace();
+      for (auto& v : onnx_export::DeclareReshapeShapes(*og, inferred)) {
+        if (!noted.insert(v.name()).second) continue;
+        notes.push_back(std::move(v));
+        ++changed;
+      }
       og->mutable_value_info()->DeleteSubrange(value_info_before, og->value_info_size() - value_info_before);
+      return changed;
+    };
+    // Rounds until one changes nothing (in a transformer, a reshape made constant makes the next
+    // layer's dims known). Each round is an inference over the whole model, so their number is
+    // bounded by the model's size (about 2M node-rounds, ~1 s of inference).
+    const int max_rounds = std::max(2, std::min(64, 2'000'000 / std::max(1, og->node_size())));
+    for (int round = 0; round < max_rounds; ++round) {
+      if (infer_and_replace() == 0) break;
     }
     for (size_t i = 0; i < declared.size(); ++i) *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
     onnx_export::MergeDuplicateNodes(og);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -284,42 +285,524 @@ int DropRedundantGates(onnx::GraphProto* graph) {
   return dropped;
 }
 
-int AnnotateRangeLengths(onnx::GraphProto* graph) {
-  std::unordered_set<std::string> params;  // dim_params of the graph's inputs
-  for (const auto& v : graph->input()) {
-    if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
-    for (const auto& d : v.type().tensor_type().shape().dim()) {
-      if (d.has_dim_param()) params.insert(d.dim_param());
+namespace {
+
+// The int64 values of a 0-d or 1-d int64 initializer, if `name` is one.
+bool ConstantInts(const std::unordered_map<std::string, const onnx::TensorProto*>& inits, const std::string& name,
+                  std::vector<int64_t>* out) {
+  auto it = inits.find(name);
+  if (it == inits.end()) return false;
+  const onnx::TensorProto& t = *it->second;
+  if (t.data_type() != onnx::TensorProto::INT64 || t.dims_size() > 1) return false;
+  out->clear();
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() % sizeof(int64_t)) return false;
+    out->resize(t.raw_data().size() / sizeof(int64_t));
+    if (!out->empty()) std::memcpy(out->data(), t.raw_data().data(), t.raw_data().size());
+  } else {
+    out->assign(t.int64_data().begin(), t.int64_data().end());
+  }
+  return true;
+}
+
+int64_t IntAttr(const onnx::NodeProto& n, std::string_view name, int64_t otherwise) {
+  for (const auto& a : n.attribute()) {
+    if (a.name() == name && a.type() == onnx::AttributeProto::INT) return a.i();
+  }
+  return otherwise;
+}
+
+// What is known about a size the graph computes: a constant, or the dim `param` of a graph input
+// (a dim_param that names one input dim only: onnxruntime does not check that inputs sharing a
+// dim name agree, so such a name proves nothing).
+struct KnownSize {
+  bool constant = false;
+  int64_t value = 0;
+  std::string param;
+};
+
+// Sizes and shapes the graph computes, resolved through the nodes the lowerings emit for them
+// (Shape/Gather dim reads, Unsqueeze/Concat into shapes, Cast to int64, GateOn's Where(gate, s, s),
+// adding 0, Identity) and what `inferred` knows of the shapes they read.
+class KnownDims {
+ public:
+  KnownDims(const onnx::GraphProto& graph, std::function<const onnx::TypeProto*(const std::string&)> inferred)
+      : inferred_(std::move(inferred)) {
+    for (const auto& t : graph.initializer()) {
+      if (t.data_type() == onnx::TensorProto::INT64 && t.dims_size() <= 1) inits_.emplace(t.name(), &t);
+      all_inits_.emplace(t.name(), &t);
+    }
+    for (const auto& n : graph.node()) {
+      for (const auto& o : n.output()) producer_.emplace(o, &n);
+    }
+    for (const auto& in : graph.input()) {
+      if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+      for (const auto& d : in.type().tensor_type().shape().dim()) {
+        if (d.has_dim_param()) ++input_params_[d.dim_param()];
+      }
     }
   }
-  std::unordered_map<std::string, const onnx::TensorProto*> inits;
-  for (const auto& t : graph->initializer()) inits.emplace(t.name(), &t);
-  std::unordered_map<std::string, std::string> cast_of;  // Cast output -> its input
-  for (const auto& n : graph->node()) {
-    if (n.op_type() == "Cast" && n.input_size() == 1 && n.output_size() == 1) cast_of[n.output(0)] = n.input(0);
+
+  const onnx::NodeProto* MadeBy(const std::string& name, std::string_view op) const {
+    auto it = producer_.find(name);
+    return it != producer_.end() && it->second->op_type() == op && it->second->domain().empty() ? it->second
+                                                                                                : nullptr;
   }
-  std::unordered_set<std::string> typed;
-  for (const auto& v : graph->value_info()) typed.insert(v.name());
-  int count = 0;
+
+  // The values of an int64 initializer of that rank (0 or 1).
+  bool Ints(const std::string& name, std::vector<int64_t>* out, int rank) const {
+    auto it = inits_.find(name);
+    return it != inits_.end() && it->second->dims_size() == rank && ConstantInts(inits_, name, out);
+  }
+
+  // The initializer of that name, or null.
+  const onnx::TensorProto* Initializer(const std::string& name) const {
+    auto it = all_inits_.find(name);
+    return it == all_inits_.end() ? nullptr : it->second;
+  }
+
+  // The dim of `value` at `axis` (negative from the end), from its inferred shape.
+  std::optional<KnownSize> Dim(const std::string& value, int64_t axis) const {
+    const onnx::TypeProto* type = inferred_(value);
+    if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return std::nullopt;
+    const auto& shape = type->tensor_type().shape();
+    if (axis < 0) axis += shape.dim_size();
+    if (axis < 0 || axis >= shape.dim_size()) return std::nullopt;
+    const auto& dim = shape.dim(static_cast<int>(axis));
+    if (dim.has_dim_value()) return KnownSize{true, dim.dim_value(), {}};
+    auto in = dim.has_dim_param() ? input_params_.find(dim.dim_param()) : input_params_.end();
+    if (in == input_params_.end() || in->second != 1) return std::nullopt;
+    return KnownSize{false, 0, dim.dim_param()};
+  }
+
+  // A 0-d int64 size.
+  std::optional<KnownSize> Scalar(std::string s) const {
+    std::vector<int64_t> ints;
+    for (int hops = 0; hops < 8; ++hops) {
+      if (const auto* w = MadeBy(s, "Where"); w && w->input_size() == 3 && w->input(1) == w->input(2)) {
+        s = w->input(1);
+      } else if (const auto* c = MadeBy(s, "Cast");
+                 c && c->input_size() == 1 && IntAttr(*c, "to", 0) == onnx::TensorProto::INT64) {
+        s = c->input(0);
+      } else if (const auto* a = MadeBy(s, "Add"); a && a->input_size() == 2 && Ints(a->input(1), &ints, 0) &&
+                                                    ints[0] == 0) {
+        s = a->input(0);
+      } else if (const auto* i = MadeBy(s, "Identity"); i && i->input_size() == 1) {
+        s = i->input(0);
+      } else {
+        break;
+      }
+    }
+    if (Ints(s, &ints, 0)) return KnownSize{true, ints[0], {}};
+    const auto* g = MadeBy(s, "Gather");
+    if (!g || g->input_size() != 2 || IntAttr(*g, "axis", 0) != 0 || !Ints(g->input(1), &ints, 0)) {
+      return std::nullopt;
+    }
+    const int64_t index = ints[0];
+    const auto* sh = MadeBy(g->input(0), "Shape");
+    if (!sh || sh->input_size() != 1 || sh->attribute_size() != 0) return std::nullopt;
+    return Dim(sh->input(0), index);
+  }
+
+  // A 1-d int64 shape: constants, Unsqueeze'd sizes, and Concats of them.
+  bool Vector(const std::string& name, std::vector<KnownSize>* out) const {
+    std::vector<int64_t> ints;
+    if (Ints(name, &ints, 1)) {
+      for (int64_t v : ints) out->push_back(KnownSize{true, v, {}});
+      return true;
+    }
+    if (const auto* c = MadeBy(name, "Concat"); c && IntAttr(*c, "axis", -1) == 0) {
+      for (const auto& p : c->input()) {
+        if (!Vector(p, out)) return false;
+      }
+      return true;
+    }
+    const auto* u = MadeBy(name, "Unsqueeze");
+    if (!u || u->input_size() != 2 || !Ints(u->input(1), &ints, 1) || ints != std::vector<int64_t>{0}) return false;
+    auto s = Scalar(u->input(0));
+    if (!s) return false;
+    out->push_back(*s);
+    return true;
+  }
+
+ private:
+  std::function<const onnx::TypeProto*(const std::string&)> inferred_;
+  std::unordered_map<std::string, const onnx::TensorProto*> inits_;
+  std::unordered_map<std::string_view, const onnx::NodeProto*> producer_;
+  std::unordered_map<std::string_view, const onnx::TensorProto*> all_inits_;
+  std::unordered_map<std::string, int> input_params_;
+};
+
+// x.view(-1, k) -> Gemm -> view(<x's leading dims>, n) (a linear layer over a 3-d x as addmm,
+// GPT-2's Conv1D): MatMul(x, w) + bias, which ONNX broadcasts over the leading dims itself. The
+// Reshape at `i` becomes the Add (or the MatMul's output, with no bias), the Gemm the MatMul; the
+// first Reshape is left to RemoveUnreadNodes. Only a Gemm of alpha = beta = 1, transA = 0 and a
+// bias of one row, both of whose intermediate values nothing else reads.
+bool FuseFlattenedGemm(const KnownDims& known,
+                       const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                       const std::unordered_map<std::string_view, int>& readers,
+                       const std::unordered_map<const onnx::NodeProto*, int>& index_of, int i,
+                       google::protobuf::RepeatedPtrField<onnx::NodeProto>* nodes,
+                       std::vector<std::pair<int, onnx::NodeProto>>* inserted, std::vector<bool>* drop) {
+  onnx::NodeProto& back = *nodes->Mutable(i);
+  auto reads = [&](const std::string& name) {
+    auto it = readers.find(name);
+    return it == readers.end() ? 0 : it->second;
+  };
+  const onnx::NodeProto* gemm_c = known.MadeBy(back.input(0), "Gemm");
+  if (!gemm_c || gemm_c->input_size() < 2 || gemm_c->output_size() != 1 || reads(gemm_c->output(0)) != 1) {
+    return false;
+  }
+  for (const auto& a : gemm_c->attribute()) {
+    const bool one = a.type() == onnx::AttributeProto::FLOAT && a.f() == 1.0f;
+    if ((a.name() == "alpha" || a.name() == "beta") && !one) return false;
+    if (a.name() == "transA" && a.i() != 0) return false;
+  }
+  const onnx::NodeProto* flat = known.MadeBy(gemm_c->input(0), "Reshape");
+  if (!flat || flat->input_size() != 2 || reads(flat->output(0)) != 1) return false;
+  std::vector<int64_t> ints;
+  if (!known.Ints(flat->input(1), &ints, 1) || ints.size() != 2 || ints[0] != -1) return false;
+  const std::string& x = flat->input(0);
+  const onnx::TypeProto* xt = inferred(x);
+  if (!xt || !xt->has_tensor_type() || !xt->tensor_type().has_shape()) return false;
+  const int rank = xt->tensor_type().shape().dim_size();
+  const auto k = known.Dim(x, rank - 1);
+  if (rank < 3 || !k || !k->constant || k->value != ints[1]) return false;
+  // The shape it goes back to: x's leading dims, then the Gemm's columns.
+  std::vector<KnownSize> entries;
+  if (!known.Vector(back.input(1), &entries) || static_cast<int>(entries.size()) != rank) return false;
+  // One leading -1 (with the columns a constant) is the leading dim left over: x's own.
+  int infer = 0;
+  for (const auto& e : entries) infer += e.constant && e.value == -1;
+  if (infer > 1 || !entries.back().constant || (infer == 1 && entries.back().value <= 0)) return false;
+  for (int j = 0; j + 1 < rank; ++j) {
+    const auto d = known.Dim(x, j);
+    const KnownSize& e = entries[static_cast<size_t>(j)];
+    if (e.constant && e.value == -1) continue;
+    if (!d || d->constant != e.constant || (e.constant ? d->value != e.value : d->param != e.param)) return false;
+  }
+  if (gemm_c->input_size() >= 3 && !gemm_c->input(2).empty()) {   // the bias: one row
+    std::vector<int64_t> dims;
+    if (const onnx::TensorProto* init = known.Initializer(gemm_c->input(2))) {
+      dims.assign(init->dims().begin(), init->dims().end());
+    } else {
+      const onnx::TypeProto* bt = inferred(gemm_c->input(2));
+      if (!bt || !bt->has_tensor_type() || !bt->tensor_type().has_shape()) return false;
+      for (const auto& d : bt->tensor_type().shape().dim()) dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    }
+    if (dims.size() > 2 || (dims.size() == 2 && dims[0] != 1)) return false;
+  }
+  const int g = index_of.at(gemm_c);
+  onnx::NodeProto& gemm = *nodes->Mutable(g);
+  std::string w = gemm.input(1);
+  if (IntAttr(gemm, "transB", 0) == 1) {   // folded into the weight later (FoldInitializerTransposes)
+    onnx::NodeProto t;
+    t.set_op_type("Transpose");
+    t.set_name(gemm.name() + ".Transpose");
+    t.add_input(w);
+    t.add_output(gemm.output(0) + ".wT");
+    w = t.output(0);
+    inserted->emplace_back(g, std::move(t));
+  }
+  const std::string bias = gemm.input_size() >= 3 ? gemm.input(2) : std::string();
+  gemm.set_op_type("MatMul");
+  gemm.clear_input();
+  gemm.add_input(x);
+  gemm.add_input(w);
+  gemm.clear_attribute();
+  if (bias.empty()) {
+    gemm.set_output(0, back.output(0));
+    (*drop)[static_cast<size_t>(i)] = true;
+  } else {
+    back.set_op_type("Add");
+    back.clear_input();
+    back.add_input(gemm.output(0));
+    back.add_input(bias);
+    back.clear_attribute();
+  }
+  return true;
+}
+
+}  // namespace
+
+int ConstantKnownShapes(onnx::GraphProto* graph,
+                        const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                        const std::function<std::string(const std::vector<int64_t>&)>& int64s,
+                        const std::function<std::string(int64_t)>& scalar) {
+  bool any = false;
   for (const auto& n : graph->node()) {
-    if (n.op_type() != "Range" || !n.domain().empty() || n.input_size() != 3 || n.output_size() != 1) continue;
-    int64_t start = -1, delta = 0;
-    if (!ConstantIndex(inits, n.input(0), &start) || !ConstantIndex(inits, n.input(2), &delta) || start != 0 ||
-        delta != 1 || typed.count(n.output(0))) {
+    any = any || (n.op_type() == "Reshape" && IntAttr(n, "allowzero", 0) == 1) || n.op_type() == "Expand" ||
+          n.op_type() == "Slice" || n.op_type() == "ConstantOfShape";
+  }
+  if (!any) return 0;
+  const KnownDims known(*graph, inferred);
+  int rewritten = 0;
+  std::vector<KnownSize> entries;
+  std::vector<int64_t> ints;
+  std::vector<std::pair<int, onnx::NodeProto>> inserted;  // (index of the node it goes before, node)
+  std::unordered_map<std::string_view, int> readers;
+  for (const auto& n : graph->node()) {
+    for (const auto& in : n.input()) ++readers[in];
+  }
+  for (const auto& o : graph->output()) ++readers[o.name()];
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> drop(static_cast<size_t>(nodes->size()), false);
+  std::unordered_map<const onnx::NodeProto*, int> index_of;
+  for (int i = 0; i < nodes->size(); ++i) index_of[&nodes->Get(i)] = i;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto& n = *nodes->Mutable(i);
+    if (!n.domain().empty()) continue;
+    entries.clear();
+    if (n.op_type() == "Reshape" && n.input_size() == 2 &&
+        FuseFlattenedGemm(known, inferred, readers, index_of, i, nodes, &inserted, &drop)) {
+      ++rewritten;
+    } else if (n.op_type() == "Reshape" && n.input_size() == 2 && IntAttr(n, "allowzero", 0) == 1) {
+      // view(b, t, -1, d) of a value whose dims 0 and 1 are b and t: [0, 0, -1, d], 0 copying
+      // them (allowzero off). A literal 0 (an empty dim under allowzero) could not be told apart.
+      if (!known.Vector(n.input(1), &entries)) continue;
+      // One size that is not the data's dim at its position (`x.view(b, t, c)` of an x of shape
+      // (b * t, c)) can be -1 when no other is: with every other size known and positive, -1
+      // stands for the count left over, which is that size whenever the reshape is valid.
+      // (A copied dim of 0, an empty batch, would leave -1 undefined where the program's own
+      // sizes were fine: not both.)
+      std::vector<int64_t> target;
+      int infer = 0;
+      bool ok = true, copies = false, made = false;
+      for (size_t j = 0; j < entries.size() && ok; ++j) {
+        const KnownSize& e = entries[j];
+        if (e.constant) {
+          ok = e.value > 0 || e.value == -1;
+          infer += e.value == -1;
+          target.push_back(e.value);
+          continue;
+        }
+        const auto d = known.Dim(n.input(0), static_cast<int64_t>(j));
+        if (d && !d->constant && d->param == e.param) {
+          target.push_back(0);
+          copies = true;
+        } else {
+          target.push_back(-1);
+          ++infer;
+          made = true;
+        }
+      }
+      if (!ok || infer > 1 || (made && copies)) continue;
+      n.set_input(1, int64s(target));
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.name() == "allowzero") a.set_i(0);
+      }
+      ++rewritten;
+    } else if (n.op_type() == "Expand" && n.input_size() == 2) {
+      // expand(b, t) of a value whose dims are already b and t: those entries become 1 (broadcast
+      // keeps the value's own dim), and the shape is a constant.
+      if (known.Ints(n.input(1), &ints, 1) || !known.Vector(n.input(1), &entries)) continue;
+      const onnx::TypeProto* type = inferred(n.input(0));
+      if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
+      const int64_t shift = static_cast<int64_t>(entries.size()) - type->tensor_type().shape().dim_size();
+      std::vector<int64_t> target;
+      bool ok = true;
+      for (size_t j = 0; j < entries.size() && ok; ++j) {
+        const KnownSize& e = entries[j];
+        if (e.constant) {
+          target.push_back(e.value);
+          continue;
+        }
+        const int64_t axis = static_cast<int64_t>(j) - shift;
+        const auto d = axis >= 0 ? known.Dim(n.input(0), axis) : std::nullopt;
+        ok = d && !d->constant && d->param == e.param;
+        target.push_back(1);
+      }
+      if (!ok) continue;
+      n.set_input(1, int64s(target));
+      ++rewritten;
+    } else if (n.op_type() == "ConstantOfShape" && n.input_size() == 1) {
+      // A shape of sizes that are all static (a `--static` export, or dims of fixed size).
+      if (known.Ints(n.input(0), &ints, 1) || !known.Vector(n.input(0), &entries)) continue;
+      std::vector<int64_t> target;
+      for (const auto& e : entries) {
+        if (!e.constant) break;
+        target.push_back(e.value);
+      }
+      if (target.size() != entries.size()) continue;
+      n.set_input(0, int64s(target));
+      ++rewritten;
+    } else if (n.op_type() == "Slice" && n.input_size() >= 3 && n.output_size() == 1) {
+      // x[:, :n] with n an input dim: Gather(x, Range(0, n, 1)) along that axis, whose length ONNX
+      // shape inference knows from the Range (AnnotateRangeLengths). A Slice clamps an end past
+      // the dim; the Gather refuses it (an out-of-range index is an error in onnxruntime), so an
+      // input the recorded program did not see the like of raises rather than differs.
+      std::vector<int64_t> starts, axes{0}, steps{1};
+      if (!known.Ints(n.input(1), &starts, 1) || starts != std::vector<int64_t>{0}) continue;
+      if (n.input_size() >= 4 && !n.input(3).empty() && !known.Ints(n.input(3), &axes, 1)) continue;
+      if (n.input_size() >= 5 && !n.input(4).empty() && !known.Ints(n.input(4), &steps, 1)) continue;
+      if (axes.size() != 1 || steps != std::vector<int64_t>{1}) continue;
+      const auto* u = known.MadeBy(n.input(2), "Unsqueeze");
+      if (!u || u->input_size() != 2 || !known.Ints(u->input(1), &ints, 1) || ints != std::vector<int64_t>{0}) {
+        continue;
+      }
+      const auto end = known.Scalar(u->input(0));
+      const onnx::TypeProto* end_type = inferred(u->input(0));
+      if (!end || end->constant || !end_type || !end_type->has_tensor_type() ||
+          end_type->tensor_type().elem_type() != onnx::TensorProto::INT64) {
+        continue;
+      }
+      onnx::NodeProto range;
+      range.set_op_type("Range");
+      range.set_name(n.name() + ".Range");
+      range.add_input(scalar(0));
+      range.add_input(u->input(0));
+      range.add_input(scalar(1));
+      range.add_output(n.output(0) + ".index");
+      const std::string data = n.input(0);
+      const std::string index = range.output(0);
+      n.set_op_type("Gather");
+      n.clear_input();
+      n.add_input(data);
+      n.add_input(index);
+      n.clear_attribute();
+      auto* axis = n.add_attribute();
+      axis->set_name("axis");
+      axis->set_type(onnx::AttributeProto::INT);
+      axis->set_i(axes[0]);
+      inserted.emplace_back(i, std::move(range));
+      ++rewritten;
+    }
+  }
+  if (!inserted.empty() || std::find(drop.begin(), drop.end(), true) != drop.end()) {
+    // Each new node goes right before the node that reads it: the order stays topological.
+    std::stable_sort(inserted.begin(), inserted.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> out;
+    size_t next = 0;
+    for (int i = 0; i < nodes->size(); ++i) {
+      while (next < inserted.size() && inserted[next].first == i) *out.Add() = std::move(inserted[next++].second);
+      if (!drop[static_cast<size_t>(i)]) *out.Add() = std::move(*nodes->Mutable(i));
+    }
+    nodes->Swap(&out);
+  }
+  return rewritten;
+}
+
+std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
+    const onnx::GraphProto& graph, const std::function<const onnx::TypeProto*(const std::string&)>& inferred) {
+  std::vector<onnx::ValueInfoProto> out;
+  const KnownDims known(graph, inferred);
+  std::vector<int64_t> target;
+  for (const auto& n : graph.node()) {
+    if (n.op_type() != "Reshape" || !n.domain().empty() || n.input_size() != 2 || n.output_size() != 1 ||
+        !known.Ints(n.input(1), &target, 1)) {
       continue;
     }
-    std::string limit = n.input(1);
-    auto c = cast_of.find(limit);
-    if (c != cast_of.end()) limit = c->second;
-    if (limit.rfind("dim.", 0) != 0 || !params.count(limit.substr(4))) continue;
-    auto* vi = graph->add_value_info();
-    vi->set_name(n.output(0));
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(inits.at(n.input(0))->data_type());
-    t->mutable_shape()->add_dim()->set_dim_param(limit.substr(4));
-    ++count;
+    const onnx::TypeProto* data = inferred(n.input(0));
+    if (!data || !data->has_tensor_type() || !data->tensor_type().has_shape()) continue;
+    if (const onnx::TypeProto* done = inferred(n.output(0)); done && done->has_tensor_type() &&
+                                                              done->tensor_type().has_shape()) {
+      bool all = static_cast<size_t>(done->tensor_type().shape().dim_size()) == target.size();
+      for (const auto& d : done->tensor_type().shape().dim()) all = all && (d.has_dim_value() || d.has_dim_param());
+      if (all) continue;   // inference knows it
+    }
+    const int rank = data->tensor_type().shape().dim_size();
+    // The data's element count: a constant times input dims (one param each, with repeats).
+    int64_t count = 1;
+    std::vector<std::string> params;
+    bool ok = true;
+    for (int j = 0; j < rank && ok; ++j) {
+      const auto d = known.Dim(n.input(0), j);
+      if (!d || (d->constant && d->value < 0)) {
+        ok = false;
+      } else if (d->constant) {
+        count *= d->value;
+      } else {
+        params.push_back(d->param);
+      }
+    }
+    if (!ok || count == 0) continue;
+    const bool allowzero = IntAttr(n, "allowzero", 0) == 1;
+    std::vector<KnownSize> dims(target.size());
+    int infer_at = -1;
+    int64_t known_count = 1;
+    for (size_t j = 0; j < target.size() && ok; ++j) {
+      if (target[j] == -1 && infer_at < 0) {
+        infer_at = static_cast<int>(j);
+      } else if (target[j] > 0 || (target[j] == 0 && allowzero)) {
+        dims[j] = KnownSize{true, target[j], {}};
+        known_count *= target[j];
+      } else if (target[j] == 0 && static_cast<int>(j) < rank) {   // copies the data's dim
+        const auto d = known.Dim(n.input(0), static_cast<int64_t>(j));
+        if (!d) {
+          ok = false;
+          break;
+        }
+        dims[j] = *d;
+        if (d->constant) {
+          known_count *= d->value;
+        } else {
+          auto it = std::find(params.begin(), params.end(), d->param);
+          if (it == params.end()) ok = false; else params.erase(it);
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok) continue;
+    if (infer_at >= 0) {
+      // What -1 stands for: the count left over, exactly one input dim or a constant.
+      if (known_count <= 0 || count % known_count != 0) continue;
+      const int64_t rest = count / known_count;
+      if (params.empty()) {
+        dims[static_cast<size_t>(infer_at)] = KnownSize{true, rest, {}};
+      } else if (params.size() == 1 && rest == 1) {
+        dims[static_cast<size_t>(infer_at)] = KnownSize{false, 0, params[0]};
+      } else {
+        continue;
+      }
+    } else if (!params.empty()) {
+      continue;   // the target's constants stand for an input dim: nothing to say about it
+    }
+    onnx::ValueInfoProto vi;
+    vi.set_name(n.output(0));
+    auto* t = vi.mutable_type()->mutable_tensor_type();
+    t->set_elem_type(data->tensor_type().elem_type());
+    for (const auto& d : dims) {
+      if (d.constant) t->mutable_shape()->add_dim()->set_dim_value(d.value);
+      else t->mutable_shape()->add_dim()->set_dim_param(d.param);
+    }
+    out.push_back(std::move(vi));
   }
-  return count;
+  return out;
+}
+
+int AnnotateRangeLengths(onnx::GraphProto* graph) {
+  // Only the graph inputs' dims are known here (dims read from other values were pointed at the
+  // inputs by ReplaceKnownDimReads).
+  std::unordered_map<std::string, const onnx::TypeProto*> input_types;
+  for (const auto& v : graph->input()) input_types.emplace(v.name(), &v.type());
+  const KnownDims known(*graph, [&](const std::string& name) -> const onnx::TypeProto* {
+    auto it = input_types.find(name);
+    return it == input_types.end() ? nullptr : it->second;
+  });
+  std::unordered_set<std::string> typed;
+  for (const auto& v : graph->value_info()) typed.insert(v.name());
+  std::vector<int64_t> start, delta;
+  std::vector<std::pair<std::string, std::string>> declared;  // Range output, its length's dim_param
+  for (const auto& n : graph->node()) {
+    if (n.op_type() != "Range" || !n.domain().empty() || n.input_size() != 3 || n.output_size() != 1) continue;
+    if (!known.Ints(n.input(0), &start, 0) || !known.Ints(n.input(2), &delta, 0) || start[0] != 0 ||
+        delta[0] != 1 || typed.count(n.output(0))) {
+      continue;
+    }
+    const auto limit = known.Scalar(n.input(1));
+    if (!limit || limit->constant) continue;
+    declared.emplace_back(n.output(0), limit->param);
+  }
+  for (const auto& [name, param] : declared) {
+    auto* vi = graph->add_value_info();
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::INT64);
+    t->mutable_shape()->add_dim()->set_dim_param(param);
+  }
+  return static_cast<int>(declared.size());
 }
 
 int RemoveUnreadInitializers(onnx::GraphProto* graph) {
@@ -387,6 +870,12 @@ int ReplaceKnownDimReads(onnx::GraphProto* graph,
   std::unordered_map<std::string, std::string> renamed;
   std::unordered_map<std::string, std::string> input_dim_value;  // dim_param -> name of its read
   std::vector<onnx::NodeProto> reads;                             // the nodes that read them
+  std::unordered_set<std::string_view> existing_reads;             // dim.<param> of earlier calls
+  for (const auto& n : graph->node()) {
+    if (n.op_type() == "Gather" && n.output_size() == 1 && n.output(0).rfind("dim.", 0) == 0) {
+      existing_reads.insert(n.output(0));
+    }
+  }
   int replaced = 0;
   for (const auto& n : graph->node()) {
     if (n.op_type() == "Shape" && n.domain().empty() && n.attribute_size() == 0 && n.input_size() == 1) {
@@ -416,8 +905,10 @@ int ReplaceKnownDimReads(onnx::GraphProto* graph,
       if (in == input_dims.end()) continue;
       if (in->second.first == src->second) continue;  // already read from the input
       auto [it, fresh] = input_dim_value.emplace(dim.dim_param(), "");
-      if (fresh) {
-        const std::string base = "dim." + dim.dim_param();
+      const std::string base = "dim." + dim.dim_param();
+      if (fresh && existing_reads.count(base)) {  // made by an earlier round
+        it->second = base;
+      } else if (fresh) {
         onnx::NodeProto shape_node;
         shape_node.set_op_type("Shape");
         shape_node.set_name(base + ".Shape");

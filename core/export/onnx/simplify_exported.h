@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "onnx/onnx_pb.h"
 
@@ -29,6 +30,28 @@ bool HasSubgraphs(const onnx::GraphProto& graph);
 int ReplaceKnownDimReads(onnx::GraphProto* graph,
                          const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
                          const std::function<std::string(int64_t)>& constant);
+
+// Shapes the graph computes from sizes that ONNX shape inference shows to be dims of the values
+// they apply to (`inferred`, as above; only dims named after one graph input dim count) become
+// constants, so that inference knows what follows them, and the dim reads and Concats go:
+//  - Reshape to [b, t, -1, d] (allowzero=1) of a value whose dims 0 and 1 are b and t: the shape
+//    [0, 0, -1, d], 0 copying those dims (allowzero=0); a literal 0 leaves it as it is;
+//  - Expand to [b, t] of a value of dims b and t: those entries become 1;
+//  - Slice(x, [0], [n]) with n an input dim: Gather(x, Range(0, n, 1)) on that axis (an end past
+//    the dim, which Slice clamps, makes the Gather fail instead: an error, never another value).
+// `int64s` names a 1-d int64 initializer of the values, `scalar` a 0-d one. Returns how many.
+int ConstantKnownShapes(onnx::GraphProto* graph,
+                        const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                        const std::function<std::string(const std::vector<int64_t>&)>& int64s,
+                        const std::function<std::string(int64_t)>& scalar);
+
+// The shapes of Reshape outputs (constant target shapes) that ONNX shape inference leaves partly
+// unknown but that follow from the data's dims (`inferred`, only input dims named once count):
+// 0 copies a dim, and a -1 stands for the element count left over, when that is a constant or
+// exactly one input dim (`x.view(-1, c)` of a (1, t, c) value is (t, c)). libonnx 1.12 gives up
+// on -1 over symbolic dims. The caller declares them as value_info for the next inference round.
+std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
+    const onnx::GraphProto& graph, const std::function<const onnx::TypeProto*(const std::string&)>& inferred);
 
 // Drops every node that repeats an earlier node (same op, domain, inputs and attributes; outputs
 // renamed in the nodes after it) where that is safe: the op is deterministic, has no subgraph,
