@@ -490,8 +490,10 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     // changes were made (each can make more dims known to the next round).
     std::vector<onnx::ValueInfoProto> notes;
     std::unordered_set<std::string> noted;
+    bool first_round = true;
     auto infer_and_replace = [&]() -> int {
-      onnx_export::RemoveUnreadNodes(og);   // reads an earlier round replaced: not counted again
+      if (!first_round) onnx_export::RemoveUnreadNodes(og);   // reads an earlier round replaced
+      first_round = false;
       for (const auto& v : notes) *og->add_value_info() = v;
       onnx_export::AnnotateRangeLengths(og);
       int changed = 0;

@@ -686,6 +686,10 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
 std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
     const onnx::GraphProto& graph, const std::function<const onnx::TypeProto*(const std::string&)>& inferred) {
   std::vector<onnx::ValueInfoProto> out;
+  if (std::none_of(graph.node().begin(), graph.node().end(),
+                   [](const onnx::NodeProto& n) { return n.op_type() == "Reshape"; })) {
+    return out;
+  }
   const KnownDims known(graph, inferred);
   std::vector<int64_t> target;
   for (const auto& n : graph.node()) {
