@@ -464,6 +464,46 @@ TEST(DeclareReshapeShapes, MinusOneOverOneInputDimIsThatDim) {
   EXPECT_EQ(shape.dim(1).dim_value(), 768);
 }
 
+TEST(FoldIntConstants, ShapeArithmeticOnConstantsBecomesInitializers) {
+  onnx::GraphProto g;
+  ScalarInit(&g, "d", 8);
+  ScalarInit(&g, "two", 2);
+  ScalarInit(&g, "minus7", -7);
+  IntsInit(&g, "axes0", {0});
+  IntsInit(&g, "tail", {-1, 64});
+  Add(&g, "Mod", {"d", "two"}, {"m"});           // x.shape[-1] // 2 of a static 8: (8 - 8 % 2) / 2
+  Add(&g, "Sub", {"d", "m"}, {"s"});
+  Add(&g, "Div", {"s", "two"}, {"half"});
+  Add(&g, "Unsqueeze", {"half", "axes0"}, {"half1"});
+  auto* c = Add(&g, "Concat", {"half1", "tail"}, {"shape"});
+  IntAttribute(c, "axis", 0);
+  Add(&g, "Mod", {"minus7", "two"}, {"pymod"});  // fmod=0: the divisor's sign, 1
+  Add(&g, "Div", {"minus7", "two"}, {"trunc"});  // Div truncates: -3
+  Add(&g, "Div", {"d", "zero_input"}, {"unknown"});   // reads a non-constant: kept
+  Add(&g, "Reshape", {"x", "shape"}, {"y"});
+  Add(&g, "Mul", {"pymod", "trunc"}, {"out"});
+  g.add_output()->set_name("y");
+  g.add_output()->set_name("out");   // a graph output: kept (its node computes it)
+  int made = 0;
+  const int folded = FoldIntConstants(
+      &g, [](const std::string&) -> const onnx::TypeProto* { return nullptr; },
+      [&](const std::vector<int64_t>& v) {
+        std::string name = "v" + std::to_string(made++);
+        IntsInit(&g, name, v);
+        return name;
+      },
+      [&](int64_t v) {
+        std::string name = "s" + std::to_string(made++);
+        ScalarInit(&g, name, v);
+        return name;
+      });
+  EXPECT_EQ(folded, 7);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Div", "Reshape", "Mul"}));
+  EXPECT_EQ(InitValues(g, g.node(1).input(1)), (std::vector<int64_t>{4, -1, 64}));
+  EXPECT_EQ(InitValues(g, g.node(2).input(0)), (std::vector<int64_t>{1}));
+  EXPECT_EQ(InitValues(g, g.node(2).input(1)), (std::vector<int64_t>{-3}));
+}
+
 TEST(HasSubgraphs, SeesIfBranches) {
   onnx::GraphProto g;
   Add(&g, "Relu", {"x"}, {"y"});

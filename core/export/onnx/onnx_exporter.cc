@@ -514,6 +514,9 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       };
       changed += onnx_export::ReplaceKnownDimReads(
           og, inferred, [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
+      changed += onnx_export::FoldIntConstants(
+          og, inferred, [&](const std::vector<int64_t>& v) { return ctx.Int64s(v); },
+          [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
       changed += onnx_export::ConstantKnownShapes(
           og, inferred, [&](const std::vector<int64_t>& v) { return ctx.Int64s(v); },
           [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });

@@ -1,6 +1,7 @@
 #include "core/export/onnx/simplify_exported.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -681,6 +682,167 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
     nodes->Swap(&out);
   }
   return rewritten;
+}
+
+namespace {
+
+// A small int64 constant: its values and rank (0 or 1).
+struct IntConst {
+  std::vector<int64_t> v;
+  int rank = 0;
+};
+
+// ONNX's broadcast of two rank <= 1 int64 constants (equal sizes, or one of size 1).
+bool Broadcast(const IntConst& a, const IntConst& b, IntConst* out,
+               const std::function<bool(int64_t, int64_t, int64_t*)>& f) {
+  if (a.v.size() != b.v.size() && a.v.size() != 1 && b.v.size() != 1) return false;
+  const size_t n = std::max(a.v.size(), b.v.size());
+  out->rank = std::max(a.rank, b.rank);
+  out->v.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!f(a.v[a.v.size() == 1 ? 0 : i], b.v[b.v.size() == 1 ? 0 : i], &out->v[i])) return false;
+  }
+  return true;
+}
+
+// The value of an int64 node whose inputs are all small constants, by ONNX's definition of the op.
+bool EvalIntNode(const onnx::NodeProto& n, const std::vector<const IntConst*>& in, IntConst* out) {
+  const std::string& op = n.op_type();
+  auto arith = [&](const std::function<bool(int64_t, int64_t, int64_t*)>& f) {
+    return in.size() == 2 && Broadcast(*in[0], *in[1], out, f);
+  };
+  if (op == "Add") return arith([](int64_t a, int64_t b, int64_t* r) { return !__builtin_add_overflow(a, b, r); });
+  if (op == "Sub") return arith([](int64_t a, int64_t b, int64_t* r) { return !__builtin_sub_overflow(a, b, r); });
+  if (op == "Mul") return arith([](int64_t a, int64_t b, int64_t* r) { return !__builtin_mul_overflow(a, b, r); });
+  if (op == "Div") {   // integer Div truncates toward zero
+    return arith([](int64_t a, int64_t b, int64_t* r) {
+      if (b == 0 || (a == INT64_MIN && b == -1)) return false;
+      *r = a / b;
+      return true;
+    });
+  }
+  if (op == "Mod") {   // fmod=0: the sign of the divisor (Python's %); fmod=1: of the dividend (C's)
+    const bool c_style = IntAttr(n, "fmod", 0) == 1;
+    return arith([c_style](int64_t a, int64_t b, int64_t* r) {
+      if (b == 0 || (a == INT64_MIN && b == -1)) return false;
+      *r = a % b;
+      if (!c_style && *r != 0 && ((*r < 0) != (b < 0))) *r += b;
+      return true;
+    });
+  }
+  if (op == "Max") return arith([](int64_t a, int64_t b, int64_t* r) { return *r = std::max(a, b), true; });
+  if (op == "Min") return arith([](int64_t a, int64_t b, int64_t* r) { return *r = std::min(a, b), true; });
+  if ((op == "Neg" || op == "Abs" || op == "Identity") && in.size() == 1) {
+    *out = *in[0];
+    for (auto& x : out->v) {
+      if (op != "Identity" && x == INT64_MIN) return false;
+      if (op == "Neg" || (op == "Abs" && x < 0)) x = -x;
+    }
+    return true;
+  }
+  if (op == "Cast" && in.size() == 1 && IntAttr(n, "to", 0) == onnx::TensorProto::INT64) {
+    *out = *in[0];
+    return true;
+  }
+  if (op == "Unsqueeze" && in.size() == 2 && in[0]->rank == 0 && in[1]->v.size() == 1 &&
+      (in[1]->v[0] == 0 || in[1]->v[0] == -1)) {
+    *out = *in[0];
+    out->rank = 1;
+    return true;
+  }
+  if (op == "Squeeze" && !in.empty() && in[0]->rank == 1 && in[0]->v.size() == 1 &&
+      (in.size() == 1 || (in[1]->v.size() == 1 && (in[1]->v[0] == 0 || in[1]->v[0] == -1)))) {
+    *out = *in[0];
+    out->rank = 0;
+    return true;
+  }
+  if (op == "Concat" && IntAttr(n, "axis", 1) == 0) {
+    out->rank = 1;
+    for (const IntConst* c : in) {
+      if (c->rank != 1) return false;
+      out->v.insert(out->v.end(), c->v.begin(), c->v.end());
+    }
+    return true;
+  }
+  if (op == "Gather" && in.size() == 2 && IntAttr(n, "axis", 0) == 0 && in[0]->rank == 1) {
+    out->rank = in[1]->rank;
+    const auto size = static_cast<int64_t>(in[0]->v.size());
+    for (int64_t i : in[1]->v) {
+      if (i < -size || i >= size) return false;
+      out->v.push_back(in[0]->v[static_cast<size_t>(i < 0 ? i + size : i)]);
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int FoldIntConstants(onnx::GraphProto* graph,
+                     const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                     const std::function<std::string(const std::vector<int64_t>&)>& int64s,
+                     const std::function<std::string(int64_t)>& scalar) {
+  constexpr size_t kMaxElements = 64;   // shapes and sizes, not data
+  std::unordered_map<std::string, IntConst> known;
+  std::vector<int64_t> ints;
+  for (const auto& t : graph->initializer()) {
+    if (t.data_type() != onnx::TensorProto::INT64 || t.dims_size() > 1) continue;
+    std::unordered_map<std::string, const onnx::TensorProto*> one{{t.name(), &t}};
+    if (ConstantInts(one, t.name(), &ints) && ints.size() <= kMaxElements) {
+      known.emplace(t.name(), IntConst{ints, t.dims_size()});
+    }
+  }
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : graph->output()) graph_outputs.insert(o.name());
+  static const std::unordered_set<std::string_view> kOps = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min",
+                                                            "Neg", "Abs", "Identity", "Cast", "Unsqueeze",
+                                                            "Squeeze", "Concat", "Gather", "Shape"};
+  std::unordered_map<std::string, std::string> renamed;
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> drop(static_cast<size_t>(nodes->size()), false);
+  int folded = 0;
+  std::vector<const IntConst*> in;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto& n = *nodes->Mutable(i);
+    for (auto& name : *n.mutable_input()) {
+      auto r = renamed.find(name);
+      if (r != renamed.end()) name = r->second;
+    }
+    if (!n.domain().empty() || n.output_size() != 1 || !kOps.count(n.op_type()) ||
+        graph_outputs.count(n.output(0))) {
+      continue;
+    }
+    IntConst value;
+    if (n.op_type() == "Shape") {   // of a value whose shape inference knows to be static
+      const onnx::TypeProto* t = n.input_size() == 1 && n.attribute_size() == 0 ? inferred(n.input(0)) : nullptr;
+      if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+      bool all = true;
+      for (const auto& d : t->tensor_type().shape().dim()) {
+        all = all && d.has_dim_value();
+        value.v.push_back(d.dim_value());
+      }
+      if (!all) continue;
+      value.rank = 1;
+    } else {
+      in.clear();
+      bool all = n.input_size() > 0;
+      for (const auto& name : n.input()) {
+        auto it = known.find(name);
+        all = all && it != known.end();
+        if (all) in.push_back(&it->second);
+      }
+      if (!all || !EvalIntNode(n, in, &value) || value.v.size() > kMaxElements) continue;
+    }
+    const std::string name = value.rank == 0 ? scalar(value.v[0]) : int64s(value.v);
+    renamed[n.output(0)] = name;
+    known[name] = value;
+    known[n.output(0)] = std::move(value);
+    drop[static_cast<size_t>(i)] = true;
+    ++folded;
+  }
+  if (!folded) return 0;
+  DropNodes(nodes, drop);
+  return folded;
 }
 
 std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(

@@ -53,6 +53,17 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
 std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
     const onnx::GraphProto& graph, const std::function<const onnx::TypeProto*(const std::string&)>& inferred);
 
+// Folds the int64 shape arithmetic whose inputs are all small constants (Add, Sub, Mul, Div, Mod,
+// Max, Min, Neg, Abs, Identity, Cast, Unsqueeze, Squeeze, Concat and Gather, as ONNX defines them)
+// and the Shape of a value whose shape inference knows to be static (`inferred`, as above): each
+// becomes an initializer (`int64s` names a 1-d one, `scalar` a 0-d one) and its readers read it.
+// `x.shape[-1] // 2` of a static dim is then a constant, and so is the Slice it bounds.
+// Returns how many nodes were folded.
+int FoldIntConstants(onnx::GraphProto* graph,
+                     const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+                     const std::function<std::string(const std::vector<int64_t>&)>& int64s,
+                     const std::function<std::string(int64_t)>& scalar);
+
 // Drops every node that repeats an earlier node (same op, domain, inputs and attributes; outputs
 // renamed in the nodes after it) where that is safe: the op is deterministic, has no subgraph,
 // and none of the node's outputs is a graph output. Returns how many nodes were dropped.
