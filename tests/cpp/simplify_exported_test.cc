@@ -504,6 +504,47 @@ TEST(FoldIntConstants, ShapeArithmeticOnConstantsBecomesInitializers) {
   EXPECT_EQ(InitValues(g, g.node(2).input(1)), (std::vector<int64_t>{-3}));
 }
 
+TEST(FoldIntConstants, AGuardCheckOnConstantsGoesWithItsGate) {
+  // EmitGuardCheck + CombineGuardChecks + GateOn of a guard on a static size (recorded 8): the
+  // check always passes, so the gate is true and the gated value is the value itself.
+  onnx::GraphProto g;
+  ScalarInit(&g, "d", 8);
+  ScalarInit(&g, "eight", 8);
+  ScalarInit(&g, "one", 1);
+  IntsInit(&g, "ok_shape", {1});
+  IntsInit(&g, "fail_shape", {-2});
+  IntsInit(&g, "zero", {0});
+  Add(&g, "Equal", {"d", "eight"}, {"ok"});
+  Add(&g, "Where", {"ok", "ok_shape", "fail_shape"}, {"shape"});
+  Add(&g, "Reshape", {"zero", "shape"}, {"check"});
+  Add(&g, "Size", {"check"}, {"count"});
+  Add(&g, "Equal", {"count", "one"}, {"gate"});
+  Add(&g, "Where", {"gate", "x", "x"}, {"x_gated"});
+  Add(&g, "Relu", {"x_gated"}, {"y"});
+  Add(&g, "Equal", {"d", "one"}, {"never"});           // false: a check that would fail is kept
+  Add(&g, "Where", {"never", "ok_shape", "fail_shape"}, {"bad_shape"});
+  Add(&g, "Reshape", {"zero", "bad_shape"}, {"bad_check"});
+  g.add_output()->set_name("y");
+  g.add_output()->set_name("bad_check");
+  int made = 0;
+  FoldIntConstants(
+      &g, [](const std::string&) -> const onnx::TypeProto* { return nullptr; },
+      [&](const std::vector<int64_t>& v) {
+        std::string name = "v" + std::to_string(made++);
+        IntsInit(&g, name, v);
+        return name;
+      },
+      [&](int64_t v) {
+        std::string name = "s" + std::to_string(made++);
+        ScalarInit(&g, name, v);
+        return name;
+      });
+  RemoveUnreadNodes(&g);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Relu", "Reshape"}));
+  EXPECT_EQ(g.node(0).input(0), "x");
+  EXPECT_EQ(InitValues(g, g.node(1).input(1)), (std::vector<int64_t>{-2}));   // still fails when run
+}
+
 TEST(HasSubgraphs, SeesIfBranches) {
   onnx::GraphProto g;
   Add(&g, "Relu", {"x"}, {"y"});

@@ -690,6 +690,7 @@ namespace {
 struct IntConst {
   std::vector<int64_t> v;
   int rank = 0;
+  bool is_bool = false;   // a bool (0 or 1): known here, never written as an initializer
 };
 
 // ONNX's broadcast of two rank <= 1 int64 constants (equal sizes, or one of size 1).
@@ -708,6 +709,59 @@ bool Broadcast(const IntConst& a, const IntConst& b, IntConst* out,
 // The value of an int64 node whose inputs are all small constants, by ONNX's definition of the op.
 bool EvalIntNode(const onnx::NodeProto& n, const std::vector<const IntConst*>& in, IntConst* out) {
   const std::string& op = n.op_type();
+  // Comparisons of ints and logic of bools: the guards' checks on static sizes.
+  auto compare = [&](const std::function<bool(int64_t, int64_t)>& f, bool on_bools) {
+    if (in.size() != 2 || in[0]->is_bool != on_bools || in[1]->is_bool != on_bools) return false;
+    if (!Broadcast(*in[0], *in[1], out, [&](int64_t a, int64_t b, int64_t* r) { return *r = f(a, b), true; })) {
+      return false;
+    }
+    out->is_bool = true;
+    return true;
+  };
+  if (op == "Equal") return in.size() == 2 && in[0]->is_bool == in[1]->is_bool &&
+                            compare([](int64_t a, int64_t b) { return a == b; }, in[0]->is_bool);
+  if (op == "Greater") return compare([](int64_t a, int64_t b) { return a > b; }, false);
+  if (op == "Less") return compare([](int64_t a, int64_t b) { return a < b; }, false);
+  if (op == "GreaterOrEqual") return compare([](int64_t a, int64_t b) { return a >= b; }, false);
+  if (op == "LessOrEqual") return compare([](int64_t a, int64_t b) { return a <= b; }, false);
+  if (op == "And") return compare([](int64_t a, int64_t b) { return a && b; }, true);
+  if (op == "Or") return compare([](int64_t a, int64_t b) { return a || b; }, true);
+  if (op == "Not" && in.size() == 1 && in[0]->is_bool) {
+    *out = *in[0];
+    for (auto& x : out->v) x = !x;
+    return true;
+  }
+  if (op == "Cast" && in.size() == 1 && IntAttr(n, "to", 0) == onnx::TensorProto::BOOL) {
+    *out = *in[0];
+    for (auto& x : out->v) x = x != 0;
+    out->is_bool = true;
+    return true;
+  }
+  if (op == "Size" && in.size() == 1) {
+    *out = IntConst{{static_cast<int64_t>(in[0]->v.size())}, 0, false};
+    return true;
+  }
+  if (op == "Reshape" && in.size() == 2 && !in[0]->is_bool && in[1]->rank == 1 && in[1]->v.size() <= 1) {
+    // To [] or [n] (a guard's check reshapes [0] to [1], or to [-2] and fails: left alone).
+    const int64_t size = static_cast<int64_t>(in[0]->v.size());
+    if (!in[1]->v.empty() && !(in[1]->v[0] == size || in[1]->v[0] == -1)) return false;
+    if (in[1]->v.empty() && size != 1) return false;
+    *out = *in[0];
+    out->rank = static_cast<int>(in[1]->v.size());
+    return true;
+  }
+  if (op == "Where" && in.size() == 3 && in[0]->is_bool && in[0]->v.size() == 1 &&
+      in[1]->is_bool == in[2]->is_bool) {
+    *out = *in[in[0]->v[0] ? 1 : 2];
+    out->rank = std::max({in[0]->rank, in[1]->rank, in[2]->rank});
+    return in[1]->v.size() == in[2]->v.size();
+  }
+  for (const IntConst* c : in) {
+    if (c->is_bool && op != "Identity" && op != "Concat" && !(op == "Cast" && IntAttr(n, "to", 0) ==
+                                                                    onnx::TensorProto::INT64)) {
+      return false;
+    }
+  }
   auto arith = [&](const std::function<bool(int64_t, int64_t, int64_t*)>& f) {
     return in.size() == 2 && Broadcast(*in[0], *in[1], out, f);
   };
@@ -742,6 +796,7 @@ bool EvalIntNode(const onnx::NodeProto& n, const std::vector<const IntConst*>& i
   }
   if (op == "Cast" && in.size() == 1 && IntAttr(n, "to", 0) == onnx::TensorProto::INT64) {
     *out = *in[0];
+    out->is_bool = false;
     return true;
   }
   if (op == "Unsqueeze" && in.size() == 2 && in[0]->rank == 0 && in[1]->v.size() == 1 &&
@@ -758,8 +813,9 @@ bool EvalIntNode(const onnx::NodeProto& n, const std::vector<const IntConst*>& i
   }
   if (op == "Concat" && IntAttr(n, "axis", 1) == 0) {
     out->rank = 1;
+    out->is_bool = !in.empty() && in[0]->is_bool;
     for (const IntConst* c : in) {
-      if (c->rank != 1) return false;
+      if (c->rank != 1 || c->is_bool != out->is_bool) return false;
       out->v.insert(out->v.end(), c->v.begin(), c->v.end());
     }
     return true;
@@ -794,9 +850,10 @@ int FoldIntConstants(onnx::GraphProto* graph,
   }
   std::unordered_set<std::string> graph_outputs;
   for (const auto& o : graph->output()) graph_outputs.insert(o.name());
-  static const std::unordered_set<std::string_view> kOps = {"Add", "Sub", "Mul", "Div", "Mod", "Max", "Min",
-                                                            "Neg", "Abs", "Identity", "Cast", "Unsqueeze",
-                                                            "Squeeze", "Concat", "Gather", "Shape"};
+  static const std::unordered_set<std::string_view> kOps = {
+      "Add",   "Sub",    "Mul",  "Div",  "Mod",  "Max",     "Min",     "Neg",     "Abs",            "Identity",
+      "Cast",  "Unsqueeze", "Squeeze", "Concat", "Gather", "Shape", "Equal", "Greater", "Less", "GreaterOrEqual",
+      "LessOrEqual", "And", "Or", "Not", "Size", "Reshape", "Where"};
   std::unordered_map<std::string, std::string> renamed;
   auto* nodes = graph->mutable_node();
   std::vector<bool> drop(static_cast<size_t>(nodes->size()), false);
@@ -813,6 +870,28 @@ int FoldIntConstants(onnx::GraphProto* graph,
       continue;
     }
     IntConst value;
+    if (n.op_type() == "Where" && n.input_size() == 3 && n.input(1) == n.input(2)) {
+      // Where(c, v, v) is v whatever c is, once c is known (a gate whose checks are all constant:
+      // GateOn's copy of v).
+      auto c = known.find(n.input(0));
+      if (c == known.end() || !c->second.is_bool || c->second.v.size() != 1) continue;
+      renamed[n.output(0)] = n.input(1);
+      drop[static_cast<size_t>(i)] = true;
+      ++folded;
+      continue;
+    }
+    if ((n.op_type() == "And" || n.op_type() == "Or") && n.input_size() == 2) {
+      // And(true, b) is b, Or(false, b) is b (GateOn of a bool).
+      auto c = known.find(n.input(0));
+      const bool keeps = n.op_type() == "And" ? 1 : 0;
+      if (c != known.end() && c->second.is_bool && c->second.v.size() == 1 && c->second.v[0] == keeps &&
+          !known.count(n.input(1))) {
+        renamed[n.output(0)] = n.input(1);
+        drop[static_cast<size_t>(i)] = true;
+        ++folded;
+        continue;
+      }
+    }
     if (n.op_type() == "Shape") {   // of a value whose shape inference knows to be static
       const onnx::TypeProto* t = n.input_size() == 1 && n.attribute_size() == 0 ? inferred(n.input(0)) : nullptr;
       if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
@@ -832,6 +911,10 @@ int FoldIntConstants(onnx::GraphProto* graph,
         if (all) in.push_back(&it->second);
       }
       if (!all || !EvalIntNode(n, in, &value) || value.v.size() > kMaxElements) continue;
+    }
+    if (value.is_bool) {   // known to the nodes after it; the node goes once nothing reads it (not
+      known.emplace(n.output(0), std::move(value));   // counted: a bool a data op reads stays)
+      continue;
     }
     const std::string name = value.rank == 0 ? scalar(value.v[0]) : int64s(value.v);
     renamed[n.output(0)] = name;
