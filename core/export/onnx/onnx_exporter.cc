@@ -484,6 +484,25 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   if (og->node_size() <= options.max_inferred_nodes && !onnx_export::HasSubgraphs(*og)) {
     std::vector<onnx::ValueInfoProto> declared(og->output().begin(), og->output().end());
     const int value_info_before = og->value_info_size();
+    // Inputs whose dims share a name (input_ids and attention_mask, both [batch, seq]) are not
+    // checked to agree by onnxruntime, so the passes below trust no shared name. For these rounds
+    // every repeat of a name gets a name of its own ("<name>.<input>.<axis>"): inference then
+    // tells the first input's dims from the others', and what follows from the first (nearly
+    // everything, in a text model) is known. The declared names are put back after.
+    std::vector<onnx::ValueInfoProto> declared_inputs(og->input().begin(), og->input().end());
+    {
+      std::set<std::string> seen;
+      for (auto& in : *og->mutable_input()) {
+        if (!in.type().has_tensor_type() || !in.type().tensor_type().has_shape()) continue;
+        auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+        for (int j = 0; j < shape->dim_size(); ++j) {
+          auto* d = shape->mutable_dim(j);
+          if (d->has_dim_param() && !seen.insert(d->dim_param()).second) {
+            d->set_dim_param(d->dim_param() + "." + in.name() + "." + std::to_string(j));
+          }
+        }
+      }
+    }
     // One round: inference, then the dim reads and shapes it shows are known are replaced, and
     // the shapes this pass can prove but inference cannot see are noted for the next round
     // (value_info, dropped again at the end: the model keeps no value_info). Returns how many
@@ -536,6 +555,9 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       if (infer_and_replace() == 0) break;
     }
     for (size_t i = 0; i < declared.size(); ++i) *og->mutable_output(static_cast<int>(i)) = std::move(declared[i]);
+    for (size_t i = 0; i < declared_inputs.size(); ++i) {
+      *og->mutable_input(static_cast<int>(i)) = std::move(declared_inputs[i]);
+    }
     onnx_export::MergeDuplicateNodes(og);
     onnx_export::DropRedundantGates(og);
     onnx_export::RemoveUnreadNodes(og);
