@@ -43,6 +43,24 @@ def make(name):
     if name == "bert":          # BERT-base width, 4 layers
         m = tf.BertModel(tf.BertConfig(num_hidden_layers=4))
         return m.eval(), (torch.randint(0, 30522, (1, 64)),)
+    if name == "bert_mask":     # BERT-4 called with input_ids and attention_mask, as it is served
+        m = tf.BertModel(tf.BertConfig(num_hidden_layers=4))
+        ids = torch.randint(0, 30522, (2, 64))
+        return m.eval(), (ids, torch.ones_like(ids))
+    if name == "llama":         # 4 layers, hidden 512, grouped-query attention (~21M parameters)
+        m = tf.LlamaModel(tf.LlamaConfig(vocab_size=32000, hidden_size=512, intermediate_size=1376,
+                                         num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4,
+                                         use_cache=False))
+        return m.eval(), (torch.randint(0, 32000, (1, 64)),)
+    if name == "t5":            # T5-small's encoder (~35M parameters)
+        m = tf.T5EncoderModel(tf.T5Config())
+        return m.eval(), (torch.randint(0, 32128, (1, 64)),)
+    if name == "vit":           # ViT-base width, 4 layers (~31M parameters)
+        m = tf.ViTModel(tf.ViTConfig(num_hidden_layers=4), add_pooling_layer=False)
+        return m.eval(), (torch.randn(1, 3, 224, 224),)
+    if name == "mobilenet_v2":  # the default MobileNetV2 (~2.2M parameters: under the 10M of the time target)
+        m = tf.MobileNetV2Model(tf.MobileNetV2Config())
+        return m.eval(), (torch.randn(1, 3, 224, 224),)
     raise ValueError(name)
 
 
@@ -53,8 +71,8 @@ class First(torch.nn.Module):
         super().__init__()
         self.m = m
 
-    def forward(self, x):
-        return self.m(x)[0]
+    def forward(self, *x):
+        return self.m(*x)[0]
 
 
 def nodes(path):
@@ -155,7 +173,7 @@ def _write_bytes(path, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--models", default="resnet50,gpt2,bert")
+    ap.add_argument("--models", default="resnet50,gpt2,bert,bert_mask,llama,t5,vit,mobilenet_v2")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         for name in a.models.split(","):

@@ -68,6 +68,17 @@ Status OperandAs(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, std:
 
 // --- unary ------------------------------------------------------------------------------------------
 
+// x clamped to [lo, hi]: one Clip for float32/float64 (onnxruntime's Clip keeps NaN, as torch
+// does), Max then Min for the types its Clip kernel lacks.
+void EmitClamp(LoweringContext& ctx, const std::string& in, double lo, double hi, v1::DType d,
+               const std::string& out) {
+  if (d == v1::FLOAT32 || d == v1::FLOAT64) {
+    ctx.Emit("Clip", {in, F(ctx, lo, d), F(ctx, hi, d)}, {out});
+    return;
+  }
+  ctx.Emit("Min", {ctx.EmitTemp("Max", {in, F(ctx, lo, d)}), F(ctx, hi, d)}, {out});
+}
+
 Status LowerUnary(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -150,7 +161,7 @@ Status LowerUnary(const Node& node, const BoundCall& call, LoweringContext& ctx)
   } else if (c == "silu") {
     ctx.Emit("Mul", {in, ctx.EmitTemp("Sigmoid", {in})}, {out});
   } else if (c == "relu6") {
-    ctx.Emit("Min", {ctx.EmitTemp("Max", {in, F(ctx, 0, d)}), F(ctx, 6, d)}, {out});
+    EmitClamp(ctx, in, 0, 6, d, out);
   } else if (c == "hardsigmoid") {
     onnx::NodeProto* n = ctx.Emit("HardSigmoid", {in}, {out});
     SetAttr(n, "alpha", static_cast<float>(1.0 / 6.0));
@@ -182,7 +193,7 @@ Status LowerActivation(const Node& node, const BoundCall& call, LoweringContext&
     SetAttr(n, "alpha", static_cast<float>(call.Double("alpha").value_or(1.0)));
   } else if (c == "hardtanh") {
     const double lo = call.Double("min_val").value_or(-1.0), hi = call.Double("max_val").value_or(1.0);
-    ctx.Emit("Min", {ctx.EmitTemp("Max", {in, F(ctx, lo, d)}), F(ctx, hi, d)}, {out});
+    EmitClamp(ctx, in, lo, hi, d, out);
   } else if (c == "softplus") {
     // softplus(x) = log(1 + exp(beta x)) / beta, and x itself where beta x > threshold.
     const double beta = call.Double("beta").value_or(1.0), threshold = call.Double("threshold").value_or(20.0);

@@ -524,6 +524,59 @@ bool FuseFlattenedGemm(const KnownDims& known,
   return true;
 }
 
+// Pad(x) with zeros on the spatial dims only, read by one Conv: the Conv's own pads (F.pad before
+// a conv, as transformers' MobileNetV2 pads "same" the TensorFlow way).
+bool FusePadIntoConv(const KnownDims& known, const std::unordered_map<std::string_view, int>& readers,
+                     const std::unordered_map<const onnx::NodeProto*, int>& index_of, int i,
+                     google::protobuf::RepeatedPtrField<onnx::NodeProto>* nodes, std::vector<bool>* drop) {
+  onnx::NodeProto& conv = *nodes->Mutable(i);
+  const onnx::NodeProto* pad = known.MadeBy(conv.input(0), "Pad");
+  auto reads = readers.find(conv.input(0));
+  if (!pad || pad->input_size() < 2 || reads == readers.end() || reads->second != 1) return false;
+  for (const auto& a : pad->attribute()) {
+    if (a.name() == "mode" && a.s() != "constant") return false;
+  }
+  if (pad->input_size() >= 3 && !pad->input(2).empty()) {   // the value padded with: 0 only
+    const onnx::TensorProto* v = known.Initializer(pad->input(2));
+    if (!v || !v->has_raw_data() || v->raw_data().empty() ||
+        v->raw_data().find_first_not_of('\0') != std::string::npos) {
+      return false;
+    }
+  }
+  if (pad->input_size() >= 4 && !pad->input(3).empty()) return false;   // axes (opset 18)
+  std::vector<int64_t> pads;
+  if (!known.Ints(pad->input(1), &pads, 1) || pads.size() < 6 || pads.size() % 2) return false;
+  const size_t rank = pads.size() / 2, spatial = rank - 2;
+  for (size_t j = 0; j < pads.size(); ++j) {
+    if (pads[j] < 0) return false;
+  }
+  if (pads[0] || pads[1] || pads[rank] || pads[rank + 1]) return false;   // batch and channel dims
+  std::vector<int64_t> conv_pads(2 * spatial, 0);
+  onnx::AttributeProto* existing = nullptr;
+  for (auto& a : *conv.mutable_attribute()) {
+    if (a.name() == "auto_pad" && !a.s().empty() && a.s() != "NOTSET") return false;
+    if (a.name() == "pads") {
+      if (static_cast<size_t>(a.ints_size()) != 2 * spatial) return false;
+      existing = &a;
+      for (int j = 0; j < a.ints_size(); ++j) conv_pads[static_cast<size_t>(j)] = a.ints(j);
+    }
+  }
+  for (size_t j = 0; j < spatial; ++j) {
+    conv_pads[j] += pads[2 + j];
+    conv_pads[spatial + j] += pads[rank + 2 + j];
+  }
+  if (!existing) {
+    existing = conv.add_attribute();
+    existing->set_name("pads");
+    existing->set_type(onnx::AttributeProto::INTS);
+  }
+  existing->clear_ints();
+  for (int64_t v : conv_pads) existing->add_ints(v);
+  conv.set_input(0, pad->input(0));
+  (*drop)[static_cast<size_t>(index_of.at(pad))] = true;
+  return true;
+}
+
 }  // namespace
 
 int ConstantKnownShapes(onnx::GraphProto* graph,
@@ -533,7 +586,7 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
   bool any = false;
   for (const auto& n : graph->node()) {
     any = any || (n.op_type() == "Reshape" && IntAttr(n, "allowzero", 0) == 1) || n.op_type() == "Expand" ||
-          n.op_type() == "Slice" || n.op_type() == "ConstantOfShape";
+          n.op_type() == "Slice" || n.op_type() == "ConstantOfShape" || n.op_type() == "Conv";
   }
   if (!any) return 0;
   const KnownDims known(*graph, inferred);
@@ -615,6 +668,9 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
       }
       if (!ok) continue;
       n.set_input(1, int64s(target));
+      ++rewritten;
+    } else if (n.op_type() == "Conv" && n.input_size() >= 2 && FusePadIntoConv(known, readers, index_of, i, nodes,
+                                                                                &drop)) {
       ++rewritten;
     } else if (n.op_type() == "ConstantOfShape" && n.input_size() == 1) {
       // A shape of sizes that are all static (a `--static` export, or dims of fixed size).
@@ -838,7 +894,7 @@ int FoldIntConstants(onnx::GraphProto* graph,
                      const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
                      const std::function<std::string(const std::vector<int64_t>&)>& int64s,
                      const std::function<std::string(int64_t)>& scalar) {
-  constexpr size_t kMaxElements = 64;   // shapes and sizes, not data
+  constexpr size_t kMaxElements = 4096;   // shapes, sizes and guards' checks, not data
   std::unordered_map<std::string, IntConst> known;
   std::vector<int64_t> ints;
   for (const auto& t : graph->initializer()) {
