@@ -545,6 +545,35 @@ TEST(FoldIntConstants, AGuardCheckOnConstantsGoesWithItsGate) {
   EXPECT_EQ(InitValues(g, g.node(1).input(1)), (std::vector<int64_t>{-2}));   // still fails when run
 }
 
+TEST(ConstantKnownShapes, AZeroPadOnSpatialDimsMovesIntoTheConv) {
+  ShapeGraph s;
+  IntsInit(&s.g, "pads", {0, 0, 0, 1, 0, 0, 2, 3});   // H: 0 before, 2 after; W: 1 before, 3 after
+  auto zero = s.g.add_initializer();
+  zero->set_name("zero");
+  zero->set_data_type(onnx::TensorProto::FLOAT);
+  zero->set_raw_data(std::string(4, '\0'));
+  auto one = s.g.add_initializer();
+  one->set_name("one");
+  one->set_data_type(onnx::TensorProto::FLOAT);
+  float v = 1.0f;
+  one->set_raw_data(std::string(reinterpret_cast<const char*>(&v), 4));
+  Add(&s.g, "Pad", {"img", "pads", "zero"}, {"padded"});
+  auto* conv = Add(&s.g, "Conv", {"padded", "w"}, {"y"});
+  auto* a = conv->add_attribute();
+  a->set_name("pads");
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : {1, 1, 1, 1}) a->add_ints(p);
+  Add(&s.g, "Pad", {"img", "pads", "one"}, {"ones"});      // pads with 1: stays
+  Add(&s.g, "Conv", {"ones", "w"}, {"z"});
+  EXPECT_EQ(s.Run(), 1);
+  const auto& fused = s.Producer("y");
+  EXPECT_EQ(fused.input(0), "img");
+  std::vector<int64_t> pads(fused.attribute(0).ints().begin(), fused.attribute(0).ints().end());
+  EXPECT_EQ(pads, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(s.Producer("padded").op_type(), "");   // gone
+  EXPECT_EQ(s.Producer("ones").op_type(), "Pad");
+}
+
 TEST(HasSubgraphs, SeesIfBranches) {
   onnx::GraphProto g;
   Add(&g, "Relu", {"x"}, {"y"});
