@@ -418,6 +418,37 @@ class KnownDims {
       }
       return true;
     }
+    if (const auto* sl = MadeBy(name, "Slice"); sl && sl->input_size() >= 3) {   // dims start:end of a Shape
+      const auto* sh = MadeBy(sl->input(0), "Shape");
+      std::vector<int64_t> starts, ends, axes{0}, steps{1};
+      if (!sh || sh->input_size() != 1 || sh->attribute_size() != 0 || !Ints(sl->input(1), &starts, 1) ||
+          !Ints(sl->input(2), &ends, 1) || starts.size() != 1 || ends.size() != 1) {
+        return false;
+      }
+      if (sl->input_size() >= 4 && !sl->input(3).empty() && !Ints(sl->input(3), &axes, 1)) return false;
+      if (sl->input_size() >= 5 && !sl->input(4).empty() && !Ints(sl->input(4), &steps, 1)) return false;
+      if (axes != std::vector<int64_t>{0} || steps != std::vector<int64_t>{1}) return false;
+      const onnx::TypeProto* type = inferred_(sh->input(0));
+      if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return false;
+      const int64_t rank = type->tensor_type().shape().dim_size();
+      auto clamp = [rank](int64_t i) { return std::clamp(i < 0 ? i + rank : i, int64_t{0}, rank); };
+      for (int64_t j = clamp(starts[0]); j < clamp(ends[0]); ++j) {
+        auto d = Dim(sh->input(0), j);
+        if (!d) return false;
+        out->push_back(*d);
+      }
+      return true;
+    }
+    if (const auto* sh = MadeBy(name, "Shape"); sh && sh->input_size() == 1 && sh->attribute_size() == 0) {
+      const onnx::TypeProto* type = inferred_(sh->input(0));
+      if (!type || !type->has_tensor_type() || !type->tensor_type().has_shape()) return false;
+      for (int j = 0; j < type->tensor_type().shape().dim_size(); ++j) {
+        auto d = Dim(sh->input(0), j);
+        if (!d) return false;
+        out->push_back(*d);
+      }
+      return true;
+    }
     const auto* u = MadeBy(name, "Unsqueeze");
     if (!u || u->input_size() != 2 || !Ints(u->input(1), &ints, 1) || ints != std::vector<int64_t>{0}) return false;
     auto s = Scalar(u->input(0));
@@ -585,7 +616,7 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
                         const std::function<std::string(int64_t)>& scalar) {
   bool any = false;
   for (const auto& n : graph->node()) {
-    any = any || (n.op_type() == "Reshape" && IntAttr(n, "allowzero", 0) == 1) || n.op_type() == "Expand" ||
+    any = any || n.op_type() == "Reshape" || n.op_type() == "Expand" ||
           n.op_type() == "Slice" || n.op_type() == "ConstantOfShape" || n.op_type() == "Conv";
   }
   if (!any) return 0;
@@ -610,9 +641,11 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
     if (n.op_type() == "Reshape" && n.input_size() == 2 &&
         FuseFlattenedGemm(known, inferred, readers, index_of, i, nodes, &inserted, &drop)) {
       ++rewritten;
-    } else if (n.op_type() == "Reshape" && n.input_size() == 2 && IntAttr(n, "allowzero", 0) == 1) {
+    } else if (n.op_type() == "Reshape" && n.input_size() == 2 && !known.Ints(n.input(1), &ints, 1)) {
       // view(b, t, -1, d) of a value whose dims 0 and 1 are b and t: [0, 0, -1, d], 0 copying
-      // them (allowzero off). A literal 0 (an empty dim under allowzero) could not be told apart.
+      // them (allowzero off). Under allowzero a literal 0 (an empty dim) could not be told apart:
+      // such a shape is left; without it, a literal 0 already copies, and stays.
+      const bool allowzero = IntAttr(n, "allowzero", 0) == 1;
       if (!known.Vector(n.input(1), &entries)) continue;
       // One size that is not the data's dim at its position (`x.view(b, t, c)` of an x of shape
       // (b * t, c)) can be -1 when no other is: with every other size known and positive, -1
@@ -625,8 +658,9 @@ int ConstantKnownShapes(onnx::GraphProto* graph,
       for (size_t j = 0; j < entries.size() && ok; ++j) {
         const KnownSize& e = entries[j];
         if (e.constant) {
-          ok = e.value > 0 || e.value == -1;
+          ok = e.value > 0 || e.value == -1 || (e.value == 0 && !allowzero);
           infer += e.value == -1;
+          copies = copies || e.value == 0;
           target.push_back(e.value);
           continue;
         }
