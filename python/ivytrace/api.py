@@ -733,12 +733,24 @@ def export(fn, path, args=None, kwargs=None, *, to: str = "onnx", allow_speciali
         except CLIError as e:
             if r.sym_args:
                 raise _SymIntsRefused(list(r.sym_args), _first_error_line(e)) from e
-            raise
+            raise _export_error(e, fn, to) from None
         finally:
             shutil.rmtree(r.workdir, ignore_errors=True)
         return path
 
     return _symbolic_ints_first(fn, attempt)
+
+
+def _export_error(e, fn, to):
+    """The CLI's refusal in the words of this call: the command line names a temporary trace that
+    is gone by now, and the CLI's advice names its flags, not export()'s arguments."""
+    text = (e.stderr or "").strip() or str(e)
+    text = text.replace("ivytrace export: error: ", "")
+    for flag, arg in (("--allow-specialized", "allow_specialized=True"), ("--static", "static=True")):
+        text = text.replace(f"pass {flag}", f"pass {arg}").replace(f"or {flag}", f"or {arg}")
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return CLIError(f"ivytrace.export({name}, to={to!r}) failed (exit status {e.returncode}): {text}",
+                    e.returncode, e.stderr, e.command)
 
 
 def _check_call_arguments(args, kwargs):

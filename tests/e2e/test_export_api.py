@@ -72,6 +72,10 @@ def test_a_specialized_graph_is_refused_with_exit_5_and_nothing_is_written(tmp_p
     with pytest.raises(ivytrace.CLIError) as e:
         ivytrace.export(clipped, path, args=(torch.ones(3),))
     assert e.value.returncode == 5 and "guard" in str(e.value).lower()
+    # In this call's words: export()'s argument, not the CLI's flag, and no path of the temporary
+    # trace (removed by now).
+    assert "allow_specialized=True" in str(e.value) and "--allow-specialized" not in str(e.value)
+    assert "trace.ivytrace" not in str(e.value) and "clipped" in str(e.value)
     assert path.read_bytes() == b"the user's old model"
     # With allow_specialized the guard goes into the model's metadata.
     ivytrace.export(clipped, path, args=(torch.ones(3),), allow_specialized=True)
