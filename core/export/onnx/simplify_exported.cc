@@ -327,7 +327,7 @@ struct KnownSize {
 // adding 0, Identity) and what `inferred` knows of the shapes they read.
 class KnownDims {
  public:
-  KnownDims(const onnx::GraphProto& graph, std::function<const onnx::TypeProto*(const std::string&)> inferred)
+  KnownDims(const onnx::GraphProto& graph, InferredTypes inferred)
       : inferred_(std::move(inferred)) {
     for (const auto& t : graph.initializer()) {
       if (t.data_type() == onnx::TensorProto::INT64 && t.dims_size() <= 1) inits_.emplace(t.name(), &t);
@@ -458,7 +458,7 @@ class KnownDims {
   }
 
  private:
-  std::function<const onnx::TypeProto*(const std::string&)> inferred_;
+  InferredTypes inferred_;
   std::unordered_map<std::string, const onnx::TensorProto*> inits_;
   std::unordered_map<std::string_view, const onnx::NodeProto*> producer_;
   std::unordered_map<std::string_view, const onnx::TensorProto*> all_inits_;
@@ -470,8 +470,7 @@ class KnownDims {
 // Reshape at `i` becomes the Add (or the MatMul's output, with no bias), the Gemm the MatMul; the
 // first Reshape is left to RemoveUnreadNodes. Only a Gemm of alpha = beta = 1, transA = 0 and a
 // bias of one row, both of whose intermediate values nothing else reads.
-bool FuseFlattenedGemm(const KnownDims& known,
-                       const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
+bool FuseFlattenedGemm(const KnownDims& known, const InferredTypes& inferred,
                        const std::unordered_map<std::string_view, int>& readers,
                        const std::unordered_map<const onnx::NodeProto*, int>& index_of, int i,
                        google::protobuf::RepeatedPtrField<onnx::NodeProto>* nodes,
@@ -610,10 +609,8 @@ bool FusePadIntoConv(const KnownDims& known, const std::unordered_map<std::strin
 
 }  // namespace
 
-int ConstantKnownShapes(onnx::GraphProto* graph,
-                        const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
-                        const std::function<std::string(const std::vector<int64_t>&)>& int64s,
-                        const std::function<std::string(int64_t)>& scalar) {
+int ConstantKnownShapes(onnx::GraphProto* graph, const InferredTypes& inferred, const Int64sInitializer& int64s,
+                        const ScalarInitializer& scalar) {
   bool any = false;
   for (const auto& n : graph->node()) {
     any = any || n.op_type() == "Reshape" || n.op_type() == "Expand" ||
@@ -924,10 +921,8 @@ bool EvalIntNode(const onnx::NodeProto& n, const std::vector<const IntConst*>& i
 
 }  // namespace
 
-int FoldIntConstants(onnx::GraphProto* graph,
-                     const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
-                     const std::function<std::string(const std::vector<int64_t>&)>& int64s,
-                     const std::function<std::string(int64_t)>& scalar) {
+int FoldIntConstants(onnx::GraphProto* graph, const InferredTypes& inferred, const Int64sInitializer& int64s,
+                     const ScalarInitializer& scalar) {
   constexpr size_t kMaxElements = 4096;   // shapes, sizes and guards' checks, not data
   std::unordered_map<std::string, IntConst> known;
   std::vector<int64_t> ints;
@@ -1018,8 +1013,7 @@ int FoldIntConstants(onnx::GraphProto* graph,
   return folded;
 }
 
-std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
-    const onnx::GraphProto& graph, const std::function<const onnx::TypeProto*(const std::string&)>& inferred) {
+std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(const onnx::GraphProto& graph, const InferredTypes& inferred) {
   std::vector<onnx::ValueInfoProto> out;
   if (std::none_of(graph.node().begin(), graph.node().end(),
                    [](const onnx::NodeProto& n) { return n.op_type() == "Reshape"; })) {

@@ -16,6 +16,12 @@
 namespace ivytrace {
 namespace onnx_export {
 
+// What ONNX shape inference gave a value (its type, with the graph's inputs), or null.
+using InferredTypes = std::function<const onnx::TypeProto*(const std::string&)>;
+// The name of an int64 initializer holding the values: 1-d, and 0-d (a scalar).
+using Int64sInitializer = std::function<std::string(const std::vector<int64_t>&)>;
+using ScalarInitializer = std::function<std::string(int64_t)>;
+
 // Whether a node of the graph has a subgraph (If, Loop, Scan): its nodes read names of the outer
 // graph, which the passes below do not follow, so they are not run on such a graph.
 bool HasSubgraphs(const onnx::GraphProto& graph);
@@ -40,18 +46,15 @@ int ReplaceKnownDimReads(onnx::GraphProto* graph,
 //  - Slice(x, [0], [n]) with n an input dim: Gather(x, Range(0, n, 1)) on that axis (an end past
 //    the dim, which Slice clamps, makes the Gather fail instead: an error, never another value).
 // `int64s` names a 1-d int64 initializer of the values, `scalar` a 0-d one. Returns how many.
-int ConstantKnownShapes(onnx::GraphProto* graph,
-                        const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
-                        const std::function<std::string(const std::vector<int64_t>&)>& int64s,
-                        const std::function<std::string(int64_t)>& scalar);
+int ConstantKnownShapes(onnx::GraphProto* graph, const InferredTypes& inferred, const Int64sInitializer& int64s,
+                        const ScalarInitializer& scalar);
 
 // The shapes of Reshape outputs (constant target shapes) that ONNX shape inference leaves partly
 // unknown but that follow from the data's dims (`inferred`, only input dims named once count):
 // 0 copies a dim, and a -1 stands for the element count left over, when that is a constant or
 // exactly one input dim (`x.view(-1, c)` of a (1, t, c) value is (t, c)). libonnx 1.12 gives up
 // on -1 over symbolic dims. The caller declares them as value_info for the next inference round.
-std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
-    const onnx::GraphProto& graph, const std::function<const onnx::TypeProto*(const std::string&)>& inferred);
+std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(const onnx::GraphProto& graph, const InferredTypes& inferred);
 
 // Folds the int64 shape arithmetic whose inputs are all small constants (Add, Sub, Mul, Div, Mod,
 // Max, Min, Neg, Abs, Identity, Cast, Unsqueeze, Squeeze, Concat and Gather, as ONNX defines them)
@@ -59,10 +62,8 @@ std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(
 // becomes an initializer (`int64s` names a 1-d one, `scalar` a 0-d one) and its readers read it.
 // `x.shape[-1] // 2` of a static dim is then a constant, and so is the Slice it bounds.
 // Returns how many nodes were folded.
-int FoldIntConstants(onnx::GraphProto* graph,
-                     const std::function<const onnx::TypeProto*(const std::string&)>& inferred,
-                     const std::function<std::string(const std::vector<int64_t>&)>& int64s,
-                     const std::function<std::string(int64_t)>& scalar);
+int FoldIntConstants(onnx::GraphProto* graph, const InferredTypes& inferred, const Int64sInitializer& int64s,
+                     const ScalarInitializer& scalar);
 
 // Drops every node that repeats an earlier node (same op, domain, inputs and attributes; outputs
 // renamed in the nodes after it) where that is safe: the op is deterministic, has no subgraph,
