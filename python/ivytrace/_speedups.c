@@ -17,6 +17,7 @@
  *             where it stops. Its members are the recorder's tables, shared with the Python code.
  *   np_ufunc  NumPy's common call (a ufunc on known TracedArrays and Python numbers, one new array),
  *             what numpy_recorder.NumpyRecorder.record_ufunc does, with the same encoder pieces.
+ *   Locator   the caller's (file, line): array_recorder.caller_location's frame walk, for NumPy and JAX.
  *   set_tags  the protobuf field tags, from the generated descriptors (recorder/tags.py): no field
  *             number is written in this file.
  */
@@ -1587,6 +1588,105 @@ done:
   return out;
 }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* Locator: array_recorder.caller_location in C (the Python closure there defines what it must
+ * return). Locator(prefixes)(intern) -> (intern(file), line) of the first Python frame, from the
+ * caller's outwards, whose file does not start with one of `prefixes`; (0, 0) if none. Cached per
+ * code object (internal or not) and instruction offset (the line), as the Python twin caches. */
+
+typedef struct {
+  PyObject_HEAD
+  PyObject *prefixes;   /* tuple of str */
+  PyObject *codes;      /* code -> True if internal, else {lasti: line} */
+} Locator;
+
+static PyObject *Locator_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  PyObject *prefixes;
+  if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &prefixes)) return NULL;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(prefixes); ++i)
+    if (!PyUnicode_Check(PyTuple_GET_ITEM(prefixes, i))) { PyErr_SetString(PyExc_TypeError, "prefixes: str"); return NULL; }
+  Locator *l = (Locator *)type->tp_alloc(type, 0);
+  if (!l) return NULL;
+  Py_INCREF(prefixes);
+  l->prefixes = prefixes;
+  if (!(l->codes = PyDict_New())) { Py_DECREF(l); return NULL; }
+  return (PyObject *)l;
+}
+
+static void Locator_dealloc(Locator *l) {
+  Py_XDECREF(l->prefixes);
+  Py_XDECREF(l->codes);
+  Py_TYPE(l)->tp_free((PyObject *)l);
+}
+
+static PyObject *Locator_call(Locator *l, PyObject *args, PyObject *kw) {
+  PyObject *intern;
+  if (!PyArg_ParseTuple(args, "O", &intern)) return NULL;
+  PyFrameObject *f = PyEval_GetFrame();
+  Py_XINCREF(f);
+  while (f) {
+    PyCodeObject *c = PyFrame_GetCode(f);
+    PyObject *ent = PyDict_GetItemWithError(l->codes, (PyObject *)c);
+    if (!ent) {
+      if (PyErr_Occurred()) goto fail;
+      int internal = 0;
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(l->prefixes) && !internal; ++i) {
+        Py_ssize_t m = PyUnicode_Tailmatch(c->co_filename, PyTuple_GET_ITEM(l->prefixes, i), 0, PY_SSIZE_T_MAX, -1);
+        if (m < 0) goto fail;
+        internal = (int)m;
+      }
+      PyObject *v = internal ? Py_NewRef(Py_True) : PyDict_New();
+      if (!v) goto fail;
+      int bad = PyDict_SetItem(l->codes, (PyObject *)c, v);
+      Py_DECREF(v);
+      if (bad) goto fail;
+      ent = v;
+    }
+    if (ent != Py_True) {
+      PyObject *k = PyLong_FromLong(PyFrame_GetLasti(f));
+      if (!k) goto fail;
+      PyObject *line = PyDict_GetItemWithError(ent, k);
+      if (line) {
+        Py_INCREF(line);
+      } else if (!PyErr_Occurred()) {
+        int n = PyFrame_GetLineNumber(f);
+        line = PyLong_FromLong(n < 0 ? 0 : n);
+        if (line && PyDict_SetItem(ent, k, line)) Py_CLEAR(line);
+      }
+      Py_DECREF(k);
+      if (!line) goto fail;
+      PyObject *fid = PyObject_CallOneArg(intern, c->co_filename);
+      Py_DECREF(c);
+      Py_DECREF(f);
+      if (!fid) { Py_DECREF(line); return NULL; }
+      PyObject *out = PyTuple_Pack(2, fid, line);
+      Py_DECREF(fid);
+      Py_DECREF(line);
+      return out;
+    }
+    PyFrameObject *back = PyFrame_GetBack(f);
+    Py_DECREF(c);
+    Py_DECREF(f);
+    f = back;
+    continue;
+  fail:
+    Py_DECREF(c);
+    Py_DECREF(f);
+    return NULL;
+  }
+  return Py_BuildValue("(ii)", 0, 0);
+}
+
+static PyTypeObject LocatorType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ivytrace._speedups.Locator",
+    .tp_basicsize = sizeof(Locator),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Locator_new,
+    .tp_dealloc = (destructor)Locator_dealloc,
+    .tp_call = (ternaryfunc)Locator_call,
+    .tp_doc = "Locator(prefixes)(intern) -> (file id, line): array_recorder.caller_location in C."};
+
 static PyMethodDef module_methods[] = {
     {"set_tags", (PyCFunction)set_tags, METH_VARARGS,
      "set_tags(tags, inplace): the field tags (name -> one-byte tag, see recorder/tags.py c_tags) and "
@@ -1614,12 +1714,14 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
   S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next");
 #undef S
-  if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0) return NULL;
+  if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   Py_INCREF(&SinkType);
   Py_INCREF(&RecType);
-  if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) || PyModule_AddObject(m, "RecorderBase", (PyObject *)&RecType)) {
+  Py_INCREF(&LocatorType);
+  if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) || PyModule_AddObject(m, "RecorderBase", (PyObject *)&RecType) ||
+      PyModule_AddObject(m, "Locator", (PyObject *)&LocatorType)) {
     Py_DECREF(m);
     return NULL;
   }

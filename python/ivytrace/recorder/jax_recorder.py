@@ -172,6 +172,7 @@ _shapes: dict = {}
 _REF_ID, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.STORAGE, REF.DTYPE, REF.SHAPE
 _state, _busy, _Busy = busy_flag()
 _REC = None
+_get_ident = threading.get_ident
 _names: dict = {}   # primitive -> recorded op name
 
 
@@ -578,6 +579,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._deferred_guards = []  # the region inputs' shape guards, until the match ends
         self._match_inputs = set()
         self.shape_fallback = None  # why the last symbolic plan fell back to static shapes
+        self._prims = {}            # primitive -> (op name, OpEvent.op field, params left out, random)
 
     # -- lifecycle -------------------------------------------------------------------------
     def install(self):
@@ -655,6 +657,24 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                 self._sweep()
         return r[1]
 
+    def _ref_full(self, a):
+        """(tensor id, full TensorRef bytes) of a jax.Array: the bytes are kept with its id (an
+        array's dtype and shape never change), so an array read by many ops is encoded once."""
+        ids = self._ids
+        r = ids.get(id(a))
+        if r is not None and r[0]() is a:
+            if len(r) == 3:
+                return r[1], r[2]
+            tid = r[1]
+        else:
+            tid = self._ref(a)
+            r = ids.get(id(a))
+            if r is None or r[1] != tid:   # no weak reference: not kept
+                return tid, self._tensor_ref(a, tid)
+        ref = self._tensor_ref(a, tid)
+        ids[id(a)] = (r[0], tid, ref)
+        return tid, ref
+
     def _tensor_ref(self, a, tid, full=True) -> bytes:
         b = _REF_ID + varint(tid) + _REF_STORAGE + varint(tid)
         if full:
@@ -671,9 +691,12 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         return b
 
     def _enc_in(self, a, ins):
-        tid = self._ref(a)
+        if type(a) is _ArrayImpl:
+            tid, ref = self._ref_full(a)
+        else:
+            tid = self._ref(a)
+            ref = self._tensor_ref(a, tid)
         ins.append((a, tid))
-        ref = self._tensor_ref(a, tid)
         if tid not in self._known:
             if isinstance(a, _KeyArray):
                 self._wrap_key_constant(a, ref)
@@ -704,9 +727,13 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         _op.write_op(self.w, parts)
 
     def _enc_out_tensor(self, a, outs):
-        tid = self._ref(a)
+        if type(a) is _ArrayImpl:
+            tid, ref = self._ref_full(a)
+        else:
+            tid = self._ref(a)
+            ref = self._tensor_ref(a, tid)
         outs.append((a, tid))
-        return ld(A_TENSOR, self._tensor_ref(a, tid))
+        return ld(A_TENSOR, ref)
 
     def _host_array(self, a):
         with _Busy():
@@ -716,11 +743,22 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         return not isinstance(a, _KeyArray)
 
     # -- recording -------------------------------------------------------------------------------
-    def record(self, trace, prim, args, params):
+    def _prim_info(self, prim):
         name = _op_name(prim)
+        info = self._prims[prim] = (name, _op.op_field(self._intern(name)),
+                                    _PUBLIC_DROP if prim.name in _PUBLIC else (), self._schemas.is_random(name))
+        return info
+
+    def record(self, trace, prim, args, params):
+        info = self._prims.get(prim)
+        if info is None:
+            info = self._prim_info(prim)
+        name, op_field, drop, random = info
         ins = []
-        parts = [_op.op_field(self._intern(name))]
-        with _Busy():
+        parts = [op_field]
+        prev = getattr(_state, "busy", False)   # the busy flag up (as `with _Busy()`), inlined: every op
+        _state.busy = True
+        try:
             m = self._shape_match
             then = None
             written = params
@@ -733,31 +771,65 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                     if new is not None:
                         written = new   # params with sizes computed from the inputs' shapes
                     operands = m.operands   # constants that are sizes: the sizes, computed
+            arg_field = _op.arg_field
             if operands:
                 for n, a in enumerate(args):
-                    parts.append(_op.arg_field(_sym_param(operands[n], ins) if n in operands
-                                               else self._enc.encode(a, ins)))
+                    parts.append(arg_field(_sym_param(operands[n], ins) if n in operands
+                                           else self._enc.encode(a, ins)))
             else:
+                enc_in = self._enc_in
+                encode = self._enc.encode
                 for a in args:
-                    parts.append(_op.arg_field(self._enc.encode(a, ins)))
-            drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
-            for k, v in written.items():
-                if k in drop:
-                    continue
-                parts.append(_op.kwarg_field(k, self._enc_param.encode(v, ins)))
+                    parts.append(arg_field(enc_in(a, ins) if type(a) is _ArrayImpl else encode(a, ins)))
+            if written:
+                kwarg_field = _op.kwarg_field
+                encode = self._enc_param.encode
+                for k, v in written.items():
+                    if k in drop:
+                        continue
+                    parts.append(kwarg_field(k, encode(v, ins)))
             start = time.perf_counter_ns()
             try:
                 result = _ORIGINAL["process_primitive"](trace, prim, args, params)
             except BaseException:
-                self._finish(parts, name, ins, None, start, raised=True)
+                self._finish_op(parts, name, ins, None, start, raised=True)
                 raise
-            self._finish(parts, name, ins, result, start)
+            if random or type(result) is not _ArrayImpl:
+                self._finish_op(parts, name, ins, result, start)
+            else:
+                self._finish_array(parts, ins, result, start)
             if then is not None:
                 then(result)
+        finally:
+            _state.busy = prev
         return result
 
-    def _finish(self, parts, name, ins, result, start, raised=False):
-        self._finish_op(parts, name, ins, result, start, raised)
+    def _finish_array(self, parts, ins, result, start):
+        """_finish_op for the common case, one jax.Array result of an op that is not random (the
+        same record, with less Python work: this runs on every op)."""
+        end = time.perf_counter_ns()
+        tid, ref = self._ref_full(result)
+        parts.append(_op.result_field(ld(A_TENSOR, ref)))
+        const = self._const
+        flags = 0
+        foldable = True
+        for e in ins:
+            if e[1] not in const:
+                foldable = False
+                break
+        if foldable and _nbytes(result) <= FOLD_LIMIT:
+            flags = FOLDABLE_OP
+        self._known.add(tid)
+        if foldable:
+            const.add(tid)
+        else:
+            const.discard(tid)
+        fid, line = _location(self._intern)
+        parts.append(_op.tail(flags, fid, line, _get_ident(), start - self._t0, end - start))
+        _op.write_op(self.w, parts)
+        if flags:
+            self._write_value(result, ref, FOLDABLE)
+        self.w.emit()
 
     def _is_const(self, entry):
         return entry[1] in self._const
