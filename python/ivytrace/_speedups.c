@@ -1150,7 +1150,7 @@ static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
     *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
-    *s_torch, *s_next;
+    *s_torch, *s_next, *s_ufunc_fields;
 
 static PyObject *np_setup(PyObject *mod, PyObject *args) {
   PyObject *v[8];
@@ -1413,7 +1413,16 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   {
     PyObject *name = PyObject_GetAttr(ufunc, s_name);
     if (!name) goto fail;
-    op = PyObject_CallMethodOneArg(rec, s_ufunc_op, name);   /* (qual, op field) or None (random) */
+    /* (qual, op field) or None (random): rec._ufunc_fields[name] once known, else rec._ufunc_op(name) */
+    PyObject *fields = PyObject_GetAttr(rec, s_ufunc_fields);
+    op = fields && PyDict_CheckExact(fields) ? PyDict_GetItemWithError(fields, name) : NULL;
+    Py_XDECREF(fields);   /* the recorder holds the dict, the dict the entry */
+    if (op && (op == Py_None || (PyTuple_CheckExact(op) && PyTuple_GET_SIZE(op) == 2))) {
+      Py_INCREF(op);
+    } else {
+      if (PyErr_Occurred()) { Py_DECREF(name); goto fail; }
+      op = PyObject_CallMethodOneArg(rec, s_ufunc_op, name);
+    }
     Py_DECREF(name);
     if (!op) goto fail;
     if (op == Py_None) goto not_here;
@@ -1712,7 +1721,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_sink, "sink"); S(s_add, "_add_op"); S(s_emit, "emit"); S(s_busy, "busy"); S(s_view, "view");
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
-  S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next");
+  S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next"); S(s_ufunc_fields, "_ufunc_fields");
 #undef S
   if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);
