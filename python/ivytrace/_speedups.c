@@ -17,6 +17,8 @@
  *             where it stops. Its members are the recorder's tables, shared with the Python code.
  *   np_ufunc  NumPy's common call (a ufunc on known TracedArrays and Python numbers, one new array),
  *             what numpy_recorder.NumpyRecorder.record_ufunc does, with the same encoder pieces.
+ *   jax_finish  JAX's common primitive (one array result): the OpEvent's result and tail, written
+ *             as jax_recorder.JaxRecorder._finish_array writes them.
  *   Locator   the caller's (file, line): array_recorder.caller_location's frame walk, for NumPy and JAX.
  *   set_tags  the protobuf field tags, from the generated descriptors (recorder/tags.py): no field
  *             number is written in this file.
@@ -1598,6 +1600,149 @@ done:
 }
 
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* JAX: the end of a recorded primitive with one jax.Array result that is not random
+ * (jax_recorder.JaxRecorder._finish_array, which defines what this must write, and runs instead
+ * when this returns NotImplemented: a writer without a mapped file, or one that hit an I/O
+ * error). jax_setup(location, fold_limit, foldable_op, foldable_role) hands over the module's
+ * Locator and the constants; jax_finish(rec, parts, ins, result, start) then writes the OpEvent
+ * (parts + result + tail) into the mapping, updates the frame's known/constant sets, and has the
+ * Python recorder write the folded value when the op is foldable. */
+
+static PyObject *jax_location, *jax_foldable_role;
+static long long jax_fold_limit = -1;
+static uint64_t jax_foldable_op;
+static PyObject *s_ref_full, *s_jknown, *s_jconst, *s_nbytes, *s_write_value, *s_check_sink, *s_intern_attr;
+
+static PyObject *jax_setup(PyObject *mod, PyObject *args) {
+  PyObject *loc, *role;
+  long long limit;
+  unsigned long long flag;
+  if (!PyArg_ParseTuple(args, "OLKO", &loc, &limit, &flag, &role)) return NULL;
+  Py_INCREF(loc);
+  Py_XSETREF(jax_location, loc);
+  Py_INCREF(role);
+  Py_XSETREF(jax_foldable_role, role);
+  jax_fold_limit = limit;
+  jax_foldable_op = flag;
+  Py_RETURN_NONE;
+}
+
+static PyObject *jax_finish(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs != 5 || !PyList_CheckExact(argv[1]) || !PyList_CheckExact(argv[2]) || !PyLong_CheckExact(argv[4])) {
+    PyErr_SetString(PyExc_TypeError, "jax_finish(rec, parts: list, ins: list, result, start: int)");
+    return NULL;
+  }
+  if (!jax_location || !T.set) { PyErr_SetString(PyExc_RuntimeError, "jax_finish: jax_setup/set_tags not called"); return NULL; }
+  long long end = now_ns();
+  PyObject *rec = argv[0], *parts = argv[1], *ins = argv[2], *result = argv[3];
+  long long start = PyLong_AsLongLong(argv[4]);
+  if (start == -1 && PyErr_Occurred()) return NULL;
+  PyObject *out = NULL, *w = NULL, *sink = NULL, *tr = NULL, *known = NULL, *constd = NULL, *intern = NULL,
+           *fl = NULL;
+  Buf b;
+  buf_init(&b);
+  if (!(w = PyObject_GetAttr(rec, s_w)) || !(sink = PyObject_GetAttr(w, s_sink))) goto done;
+  if (Py_TYPE(sink) != &SinkType || ((Sink *)sink)->io_error || ((Sink *)sink)->closed) goto python;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); ++i)
+    if (!PyBytes_CheckExact(PyList_GET_ITEM(parts, i))) goto python;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ins); ++i) {
+    PyObject *e = PyList_GET_ITEM(ins, i);
+    if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) < 2) goto python;
+  }
+  if (!(known = PyObject_GetAttr(rec, s_jknown)) || !(constd = PyObject_GetAttr(rec, s_jconst))) goto done;
+  if (!PySet_CheckExact(known) || !PySet_CheckExact(constd)) goto python;
+  /* (tid, TensorRef bytes) of the result: its id from now on */
+  if (!(tr = PyObject_CallMethodOneArg(rec, s_ref_full, result))) goto done;
+  if (!PyTuple_CheckExact(tr) || PyTuple_GET_SIZE(tr) != 2 || !PyBytes_CheckExact(PyTuple_GET_ITEM(tr, 1))) {
+    PyErr_SetString(PyExc_TypeError, "jax_finish: _ref_full must give (int, bytes)");
+    goto done;
+  }
+  PyObject *tido = PyTuple_GET_ITEM(tr, 0), *ref = PyTuple_GET_ITEM(tr, 1);
+  size_t rn = (size_t)PyBytes_GET_SIZE(ref);
+  /* result = Arg{tensor = ref} */
+  if (buf_byte(&b, T.op_result) || buf_varint(&b, 1 + varint_len(rn) + rn) || buf_byte(&b, T.arg_tensor) ||
+      buf_varint(&b, rn) || buf_put(&b, PyBytes_AS_STRING(ref), rn))
+    goto done;
+  /* foldable: every input a constant of the frame (an operand standing for a number is not) */
+  int foldable = 1;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(ins) && foldable; ++i) {
+    int c = PySet_Contains(constd, PyTuple_GET_ITEM(PyList_GET_ITEM(ins, i), 1));
+    if (c < 0) goto done;
+    foldable = c;
+  }
+  uint64_t flags = 0;
+  if (foldable) {
+    PyObject *nb = PyObject_CallMethodOneArg(rec, s_nbytes, result);
+    if (!nb) goto done;
+    long long n = PyLong_AsLongLong(nb);
+    Py_DECREF(nb);
+    if (n == -1 && PyErr_Occurred()) goto done;
+    if (n <= jax_fold_limit) flags = jax_foldable_op;
+  }
+  if (PySet_Add(known, tido)) goto done;
+  if (foldable ? PySet_Add(constd, tido) : (PySet_Discard(constd, tido) < 0)) goto done;
+  /* where the call came from, then the tail: flags, file/line, thread, clocks */
+  if (!(intern = PyObject_GetAttr(rec, s_intern_attr)) || !(fl = PyObject_CallOneArg(jax_location, intern))) goto done;
+  if (!PyTuple_Check(fl) || PyTuple_GET_SIZE(fl) != 2) { PyErr_SetString(PyExc_TypeError, "jax_finish: location"); goto done; }
+  long long fid = PyLong_AsLongLong(PyTuple_GET_ITEM(fl, 0)), line = PyLong_AsLongLong(PyTuple_GET_ITEM(fl, 1));
+  if (PyErr_Occurred()) goto done;
+  PyObject *t0o = PyObject_GetAttr(rec, s_t0);
+  if (!t0o) goto done;
+  long long t0 = PyLong_AsLongLong(t0o);
+  Py_DECREF(t0o);
+  if (t0 == -1 && PyErr_Occurred()) goto done;
+  if ((flags && (buf_byte(&b, T.op_flags) || buf_varint(&b, flags))) ||
+      (fid && (buf_byte(&b, T.op_file) || buf_varint(&b, (uint64_t)fid) || buf_byte(&b, T.op_line) ||
+               buf_varint(&b, (uint64_t)line))) ||
+      buf_byte(&b, T.op_thread) || buf_varint(&b, (uint64_t)PyThread_get_thread_ident()) ||
+      buf_byte(&b, T.op_start_ns) || buf_varint(&b, (uint64_t)(start - t0)) ||
+      buf_byte(&b, T.op_duration_ns) || buf_varint(&b, (uint64_t)(end - start)))
+    goto done;
+  /* Record.op = parts + b, into the mapping (TraceWriter.add with a sink does the same) */
+  {
+    Sink *sk = (Sink *)sink;
+    size_t pn = b.n;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); ++i) pn += (size_t)PyBytes_GET_SIZE(PyList_GET_ITEM(parts, i));
+    size_t inner = 1 + varint_len(pn) + pn;
+    char *p = sink_reserve(sk, varint_len(inner) + inner);
+    if (!p) goto done;
+    p += varint_to((uint8_t *)p, inner);
+    *p++ = (char)T.record_op;
+    p += varint_to((uint8_t *)p, pn);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); ++i) {
+      PyObject *x = PyList_GET_ITEM(parts, i);
+      memcpy(p, PyBytes_AS_STRING(x), (size_t)PyBytes_GET_SIZE(x));
+      p += PyBytes_GET_SIZE(x);
+    }
+    memcpy(p, b.p, b.n);
+    sk->records++;
+    sk->op_events++;
+    if (sk->io_error) {   /* as TraceWriter.add: the writer reports the error that stopped the trace */
+      PyObject *x = PyObject_CallMethodNoArgs(w, s_check_sink);
+      if (!x) goto done;
+      Py_DECREF(x);
+    }
+  }
+  if (flags) {
+    PyObject *x = PyObject_CallMethodObjArgs(rec, s_write_value, result, ref, jax_foldable_role, NULL);
+    if (!x) goto done;
+    Py_DECREF(x);
+  }
+  out = Py_None;
+  Py_INCREF(out);
+  goto done;
+python:
+  out = Py_NotImplemented;
+  Py_INCREF(out);
+done:
+  buf_free(&b);
+  Py_XDECREF(w); Py_XDECREF(sink); Py_XDECREF(tr); Py_XDECREF(known); Py_XDECREF(constd); Py_XDECREF(intern);
+  Py_XDECREF(fl);
+  return out;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Locator: array_recorder.caller_location in C (the Python closure there defines what it must
  * return). Locator(prefixes)(intern) -> (intern(file), line) of the first Python frame, from the
@@ -1701,6 +1846,9 @@ static PyMethodDef module_methods[] = {
      "set_tags(tags, inplace): the field tags (name -> one-byte tag, see recorder/tags.py c_tags) and "
      "the INPLACE flag the C recorder writes."},
     {"np_setup", (PyCFunction)np_setup, METH_VARARGS, "Hand over what np_ufunc needs (numpy_recorder.py)."},
+    {"jax_setup", (PyCFunction)jax_setup, METH_VARARGS, "Hand over what jax_finish needs (jax_recorder.py)."},
+    {"jax_finish", (PyCFunction)(void (*)(void))jax_finish, METH_FASTCALL,
+     "jax_finish(rec, parts, ins, result, start): JaxRecorder._finish_array in C (NotImplemented: not here)."},
     {"np_ufunc", (PyCFunction)(void (*)(void))np_ufunc, METH_FASTCALL,
      "np_ufunc(rec, ufunc, inputs): NumpyRecorder.record_ufunc in C."},
     {NULL}};
@@ -1722,6 +1870,8 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
   S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next"); S(s_ufunc_fields, "_ufunc_fields");
+  S(s_ref_full, "_ref_full"); S(s_jknown, "_known"); S(s_jconst, "_const"); S(s_nbytes, "_nbytes");
+  S(s_write_value, "_write_value"); S(s_check_sink, "_check_sink"); S(s_intern_attr, "_intern");
 #undef S
   if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0) return NULL;
   PyObject *m = PyModule_Create(&moddef);

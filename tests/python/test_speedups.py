@@ -122,3 +122,51 @@ def test_zero_tail_of_a_killed_recording_ends_the_records_and_nothing_else_may_f
     bad.write_bytes(data[:footer_at] + bytes(100) + b"\x01" + bytes(10))
     with pytest.raises(TraceFormatError, match="record length of 0"):
         read_trace(str(bad))
+
+
+def test_locator_finds_the_frames_the_python_caller_location_finds(tmp_path):
+    """_speedups.Locator (the caller's file and line for NumPy and JAX ops) against its Python twin
+    array_recorder.py_caller_location: same frame skipped or taken, same line, same interned file,
+    first call and cached, from frames of internal and of user files."""
+    _speedups = pytest.importorskip("ivytrace._speedups")
+    from ivytrace.recorder.array_recorder import py_caller_location
+
+    internal = tmp_path / "lib"
+    internal.mkdir()
+    # A library file (internal: its frames are skipped) that calls back into the user's function.
+    (internal / "libmod.py").write_text(
+        "def call(f, loc, intern):\n"
+        "    return f(loc, intern)\n"
+        "def here(loc, intern):\n"
+        "    return loc(intern)\n")
+    (tmp_path / "usermod.py").write_text(
+        "import libmod\n"
+        "def user(loc, intern):\n"
+        "    return libmod.here(loc, intern)\n"
+        "def twice(loc, intern):\n"
+        "    return [libmod.call(user, loc, intern),\n"
+        "            libmod.here(loc, intern)]\n")
+    sys.path[:0] = [str(internal), str(tmp_path)]
+    try:
+        import usermod
+        import libmod
+        strings = {}
+
+        def intern(s):
+            return strings.setdefault(s, len(strings) + 1)
+
+        prefixes = (str(internal) + os.sep,)
+        c_loc, py_loc = _speedups.Locator(prefixes), py_caller_location(prefixes)
+        for _ in range(2):   # first and cached
+            got = usermod.twice(c_loc, intern)
+            assert got == usermod.twice(py_loc, intern)
+            assert got == [(intern(usermod.__file__), 3), (intern(usermod.__file__), 6)]
+        # Every frame internal (files and "<frozen ...>" ones): none is the user's, (0, 0).
+        everything = _speedups.Locator(("/", "<")), py_caller_location(("/", "<"))
+        assert libmod.here(everything[0], intern) == libmod.here(everything[1], intern) == (0, 0)
+        with pytest.raises(TypeError):
+            _speedups.Locator(["not a tuple"])
+    finally:
+        del sys.path[:2]
+        sys.modules.pop("usermod", None)
+        sys.modules.pop("libmod", None)

@@ -173,6 +173,10 @@ _REF_ID, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.STORAGE, REF.DTYPE, 
 _state, _busy, _Busy = busy_flag()
 _REC = None
 _get_ident = threading.get_ident
+# Param values encoded once per (name, type, value): their bytes depend on nothing else (not
+# float: 0.0 == -0.0; NumPy dtypes only those with a trace dtype, whose bytes are that dtype's).
+_PLAIN_PARAMS = frozenset((bool, int, str, type(None)))
+_DTYPE_TYPES = frozenset(type(dt) for dt in _DTYPES)
 _names: dict = {}   # primitive -> recorded op name
 
 
@@ -580,6 +584,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._match_inputs = set()
         self.shape_fallback = None  # why the last symbolic plan fell back to static shapes
         self._prims = {}            # primitive -> (op name, OpEvent.op field, params left out, random)
+        self._param_fields = {}     # (param name, type, value) -> its kwarg field, for plain values
 
     # -- lifecycle -------------------------------------------------------------------------
     def install(self):
@@ -736,8 +741,12 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         return ld(A_TENSOR, ref)
 
     def _host_array(self, a):
-        with _Busy():
+        prev = getattr(_state, "busy", False)   # `with _Busy()`, inlined: a value per constant
+        _state.busy = True
+        try:
             return np.asarray(a)   # tobytes() is C order (np.ascontiguousarray would make 0-d 1-d)
+        finally:
+            _state.busy = prev
 
     def _has_value(self, a) -> bool:
         return not isinstance(a, _KeyArray)
@@ -784,10 +793,23 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             if written:
                 kwarg_field = _op.kwarg_field
                 encode = self._enc_param.encode
+                cache = self._param_fields
                 for k, v in written.items():
                     if k in drop:
                         continue
-                    parts.append(kwarg_field(k, encode(v, ins)))
+                    tv = type(v)
+                    if tv in _PLAIN_PARAMS or (tv is tuple and all(type(x) is int for x in v)) \
+                            or (tv in _DTYPE_TYPES and v in _DTYPES):
+                        # A value whose bytes follow from its type and value alone: encoded once.
+                        key = (k, tv, v)
+                        b = cache.get(key)
+                        if b is None:
+                            b = kwarg_field(k, encode(v, ins))
+                            if len(cache) < 4096:
+                                cache[key] = b
+                        parts.append(b)
+                    else:
+                        parts.append(kwarg_field(k, encode(v, ins)))
             start = time.perf_counter_ns()
             try:
                 result = _ORIGINAL["process_primitive"](trace, prim, args, params)
@@ -796,7 +818,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                 raise
             if random or type(result) is not _ArrayImpl:
                 self._finish_op(parts, name, ins, result, start)
-            else:
+            elif _jax_finish is None or _jax_finish(self, parts, ins, result, start) is NotImplemented:
                 self._finish_array(parts, ins, result, start)
             if then is not None:
                 then(result)
@@ -806,7 +828,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
 
     def _finish_array(self, parts, ins, result, start):
         """_finish_op for the common case, one jax.Array result of an op that is not random (the
-        same record, with less Python work: this runs on every op)."""
+        same record, with less Python work: this runs on every op). The Python twin of
+        _speedups.jax_finish, which runs instead when the C extension is built."""
         end = time.perf_counter_ns()
         tid, ref = self._ref_full(result)
         parts.append(_op.result_field(ld(A_TENSOR, ref)))
@@ -970,3 +993,17 @@ class _JaxEncoder(ArgEncoder):
 
 def recorder_for(session) -> JaxRecorder:
     return JaxRecorder(session)
+
+
+# The end of the common primitive in C when ivytrace._speedups is built (jax_finish writes what
+# JaxRecorder._finish_array writes), else in Python.
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":
+        raise ImportError
+    from ivytrace import _speedups
+    from ivytrace.recorder.tags import c_tags as _c_tags
+    _speedups.set_tags(_c_tags(), trace_pb2.INPLACE)
+    _speedups.jax_setup(_location, FOLD_LIMIT, FOLDABLE_OP, FOLDABLE)
+    _jax_finish = _speedups.jax_finish
+except ImportError:
+    _jax_finish = None
