@@ -656,7 +656,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                 w = weakref.ref(a)
             except TypeError:   # no weak references: a new id at every sighting (not kept)
                 return tid
-            r = (w, tid)
+            r = _untracked((w, tid))
             self._ids[id(a)] = r
             if len(self._ids) > self._sweep_at:
                 self._sweep()
@@ -677,7 +677,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             if r is None or r[1] != tid:   # no weak reference: not kept
                 return tid, self._tensor_ref(a, tid)
         ref = self._tensor_ref(a, tid)
-        ids[id(a)] = (r[0], tid, ref)
+        ids[id(a)] = _untracked((r[0], tid, ref))
         return tid, ref
 
     def _tensor_ref(self, a, tid, full=True) -> bytes:
@@ -1005,5 +1005,11 @@ try:
     _speedups.set_tags(_c_tags(), trace_pb2.INPLACE)
     _speedups.jax_setup(_location, FOLD_LIMIT, FOLDABLE_OP, FOLDABLE)
     _jax_finish = _speedups.jax_finish
+    # Id table entries off the cyclic GC's lists (see _speedups.untracked): thousands live between
+    # sweeps, and each full collection of a large program's heap walked them.
+    _untracked = _speedups.untracked
 except ImportError:
     _jax_finish = None
+
+    def _untracked(entry):
+        return entry
