@@ -1139,7 +1139,8 @@ static PyTypeObject RecType = {
 /* ------------------------------------------------------------------------------------------ */
 /* NumPy: the common ufunc call (numpy_recorder.NumpyRecorder.record_ufunc, which defines what this
  * must write; tests/python/test_record_bytes.py checks both against the baseline recorder).
- * np_ufunc(rec, ufunc, inputs) records `ufunc(*inputs)` when every input is a TracedArray the
+ * np_ufunc(rec, ufunc, inputs) records `ufunc(*inputs)`, when the recorder is active on this thread
+ * and not busy and every input is a TracedArray the
  * current frame knows (at least one not a constant) or a Python float/int, and returns the new
  * TracedArray; it returns the NOT_HERE sentinel, having called nothing, for every other call. */
 
@@ -1152,7 +1153,7 @@ static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
     *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
-    *s_torch, *s_next, *s_ufunc_fields;
+    *s_torch, *s_next, *s_ufunc_fields, *s_active, *s_thread, *s_np_base;
 
 static PyObject *np_setup(PyObject *mod, PyObject *args) {
   PyObject *v[8];
@@ -1252,6 +1253,35 @@ static void untrack_ref_entry(PyObject *w, PyObject *e) {
   if (!PyWeakref_CheckRefExact(w) || ((PyWeakReference *)w)->wr_callback != NULL) return;
   if (PyObject_GC_IsTracked(w)) PyObject_GC_UnTrack(w);
   if (PyObject_GC_IsTracked(e)) PyObject_GC_UnTrack(e);
+}
+
+/* Two new ids, as two NumpyRecorder._new_id calls give them (sid first): one read and one write of
+ * rec._next when no torch recorder shares the sequence. -1 on error. */
+static int np_new_ids(PyObject *rec, long long *first, long long *second) {
+  PyObject *session = PyObject_GetAttr(rec, s_session);
+  PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
+  Py_XDECREF(session);
+  if (!torch) return -1;
+  int none = torch == Py_None;
+  Py_DECREF(torch);
+  if (!none) {
+    *first = np_new_id(rec);
+    if (*first == -1 && PyErr_Occurred()) return -1;
+    *second = np_new_id(rec);
+    return *second == -1 && PyErr_Occurred() ? -1 : 0;
+  }
+  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  if (!nx) return -1;
+  long long t = PyLong_AsLongLong(nx);
+  Py_DECREF(nx);
+  if (t == -1 && PyErr_Occurred()) return -1;
+  PyObject *n2 = PyLong_FromLongLong(t + 2);
+  int bad = !n2 || PyObject_SetAttr(rec, s_next, n2);
+  Py_XDECREF(n2);
+  if (bad) return -1;
+  *first = t;
+  *second = t + 1;
+  return 0;
 }
 
 /* ids[id(a)] = (weakref(a), tid, sid); ids_sid[tid] = sid; by_storage[sid] += [weakref]; sweep */
@@ -1358,6 +1388,28 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   Buf b;
   buf_init(&b);
   Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  /* recording here: the recorder active, its thread, the busy flag down (kept in `prev`) */
+  {
+    PyObject *x = PyObject_GetAttr(rec, s_active);
+    int on = x ? PyObject_IsTrue(x) : -1;
+    Py_XDECREF(x);
+    if (on < 0) goto fail;
+    if (!on) goto not_here;
+    if (!(x = PyObject_GetAttr(rec, s_thread))) goto fail;
+    unsigned long th = PyLong_AsUnsignedLong(x);
+    Py_DECREF(x);
+    if (th == (unsigned long)-1 && PyErr_Occurred()) goto fail;
+    if (th != PyThread_get_thread_ident()) goto not_here;
+    prev = PyObject_GetAttr(np_state, s_busy);
+    if (!prev) {
+      if (!PyErr_ExceptionMatches(PyExc_AttributeError)) goto fail;
+      PyErr_Clear();
+      prev = Py_NewRef(Py_False);
+    }
+    int busy = PyObject_IsTrue(prev);
+    if (busy < 0) goto fail;
+    if (busy) goto not_here;
+  }
   if (!(links = PyObject_GetAttr(rec, s_links))) goto fail;
   int lk = PyObject_IsTrue(links);
   if (lk < 0) goto fail;
@@ -1455,36 +1507,31 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     PyList_SET_ITEM(parts, 1, args_b);
   }
   /* the busy flag up while the ufunc runs (its own NumPy calls are not recorded) */
-  prev = PyObject_GetAttr(np_state, s_busy);
-  if (!prev) {
-    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) goto fail;
-    PyErr_Clear();
-    prev = Py_False;
-    Py_INCREF(prev);
-  }
   if (PyObject_SetAttr(np_state, s_busy, Py_True)) goto fail;
   busy_set = 1;
   long long start = now_ns();
-  PyObject *startobj = PyLong_FromLongLong(start);
-  if (!startobj) goto fail;
+  PyObject *startobj;
   result = PyObject_Call(ufunc, plain, NULL);
   if (!result) {
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
-    PyObject *empty = PyList_New(0);
+    startobj = PyLong_FromLongLong(start);
+    PyObject *empty = startobj ? PyList_New(0) : NULL;
     PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
                                              Py_None, startobj, Py_True) : NULL;
     Py_XDECREF(empty);
-    Py_DECREF(startobj);
+    Py_XDECREF(startobj);
     if (!x) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); goto fail; }
     Py_DECREF(x);
     PyErr_Restore(et, ev, tb);
     goto fail;
   }
-  PyObject *base = Py_TYPE(result) == (PyTypeObject *)np_ndarray_t ? PyObject_GetAttrString(result, "base") : NULL;
+  PyObject *base = Py_TYPE(result) == (PyTypeObject *)np_ndarray_t ? PyObject_GetAttr(result, s_np_base) : NULL;
   if (!base || base != Py_None) {
     Py_XDECREF(base);
     PyErr_Clear();
+    startobj = PyLong_FromLongLong(start);
+    if (!startobj) goto fail;
     /* not one new array: the Python path finishes it (record_ufunc does the same) */
     PyObject *empty_kw = PyDict_New();
     PyObject *rw = empty_kw ? PyObject_CallFunctionObjArgs(np_rewrap, result, inputs, empty_kw, Py_None, NULL) : NULL;
@@ -1500,14 +1547,11 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     goto done;
   }
   Py_DECREF(base);
-  Py_DECREF(startobj);
   if (!(traced = PyObject_CallMethodOneArg(result, s_view, np_traced_t))) goto fail;
   if (!(ids_sid = PyObject_GetAttr(rec, s_ids_sid)) || !(by_storage = PyObject_GetAttr(rec, s_by_storage))) goto fail;
-  long long sid = np_new_id(rec);
-  if (sid == -1 && PyErr_Occurred()) goto fail;
+  long long sid, tid;
+  if (np_new_ids(rec, &sid, &tid)) goto fail;
   if (np_register(rec, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
-  long long tid = np_new_id(rec);
-  if (tid == -1 && PyErr_Occurred()) goto fail;
   if (np_register(rec, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
   {
     PyObject *shape = PyObject_CallOneArg(np_shape_get, result);
@@ -1912,6 +1956,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
   S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next"); S(s_ufunc_fields, "_ufunc_fields");
+  S(s_active, "active"); S(s_thread, "thread"); S(s_np_base, "base");
   S(s_ref_full, "_ref_full"); S(s_jknown, "_known"); S(s_jconst, "_const"); S(s_nbytes, "_nbytes");
   S(s_write_value, "_write_value"); S(s_check_sink, "_check_sink"); S(s_intern_attr, "_intern");
 #undef S

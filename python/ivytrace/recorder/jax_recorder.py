@@ -256,6 +256,11 @@ def _np_converter(fname, current):
     return convert
 
 
+# wrapper -> what it calls: the recorder's own host reads (busy, or not of a jax.Array) go
+# straight there, as the wrapper would send them (one Python call less per value).
+_NP_PASS: dict = {}
+
+
 def _device_get(current):
     """jax.device_get(tree) hands the user NumPy values: a guard per jax.Array leaf."""
     def device_get(x):
@@ -623,6 +628,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
     def _set_np(self, fname, make=None):
         current = getattr(np, fname)
         wrapper = (make or _np_converter)(fname, current)
+        if make is None:
+            _NP_PASS[wrapper] = current
         self._np_patched.append((fname, current, wrapper))
         setattr(np, fname, wrapper)
 
@@ -640,6 +647,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             if getattr(np, fname) is wrapper:   # else wrapped again since; ours passes calls through
                 setattr(np, fname, current)
         self._np_patched.clear()
+        _NP_PASS.clear()
         _sym_scalars.clear()
         if self._jit_was_disabled is not None:
             jax.config.update("jax_disable_jit", self._jit_was_disabled)
@@ -744,7 +752,9 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         prev = getattr(_state, "busy", False)   # `with _Busy()`, inlined: a value per constant
         _state.busy = True
         try:
-            return np.asarray(a)   # tobytes() is C order (np.ascontiguousarray would make 0-d 1-d)
+            f = np.asarray
+            # tobytes() is C order (np.ascontiguousarray would make 0-d 1-d)
+            return _NP_PASS.get(f, f)(a)
         finally:
             _state.busy = prev
 
@@ -929,7 +939,8 @@ def _typed_scalar(v, ts, handler):
     s = _sym_scalars.get(id(v)) if _sym_scalars else None
     if s is not None and s[0] is v:
         return _sym_param(s[1], ts)
-    return handler(np.asarray(v, dtype=v.dtype), ts)
+    f = np.asarray
+    return handler(_NP_PASS.get(f, f)(v, dtype=v.dtype), ts)
 
 
 def _enc_dtype(v, ts):
