@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ivytrace.recorder.reader import TraceFormatError, read_trace
+from ivytrace.v1 import trace_pb2
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = str(REPO / "python")
@@ -170,3 +171,34 @@ def test_locator_finds_the_frames_the_python_caller_location_finds(tmp_path):
         del sys.path[:2]
         sys.modules.pop("usermod", None)
         sys.modules.pop("libmod", None)
+
+
+def test_numpy_and_jax_c_paths_write_the_records_of_their_python_twins(tmp_path):
+    """np_ufunc, jax_finish and Locator (C) against record_ufunc, _finish_array and
+    caller_location (Python): the NumPy, JAX (symbolic shapes on: trace_graph's default) and
+    symbolic-shape programs of record_corpus.py, recorded in two processes, record for record."""
+    _speedups = pytest.importorskip("ivytrace._speedups")
+    assert hasattr(_speedups, "jax_finish") and hasattr(_speedups, "Locator")
+    corpus = Path(__file__).parent / "record_corpus.py"
+    traces = {}
+    for name, env in (("fast", {}), ("slow", {"IVYTRACE_NO_SPEEDUPS": "1"})):
+        out = tmp_path / name
+        out.mkdir()
+        full_env = {k: v for k, v in os.environ.items() if k not in ("IVYTRACE_NO_SPEEDUPS", "IVYTRACE_JAX_SYMBOLIC_SHAPES")}
+        full_env.update(PYTHONPATH=PYTHON_DIR, HF_HUB_OFFLINE="1", **env)
+        subprocess.run([sys.executable, str(corpus), str(out), "numpy", "jax", "symbolic"], check=True,
+                       env=full_env, timeout=600, capture_output=True, cwd=str(REPO))
+        traces[name] = sorted(out.glob("*.ivt"))
+    assert [p.name for p in traces["fast"]] == [p.name for p in traces["slow"]]
+    assert {"numpy.ivt", "jax.ivt", "symbolic_jax.ivt"} <= {p.name for p in traces["fast"]}
+    foldable = 0
+    for fast_path, slow_path in zip(traces["fast"], traces["slow"]):
+        fast, fast_recs = _normalized(fast_path)
+        slow, slow_recs = _normalized(slow_path)
+        assert len(fast.ops()) > 20, fast_path.name
+        foldable += sum(1 for o in fast.ops() if o.flags & trace_pb2.FOLDABLE_OP)   # jax_finish's value writes
+        for i, (a, b) in enumerate(zip(fast_recs, slow_recs)):
+            assert a == b, f"{fast_path.name}: record {i} differs:\n{a}\nvs\n{b}"
+        assert len(fast_recs) == len(slow_recs), fast_path.name
+        assert fast.strings == slow.strings
+    assert foldable > 0
