@@ -1019,7 +1019,7 @@ try:
     # Id table entries off the cyclic GC's lists (see _speedups.untracked): thousands live between
     # sweeps, and each full collection of a large program's heap walked them.
     _untracked = _speedups.untracked
-except ImportError:
+except (ImportError, AttributeError):   # not built, switched off, or an extension built before these
     _jax_finish = None
 
     def _untracked(entry):
