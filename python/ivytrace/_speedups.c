@@ -1323,16 +1323,38 @@ done:
   return bad;
 }
 
+/* A cache of code objects by address: cache[address] = (code, value). Code objects hash by content
+ * (~0.3 us per lookup in CPython 3.11, and the caller lookup meets several frames per op); the
+ * tuple holds the code, so its address is not reused while the entry lives. */
+static PyObject *code_cache_get(PyObject *cache, PyCodeObject *c) {   /* borrowed; NULL: absent or error */
+  PyObject *k = PyLong_FromVoidPtr(c);
+  if (!k) return NULL;
+  PyObject *e = PyDict_GetItemWithError(cache, k);
+  Py_DECREF(k);
+  if (e && PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) == 2 && PyTuple_GET_ITEM(e, 0) == (PyObject *)c)
+    return PyTuple_GET_ITEM(e, 1);
+  return NULL;
+}
+
+static int code_cache_set(PyObject *cache, PyCodeObject *c, PyObject *v) {
+  PyObject *k = PyLong_FromVoidPtr(c);
+  PyObject *t = k ? PyTuple_Pack(2, (PyObject *)c, v) : NULL;
+  int bad = !t || PyDict_SetItem(cache, k, t);
+  Py_XDECREF(k);
+  Py_XDECREF(t);
+  return bad ? -1 : 0;
+}
+
 /* (file id, line) of the first frame whose file does not start with one of np_prefixes, as
- * array_recorder.caller_location finds it; cached in `cache` (the recorder's _c_locations:
- * code -> True if internal, else {lasti: (file id, line)}). */
+ * array_recorder.caller_location finds it; cached in `cache` (the recorder's _c_locations, a
+ * code_cache: True if internal, else {lasti: (file id, line)}). */
 static int np_location_c(PyObject *rec, PyObject *cache, long long *fid, long long *line) {
   *fid = *line = 0;
   PyFrameObject *f = PyEval_GetFrame();
   Py_XINCREF(f);
   while (f) {
     PyCodeObject *c = PyFrame_GetCode(f);
-    PyObject *ent = PyDict_GetItemWithError(cache, (PyObject *)c);
+    PyObject *ent = code_cache_get(cache, c);
     if (!ent) {
       if (PyErr_Occurred()) { Py_DECREF(c); Py_DECREF(f); return -1; }
       int internal = 0;
@@ -1344,7 +1366,7 @@ static int np_location_c(PyObject *rec, PyObject *cache, long long *fid, long lo
       PyObject *v = internal ? Py_True : PyDict_New();
       if (!v) { Py_DECREF(c); Py_DECREF(f); return -1; }
       if (internal) Py_INCREF(v);
-      int bad = PyDict_SetItem(cache, (PyObject *)c, v);
+      int bad = code_cache_set(cache, c, v);
       Py_DECREF(v);
       if (bad) { Py_DECREF(c); Py_DECREF(f); return -1; }
       ent = v;
@@ -1404,7 +1426,8 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     if (!prev) {
       if (!PyErr_ExceptionMatches(PyExc_AttributeError)) goto fail;
       PyErr_Clear();
-      prev = Py_NewRef(Py_False);
+      prev = Py_False;
+      Py_INCREF(prev);
     }
     int busy = PyObject_IsTrue(prev);
     if (busy < 0) goto fail;
@@ -1811,7 +1834,7 @@ done:
 typedef struct {
   PyObject_HEAD
   PyObject *prefixes;   /* tuple of str */
-  PyObject *codes;      /* code -> True if internal, else {lasti: line} */
+  PyObject *codes;      /* code_cache: True if internal, else {lasti: line} */
 } Locator;
 
 static PyObject *Locator_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
@@ -1840,7 +1863,7 @@ static PyObject *Locator_call(Locator *l, PyObject *args, PyObject *kw) {
   Py_XINCREF(f);
   while (f) {
     PyCodeObject *c = PyFrame_GetCode(f);
-    PyObject *ent = PyDict_GetItemWithError(l->codes, (PyObject *)c);
+    PyObject *ent = code_cache_get(l->codes, c);
     if (!ent) {
       if (PyErr_Occurred()) goto fail;
       int internal = 0;
@@ -1849,9 +1872,10 @@ static PyObject *Locator_call(Locator *l, PyObject *args, PyObject *kw) {
         if (m < 0) goto fail;
         internal = (int)m;
       }
-      PyObject *v = internal ? Py_NewRef(Py_True) : PyDict_New();
+      PyObject *v = internal ? Py_True : PyDict_New();
       if (!v) goto fail;
-      int bad = PyDict_SetItem(l->codes, (PyObject *)c, v);
+      if (internal) Py_INCREF(v);
+      int bad = code_cache_set(l->codes, c, v);
       Py_DECREF(v);
       if (bad) goto fail;
       ent = v;

@@ -327,7 +327,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
         self._ufunc_fields = {}   # ufunc name -> (op name, OpEvent.op field) for record_ufunc
-        self._c_locations = {}    # np_ufunc's cache: code -> True if internal, else {lasti: (file id, line)}
+        self._c_locations = {}    # np_ufunc's cache: address of code -> (code, True if internal, else {lasti: (file id, line)})
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
 
     # -- lifecycle -------------------------------------------------------------------------
