@@ -10,7 +10,9 @@ an ExecutionTraceObserver (PyTorch's own op-log recorder), all measured in this 
       ratio of ivytrace's extra cost to the floor's extra cost (target: torch <= 1.5x, NumPy and
       JAX <= 2x). Floors: torch, a no-op TorchFunctionMode; NumPy, an ndarray subclass whose
       __array_ufunc__ only unwraps, calls and wraps back; JAX, `jax.disable_jit()` (the recorder
-      runs JAX op by op too).
+      runs JAX op by op too). JAX has a second row without the region's symbolic-shape plan
+      (IVYTRACE_JAX_SYMBOLIC_SHAPES=0): that plan traces the region to a jaxpr before each call,
+      a cost per region call that grows with its op count, apart from the per-op recording.
 
 Each recorder is started once, outside the timing, and records every timed repetition (as a user
 recording a program sees it); both write a real file (ivytrace: the protobuf trace, streamed as ops happen; the
@@ -179,6 +181,21 @@ def per_op_table(tmp, args):
         run()
         ivy = per_op(best_of(run, args.repeat, clock), n)
     rows.append(("JAX", plain, floor - plain, ivy - plain, "disable_jit", 2.0))
+    # The same without the region's symbolic-shape plan (recorder/jax_shapes.py: each call of a JAX
+    # region traces the function to a jaxpr twice, concrete and symbolic, before it runs, and
+    # matches every op against it): the recorder's own per-op cost, apart from that per-call cost.
+    saved = os.environ.get("IVYTRACE_JAX_SYMBOLIC_SHAPES")
+    os.environ["IVYTRACE_JAX_SYMBOLIC_SHAPES"] = "0"
+    try:
+        with ivytrace.Recorder(tmp / "bench_jax2.ivt", frameworks=("jax",)):
+            run()
+            ivy = per_op(best_of(run, args.repeat, clock), n)
+    finally:
+        if saved is None:
+            del os.environ["IVYTRACE_JAX_SYMBOLIC_SHAPES"]
+        else:
+            os.environ["IVYTRACE_JAX_SYMBOLIC_SHAPES"] = saved
+    rows.append(("JAX, no shape plan", plain, floor - plain, ivy - plain, "disable_jit", 2.0))
     return rows
 
 

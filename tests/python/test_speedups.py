@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ivytrace.recorder.reader import TraceFormatError, read_trace
+from ivytrace.v1 import trace_pb2
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_DIR = str(REPO / "python")
@@ -122,3 +123,82 @@ def test_zero_tail_of_a_killed_recording_ends_the_records_and_nothing_else_may_f
     bad.write_bytes(data[:footer_at] + bytes(100) + b"\x01" + bytes(10))
     with pytest.raises(TraceFormatError, match="record length of 0"):
         read_trace(str(bad))
+
+
+def test_locator_finds_the_frames_the_python_caller_location_finds(tmp_path):
+    """_speedups.Locator (the caller's file and line for NumPy and JAX ops) against its Python twin
+    array_recorder.py_caller_location: same frame skipped or taken, same line, same interned file,
+    first call and cached, from frames of internal and of user files."""
+    _speedups = pytest.importorskip("ivytrace._speedups")
+    from ivytrace.recorder.array_recorder import py_caller_location
+
+    internal = tmp_path / "lib"
+    internal.mkdir()
+    # A library file (internal: its frames are skipped) that calls back into the user's function.
+    (internal / "libmod.py").write_text(
+        "def call(f, loc, intern):\n"
+        "    return f(loc, intern)\n"
+        "def here(loc, intern):\n"
+        "    return loc(intern)\n")
+    (tmp_path / "usermod.py").write_text(
+        "import libmod\n"
+        "def user(loc, intern):\n"
+        "    return libmod.here(loc, intern)\n"
+        "def twice(loc, intern):\n"
+        "    return [libmod.call(user, loc, intern),\n"
+        "            libmod.here(loc, intern)]\n")
+    sys.path[:0] = [str(internal), str(tmp_path)]
+    try:
+        import usermod
+        import libmod
+        strings = {}
+
+        def intern(s):
+            return strings.setdefault(s, len(strings) + 1)
+
+        prefixes = (str(internal) + os.sep,)
+        c_loc, py_loc = _speedups.Locator(prefixes), py_caller_location(prefixes)
+        for _ in range(2):   # first and cached
+            got = usermod.twice(c_loc, intern)
+            assert got == usermod.twice(py_loc, intern)
+            assert got == [(intern(usermod.__file__), 3), (intern(usermod.__file__), 6)]
+        # Every frame internal (files and "<frozen ...>" ones): none is the user's, (0, 0).
+        everything = _speedups.Locator(("/", "<")), py_caller_location(("/", "<"))
+        assert libmod.here(everything[0], intern) == libmod.here(everything[1], intern) == (0, 0)
+        with pytest.raises(TypeError):
+            _speedups.Locator(["not a tuple"])
+    finally:
+        del sys.path[:2]
+        sys.modules.pop("usermod", None)
+        sys.modules.pop("libmod", None)
+
+
+def test_numpy_and_jax_c_paths_write_the_records_of_their_python_twins(tmp_path):
+    """np_ufunc, jax_finish and Locator (C) against record_ufunc, _finish_array and
+    caller_location (Python): the NumPy, JAX (symbolic shapes on: trace_graph's default) and
+    symbolic-shape programs of record_corpus.py, recorded in two processes, record for record."""
+    _speedups = pytest.importorskip("ivytrace._speedups")
+    assert hasattr(_speedups, "jax_finish") and hasattr(_speedups, "Locator")
+    corpus = Path(__file__).parent / "record_corpus.py"
+    traces = {}
+    for name, env in (("fast", {}), ("slow", {"IVYTRACE_NO_SPEEDUPS": "1"})):
+        out = tmp_path / name
+        out.mkdir()
+        full_env = {k: v for k, v in os.environ.items() if k not in ("IVYTRACE_NO_SPEEDUPS", "IVYTRACE_JAX_SYMBOLIC_SHAPES")}
+        full_env.update(PYTHONPATH=PYTHON_DIR, HF_HUB_OFFLINE="1", **env)
+        subprocess.run([sys.executable, str(corpus), str(out), "numpy", "jax", "symbolic"], check=True,
+                       env=full_env, timeout=600, capture_output=True, cwd=str(REPO))
+        traces[name] = sorted(out.glob("*.ivt"))
+    assert [p.name for p in traces["fast"]] == [p.name for p in traces["slow"]]
+    assert {"numpy.ivt", "jax.ivt", "symbolic_jax.ivt"} <= {p.name for p in traces["fast"]}
+    foldable = 0
+    for fast_path, slow_path in zip(traces["fast"], traces["slow"]):
+        fast, fast_recs = _normalized(fast_path)
+        slow, slow_recs = _normalized(slow_path)
+        assert len(fast.ops()) > 20, fast_path.name
+        foldable += sum(1 for o in fast.ops() if o.flags & trace_pb2.FOLDABLE_OP)   # jax_finish's value writes
+        for i, (a, b) in enumerate(zip(fast_recs, slow_recs)):
+            assert a == b, f"{fast_path.name}: record {i} differs:\n{a}\nvs\n{b}"
+        assert len(fast_recs) == len(slow_recs), fast_path.name
+        assert fast.strings == slow.strings
+    assert foldable > 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from builtins import len  # the builtin itself: while recording, builtins.len is sym._len (one Python call more)
 
+import os
 import sys
 import threading
 import time
@@ -81,7 +82,16 @@ def busy_flag():
 def caller_location(internal_prefixes: tuple):
     """A `location(intern)` -> (file id, line) of the first frame whose file name does not start
     with one of `internal_prefixes` (the framework's and ivytrace's directories...), or (0, 0);
-    cached per code object and instruction offset (f_lineno scans the line table)."""
+    cached per code object and instruction offset (f_lineno scans the line table). With the C
+    extension, `_speedups.Locator` does the same walk (this function is its Python twin; it runs
+    on every recorded NumPy and JAX op)."""
+    if _Locator is not None:
+        return _Locator(tuple(internal_prefixes))
+    return py_caller_location(internal_prefixes)
+
+
+def py_caller_location(internal_prefixes: tuple):
+    """caller_location in Python."""
     internal_code: dict = {}   # code object -> True if internal, else {f_lasti: line}
 
     def location(intern):
@@ -99,6 +109,14 @@ def caller_location(internal_prefixes: tuple):
             f = f.f_back
         return 0, 0
     return location
+
+
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":
+        raise ImportError
+    from ivytrace._speedups import Locator as _Locator
+except ImportError:
+    _Locator = None
 
 
 def pyval(v):

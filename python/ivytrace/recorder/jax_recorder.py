@@ -172,6 +172,11 @@ _shapes: dict = {}
 _REF_ID, _REF_STORAGE, _REF_DTYPE, _REF_SHAPE = REF.ID, REF.STORAGE, REF.DTYPE, REF.SHAPE
 _state, _busy, _Busy = busy_flag()
 _REC = None
+_get_ident = threading.get_ident
+# Param values encoded once per (name, type, value): their bytes depend on nothing else (not
+# float: 0.0 == -0.0; NumPy dtypes only those with a trace dtype, whose bytes are that dtype's).
+_PLAIN_PARAMS = frozenset((bool, int, str, type(None)))
+_DTYPE_TYPES = frozenset(type(dt) for dt in _DTYPES)
 _names: dict = {}   # primitive -> recorded op name
 
 
@@ -249,6 +254,11 @@ def _np_converter(fname, current):
     convert.__name__ = fname
     convert.__wrapped__ = current
     return convert
+
+
+# wrapper -> what it calls: the recorder's own host reads (busy, or not of a jax.Array) go
+# straight there, as the wrapper would send them (one Python call less per value).
+_NP_PASS: dict = {}
 
 
 def _device_get(current):
@@ -578,6 +588,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         self._deferred_guards = []  # the region inputs' shape guards, until the match ends
         self._match_inputs = set()
         self.shape_fallback = None  # why the last symbolic plan fell back to static shapes
+        self._prims = {}            # primitive -> (op name, OpEvent.op field, params left out, random)
+        self._param_fields = {}     # (param name, type, value) -> its kwarg field, for plain values
 
     # -- lifecycle -------------------------------------------------------------------------
     def install(self):
@@ -616,6 +628,8 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
     def _set_np(self, fname, make=None):
         current = getattr(np, fname)
         wrapper = (make or _np_converter)(fname, current)
+        if make is None:
+            _NP_PASS[wrapper] = current
         self._np_patched.append((fname, current, wrapper))
         setattr(np, fname, wrapper)
 
@@ -633,6 +647,7 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
             if getattr(np, fname) is wrapper:   # else wrapped again since; ours passes calls through
                 setattr(np, fname, current)
         self._np_patched.clear()
+        _NP_PASS.clear()
         _sym_scalars.clear()
         if self._jit_was_disabled is not None:
             jax.config.update("jax_disable_jit", self._jit_was_disabled)
@@ -649,11 +664,29 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                 w = weakref.ref(a)
             except TypeError:   # no weak references: a new id at every sighting (not kept)
                 return tid
-            r = (w, tid)
+            r = _untracked((w, tid))
             self._ids[id(a)] = r
             if len(self._ids) > self._sweep_at:
                 self._sweep()
         return r[1]
+
+    def _ref_full(self, a):
+        """(tensor id, full TensorRef bytes) of a jax.Array: the bytes are kept with its id (an
+        array's dtype and shape never change), so an array read by many ops is encoded once."""
+        ids = self._ids
+        r = ids.get(id(a))
+        if r is not None and r[0]() is a:
+            if len(r) == 3:
+                return r[1], r[2]
+            tid = r[1]
+        else:
+            tid = self._ref(a)
+            r = ids.get(id(a))
+            if r is None or r[1] != tid:   # no weak reference: not kept
+                return tid, self._tensor_ref(a, tid)
+        ref = self._tensor_ref(a, tid)
+        ids[id(a)] = _untracked((r[0], tid, ref))
+        return tid, ref
 
     def _tensor_ref(self, a, tid, full=True) -> bytes:
         b = _REF_ID + varint(tid) + _REF_STORAGE + varint(tid)
@@ -671,9 +704,12 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         return b
 
     def _enc_in(self, a, ins):
-        tid = self._ref(a)
+        if type(a) is _ArrayImpl:
+            tid, ref = self._ref_full(a)
+        else:
+            tid = self._ref(a)
+            ref = self._tensor_ref(a, tid)
         ins.append((a, tid))
-        ref = self._tensor_ref(a, tid)
         if tid not in self._known:
             if isinstance(a, _KeyArray):
                 self._wrap_key_constant(a, ref)
@@ -704,23 +740,44 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         _op.write_op(self.w, parts)
 
     def _enc_out_tensor(self, a, outs):
-        tid = self._ref(a)
+        if type(a) is _ArrayImpl:
+            tid, ref = self._ref_full(a)
+        else:
+            tid = self._ref(a)
+            ref = self._tensor_ref(a, tid)
         outs.append((a, tid))
-        return ld(A_TENSOR, self._tensor_ref(a, tid))
+        return ld(A_TENSOR, ref)
 
     def _host_array(self, a):
-        with _Busy():
-            return np.asarray(a)   # tobytes() is C order (np.ascontiguousarray would make 0-d 1-d)
+        prev = getattr(_state, "busy", False)   # `with _Busy()`, inlined: a value per constant
+        _state.busy = True
+        try:
+            f = np.asarray
+            # tobytes() is C order (np.ascontiguousarray would make 0-d 1-d)
+            return _NP_PASS.get(f, f)(a)
+        finally:
+            _state.busy = prev
 
     def _has_value(self, a) -> bool:
         return not isinstance(a, _KeyArray)
 
     # -- recording -------------------------------------------------------------------------------
-    def record(self, trace, prim, args, params):
+    def _prim_info(self, prim):
         name = _op_name(prim)
+        info = self._prims[prim] = (name, _op.op_field(self._intern(name)),
+                                    _PUBLIC_DROP if prim.name in _PUBLIC else (), self._schemas.is_random(name))
+        return info
+
+    def record(self, trace, prim, args, params):
+        info = self._prims.get(prim)
+        if info is None:
+            info = self._prim_info(prim)
+        name, op_field, drop, random = info
         ins = []
-        parts = [_op.op_field(self._intern(name))]
-        with _Busy():
+        parts = [op_field]
+        prev = getattr(_state, "busy", False)   # the busy flag up (as `with _Busy()`), inlined: every op
+        _state.busy = True
+        try:
             m = self._shape_match
             then = None
             written = params
@@ -733,31 +790,79 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
                     if new is not None:
                         written = new   # params with sizes computed from the inputs' shapes
                     operands = m.operands   # constants that are sizes: the sizes, computed
+            arg_field = _op.arg_field
             if operands:
                 for n, a in enumerate(args):
-                    parts.append(_op.arg_field(_sym_param(operands[n], ins) if n in operands
-                                               else self._enc.encode(a, ins)))
+                    parts.append(arg_field(_sym_param(operands[n], ins) if n in operands
+                                           else self._enc.encode(a, ins)))
             else:
+                enc_in = self._enc_in
+                encode = self._enc.encode
                 for a in args:
-                    parts.append(_op.arg_field(self._enc.encode(a, ins)))
-            drop = _PUBLIC_DROP if prim.name in _PUBLIC else ()
-            for k, v in written.items():
-                if k in drop:
-                    continue
-                parts.append(_op.kwarg_field(k, self._enc_param.encode(v, ins)))
+                    parts.append(arg_field(enc_in(a, ins) if type(a) is _ArrayImpl else encode(a, ins)))
+            if written:
+                kwarg_field = _op.kwarg_field
+                encode = self._enc_param.encode
+                cache = self._param_fields
+                for k, v in written.items():
+                    if k in drop:
+                        continue
+                    tv = type(v)
+                    if tv in _PLAIN_PARAMS or (tv is tuple and all(type(x) is int for x in v)) \
+                            or (tv in _DTYPE_TYPES and v in _DTYPES):
+                        # A value whose bytes follow from its type and value alone: encoded once.
+                        key = (k, tv, v)
+                        b = cache.get(key)
+                        if b is None:
+                            b = kwarg_field(k, encode(v, ins))
+                            if len(cache) < 4096:
+                                cache[key] = b
+                        parts.append(b)
+                    else:
+                        parts.append(kwarg_field(k, encode(v, ins)))
             start = time.perf_counter_ns()
             try:
                 result = _ORIGINAL["process_primitive"](trace, prim, args, params)
             except BaseException:
-                self._finish(parts, name, ins, None, start, raised=True)
+                self._finish_op(parts, name, ins, None, start, raised=True)
                 raise
-            self._finish(parts, name, ins, result, start)
+            if random or type(result) is not _ArrayImpl:
+                self._finish_op(parts, name, ins, result, start)
+            elif _jax_finish is None or _jax_finish(self, parts, ins, result, start) is NotImplemented:
+                self._finish_array(parts, ins, result, start)
             if then is not None:
                 then(result)
+        finally:
+            _state.busy = prev
         return result
 
-    def _finish(self, parts, name, ins, result, start, raised=False):
-        self._finish_op(parts, name, ins, result, start, raised)
+    def _finish_array(self, parts, ins, result, start):
+        """_finish_op for the common case, one jax.Array result of an op that is not random (the
+        same record, with less Python work: this runs on every op). The Python twin of
+        _speedups.jax_finish, which runs instead when the C extension is built."""
+        end = time.perf_counter_ns()
+        tid, ref = self._ref_full(result)
+        parts.append(_op.result_field(ld(A_TENSOR, ref)))
+        const = self._const
+        flags = 0
+        foldable = True
+        for e in ins:
+            if e[1] not in const:
+                foldable = False
+                break
+        if foldable and _nbytes(result) <= FOLD_LIMIT:
+            flags = FOLDABLE_OP
+        self._known.add(tid)
+        if foldable:
+            const.add(tid)
+        else:
+            const.discard(tid)
+        fid, line = _location(self._intern)
+        parts.append(_op.tail(flags, fid, line, _get_ident(), start - self._t0, end - start))
+        _op.write_op(self.w, parts)
+        if flags:
+            self._write_value(result, ref, FOLDABLE)
+        self.w.emit()
 
     def _is_const(self, entry):
         return entry[1] in self._const
@@ -834,7 +939,8 @@ def _typed_scalar(v, ts, handler):
     s = _sym_scalars.get(id(v)) if _sym_scalars else None
     if s is not None and s[0] is v:
         return _sym_param(s[1], ts)
-    return handler(np.asarray(v, dtype=v.dtype), ts)
+    f = np.asarray
+    return handler(_NP_PASS.get(f, f)(v, dtype=v.dtype), ts)
 
 
 def _enc_dtype(v, ts):
@@ -898,3 +1004,23 @@ class _JaxEncoder(ArgEncoder):
 
 def recorder_for(session) -> JaxRecorder:
     return JaxRecorder(session)
+
+
+# The end of the common primitive in C when ivytrace._speedups is built (jax_finish writes what
+# JaxRecorder._finish_array writes), else in Python.
+try:
+    if os.environ.get("IVYTRACE_NO_SPEEDUPS") == "1":
+        raise ImportError
+    from ivytrace import _speedups
+    from ivytrace.recorder.tags import c_tags as _c_tags
+    _speedups.set_tags(_c_tags(), trace_pb2.INPLACE)
+    _speedups.jax_setup(_location, FOLD_LIMIT, FOLDABLE_OP, FOLDABLE)
+    _jax_finish = _speedups.jax_finish
+    # Id table entries off the cyclic GC's lists (see _speedups.untracked): thousands live between
+    # sweeps, and each full collection of a large program's heap walked them.
+    _untracked = _speedups.untracked
+except (ImportError, AttributeError):   # not built, switched off, or an extension built before these
+    _jax_finish = None
+
+    def _untracked(entry):
+        return entry

@@ -157,7 +157,7 @@ class TracedArray(np.ndarray):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and not kwargs:
             rec = _REC
-            if rec is not None and rec.active and not _busy() and rec.thread == _get_ident():
+            if rec is not None:   # _np_ufunc checks that it records (active, its thread, not busy)
                 result = _np_ufunc(rec, ufunc, inputs)
                 if result is not _NOT_HERE:
                     return result
@@ -327,7 +327,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
         self._ufunc_fields = {}   # ufunc name -> (op name, OpEvent.op field) for record_ufunc
-        self._c_locations = {}    # np_ufunc's cache: code -> True if internal, else {lasti: (file id, line)}
+        self._c_locations = {}    # np_ufunc's cache: address of code -> (code, True if internal, else {lasti: (file id, line)})
         self._enc_out = _NumpyEncoder(self._enc_out_tensor)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -783,4 +783,6 @@ try:
     _np_ufunc = _speedups.np_ufunc
 except ImportError:
     def _np_ufunc(rec, ufunc, inputs):
-        return rec.record_ufunc(ufunc, inputs)
+        if rec.active and not _busy() and rec.thread == _get_ident():
+            return rec.record_ufunc(ufunc, inputs)
+        return _NOT_HERE
