@@ -485,3 +485,20 @@ def test_a_call_returning_python_numbers_from_a_shape_is_guarded():
     torch.testing.assert_close(graph(same), fn(same))
     with pytest.raises(ivytrace.GuardError, match="ivytrace.sym.__index__ gave 2"):
         graph(torch.tensor([[2.0, 0, 0], [0, 0, 0], [0, 0, 0]]))
+
+
+def test_numpy_methods_replay_on_numpy_scalars():
+    # Indexing a 1-d array gives a NumPy scalar (np.float32), not a 0-d array; a method the program
+    # then calls on it (x.sum) was recorded as numpy.ndarray.sum, whose descriptor refuses a scalar.
+    # Found by test_generated_programs_are_never_wrong (unrolled_rows twice, then sum_keep_last).
+    F = FRAMEWORKS["numpy"]
+    fn = _program(["unrolled_rows", "unrolled_rows", "sum_keep_last"], F)
+    x0 = _data(F, (4, 4), 0)
+    graph = ivytrace.trace_graph(fn, args=(x0,))
+    for shape in [(4, 4), (5, 3)]:
+        x = _data(F, shape, 1)
+        try:
+            got = graph(x)
+        except ivytrace.GuardError:
+            continue
+        assert _same(F, got, fn(x))

@@ -45,6 +45,8 @@ class AllowList:
         # A JAX primitive is not callable: a plan step calls its bind (operands, then params).
         if not callable(obj) and callable(getattr(obj, "bind", None)):
             obj = obj.bind
+        if name.startswith("numpy.ndarray."):
+            obj = _numpy_method(name, obj)
         return obj
 
     def symbol(self, name: str, where: str):
@@ -73,6 +75,25 @@ class AllowList:
                             f"installation ({e})") from None
         self._cache[name] = obj
         return obj
+
+
+def _numpy_method(name, descriptor):
+    """numpy.ndarray.<m> for a plan step: the method of the object it is called on. A step
+    recorded as `x.sum(...)` may see a NumPy scalar (np.float32: indexing a 1-d array gives one),
+    which has the method too (numpy.generic.sum) but is not an ndarray, so calling ndarray's
+    descriptor on it is a TypeError where the program's own `x.sum` worked."""
+    import numpy
+    scalar_method = getattr(numpy.generic, name.rsplit(".", 1)[-1], None)
+    if scalar_method is None or not callable(descriptor):
+        return descriptor
+    ndarray = numpy.ndarray
+
+    def method(self, *args, **kwargs):
+        if isinstance(self, ndarray):
+            return descriptor(self, *args, **kwargs)
+        return scalar_method(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
 
 
 _DEFAULT = None
