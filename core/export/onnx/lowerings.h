@@ -62,6 +62,7 @@ IVY_LOWERING(LowerSetitem);
 IVY_LOWERING(LowerReduce);
 IVY_LOWERING(LowerVariance);
 IVY_LOWERING(LowerArgReduce);
+IVY_LOWERING(LowerVectorNorm);
 IVY_LOWERING(LowerCumsum);
 IVY_LOWERING(LowerTopK);
 IVY_LOWERING(LowerStack);

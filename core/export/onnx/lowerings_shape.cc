@@ -141,6 +141,65 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
   return Status::Ok();
 }
 
+// torch.linalg.vector_norm(x, ord, dim, keepdim, dtype) and NumPy's linalg.norm of vectors:
+// ord 2 -> ReduceL2, 1 -> ReduceL1, inf / -inf -> ReduceMax / ReduceMin of |x|, 0 -> the count
+// of nonzeros, other p -> (sum |x|^p)^(1/p). NumPy's matrix norms (two axes, or a matrix with
+// axis None and an explicit ord) are refused; with ord None NumPy's Frobenius norm is the 2-norm
+// of the flattened values, which is what ReduceL2 over every axis computes.
+Status LowerVectorNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
+  const bool numpy = ctx.canonical() == "norm";
+  std::optional<double> p = 2.0;
+  if (call.Has("ord") && !call.IsNone("ord")) {
+    p = call.Double("ord");
+    if (!p) return Status::Unsupported("norm with ord " + ArgToString(*call.Get("ord"), true));
+    if (numpy && (axes.size() >= 2 || (axes.empty() && rank >= 2))) {
+      return Status::Unsupported("a matrix norm (numpy.linalg.norm with ord over two axes)");
+    }
+  }
+  if (axes.empty()) {
+    axes.resize(rank);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const v1::DType rd = ctx.DType(result);
+  if (!IsFloating(rd)) return Status::Unsupported("a norm with a non-float result");
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), rd);
+  if (rank == 0) {
+    ctx.Emit("Abs", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  auto reduce = [&](const char* op, const std::string& v, const std::string& out) {
+    std::vector<std::string> ins = {v};
+    const bool axes_as_input = std::string_view(op) == "ReduceSum" ? ctx.opset() >= 13 : ctx.opset() >= 18;
+    if (axes_as_input) ins.push_back(ctx.Int64s(axes));
+    auto* n = ctx.Emit(op, ins, {out});
+    if (!axes_as_input) SetAttr(n, "axes", axes);
+    SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  if (*p == 2.0 || *p == 1.0) {
+    reduce(*p == 2.0 ? "ReduceL2" : "ReduceL1", in, ctx.Out(result));
+  } else if (*p == inf || *p == -inf) {
+    reduce(*p == inf ? "ReduceMax" : "ReduceMin", ctx.EmitTemp("Abs", {in}), ctx.Out(result));
+  } else if (*p == 0.0) {
+    std::string nz = ctx.CastTo(ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {in, ctx.Scalar(Number::Float(0.0), rd)})}),
+                                v1::BOOL, rd);
+    reduce("ReduceSum", nz, ctx.Out(result));
+  } else {
+    std::string pw = ctx.EmitTemp("Pow", {ctx.EmitTemp("Abs", {in}), ctx.Scalar(Number::Float(*p), rd)});
+    std::string sum = ctx.Temp("norm_sum");
+    reduce("ReduceSum", pw, sum);
+    ctx.Emit("Pow", {sum, ctx.Scalar(Number::Float(1.0 / *p), rd)}, {ctx.Out(result)});
+  }
+  return Status::Ok();
+}
+
 Status LowerArgReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
