@@ -643,7 +643,8 @@ namespace {
 // batch dims of the indices in a's place. An ONNX Gather on axis a; the out-of-bounds rule of
 // the gather's mode is kept: FILL_OR_DROP gives fill_value (NaN for floats) where an index is
 // out of [0, n) (a negative index too: ONNX would read it from the end), CLIP and
-// PROMISE_IN_BOUNDS clamp it (as XLA does).
+// PROMISE_IN_BOUNDS clamp it (as XLA does). jnp.take_along_axis's form (batching dims) is a
+// GatherElements with the same out-of-bounds rules.
 Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, indices, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -665,12 +666,28 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   }
   const int rank = ctx.Rank(x), irank = ctx.Rank(indices);
   const auto& ishape = ctx.Shape(indices);
-  if (irank < 1 || ishape.back() != 1 || f["start_index_map"].size() != 1 || f["collapsed_slice_dims"] != f["start_index_map"] ||
-      !f["operand_batching_dims"].empty() || !f["start_indices_batching_dims"].empty()) {
+  if (irank < 1 || ishape.back() != 1 || f["start_index_map"].size() != 1 || f["collapsed_slice_dims"] != f["start_index_map"]) {
     return unsupported();
   }
   const int64_t a = f["start_index_map"][0];
   if (a < 0 || a >= rank) return unsupported();
+  // jnp.take_along_axis(x, idx, axis=a): every other operand dim k is a batching dim, paired
+  // with the indices' dim k; indices [..., 1] have the operand's rank before the index vector
+  // dim, no offset dims, slices of 1. result[i] = x[i with i_a := idx[i]]: a GatherElements.
+  bool along = false;
+  if (!f["operand_batching_dims"].empty() || !f["start_indices_batching_dims"].empty()) {
+    std::vector<int64_t> others;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (k != a) others.push_back(k);
+    }
+    if (f["operand_batching_dims"] != others || f["start_indices_batching_dims"] != others || !f["offset_dims"].empty() ||
+        irank != rank + 1) {
+      return unsupported();
+    }
+    const auto slice = call.IntList("slice_sizes");
+    if (!slice || std::any_of(slice->begin(), slice->end(), [](int64_t v) { return v != 1; })) return unsupported();
+    along = true;
+  }
   // slice_sizes: 1 on the gathered axis, the operand's dims elsewhere. A size computed from the
   // inputs' shapes (recorder/jax_shapes.py: `b` where x is [b, ...]) is the recorded dim there;
   // the gather takes that many from 0 along it, which a Slice of the result does exactly.
@@ -678,7 +695,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   auto sizes = sizes_arg ? SequenceItems(*sizes_arg) : std::nullopt;
   if (!sizes || static_cast<int>(sizes->size()) != rank) return unsupported();
   std::vector<std::pair<int64_t, const v1::Arg*>> computed;  // (operand dim, size)
-  for (int k = 0; k < rank; ++k) {
+  for (int k = 0; k < rank && !along; ++k) {
     const v1::Arg& it = *(*sizes)[k];
     if (k != a && it.kind_case() == v1::Arg::kTensor && ctx.DType(it.tensor().value()) == v1::SYM_INT) {
       computed.emplace_back(k, &it);
@@ -689,11 +706,14 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   const int64_t b = irank - 1;  // batch dims of the indices
   std::vector<int64_t> offset, outer;
   for (int64_t k = 0; k < rank - 1; ++k) offset.push_back(k < a ? k : k + b);
-  if (f["offset_dims"] != offset) return unsupported();
+  if (!along && f["offset_dims"] != offset) return unsupported();
   std::string out = ctx.Out(result);
   std::string gathered = computed.empty() ? out : ctx.Temp("gathered");
-  for (int64_t k = 0; k < a; ++k) outer.push_back(k);
-  for (int64_t k = a + b; k < a + b + (rank - 1 - a); ++k) outer.push_back(k);
+  if (!along) {
+    for (int64_t k = 0; k < a; ++k) outer.push_back(k);
+    for (int64_t k = a + b; k < a + b + (rank - 1 - a); ++k) outer.push_back(k);
+  }
+  const char* gather_op = along ? "GatherElements" : "Gather";
   std::string mode = "FILL_OR_DROP";
   if (const v1::Arg* m = call.Get("mode"); m && !IsNone(*m)) {
     const std::string t = ArgToString(*m, true);
@@ -730,7 +750,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
     return Status::Ok();
   };
   if (valid.empty()) {
-    auto* gn = ctx.Emit("Gather", {ctx.In(x), idx}, {gathered});
+    auto* gn = ctx.Emit(gather_op, {ctx.In(x), idx}, {gathered});
     SetAttr(gn, "axis", a);
     return finish();
   }
@@ -740,7 +760,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   else if (IsFloating(d)) fill = std::numeric_limits<double>::quiet_NaN();
   if (!fill) return Status::Unsupported("lax.gather FILL_OR_DROP of a non-float array without a fill_value");
   onnx::NodeProto* gn = nullptr;
-  const std::string taken = ctx.EmitTemp("Gather", {ctx.In(x), idx}, &gn);
+  const std::string taken = ctx.EmitTemp(gather_op, {ctx.In(x), idx}, &gn);
   SetAttr(gn, "axis", a);
   const std::string mask = outer.empty() ? valid : ctx.Unsqueeze(valid, outer);
   ctx.Emit("Where", {mask, taken, ctx.Scalar(IsFloating(d) ? Number::Float(*fill) : Number::Int(static_cast<int64_t>(*fill)), d)},
