@@ -92,7 +92,7 @@ def _text_mask_case(cls_name, cfg_name, **cfg):
     return build
 
 
-def _image_case(cls_name, cfg_name, size, channels=3, **cfg):
+def _image_case(cls_name, cfg_name, size, channels=3, vary=False, **cfg):
     case, _ = _hf(cls_name, cfg_name, **cfg)
 
     def build():
@@ -103,8 +103,9 @@ def _image_case(cls_name, cfg_name, size, channels=3, **cfg):
             with torch.no_grad():
                 return _torch_first(model(pixel_values=pixel_values))
 
-        def inputs(b, s, seed):   # the image size stays; the batch follows b
-            return (torch.randn(b, channels, size, size, generator=torch.Generator().manual_seed(seed)),)
+        def inputs(b, s, seed):   # the batch follows b; with vary, the image size follows s too
+            n = size if not vary or s == TRACE_AT[1] else size + 8 * (s % 3 + 1)
+            return (torch.randn(b, channels, n, n, generator=torch.Generator().manual_seed(seed)),)
         return forward, inputs
     return build
 
@@ -133,7 +134,8 @@ def _whisper_encoder():
     cfg = transformers.WhisperConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
                                      encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
                                      decoder_ffn_dim=64, num_mel_bins=16, max_source_positions=32,
-                                     max_target_positions=32)
+                                     max_target_positions=32, pad_token_id=1, bos_token_id=1, eos_token_id=2,
+                                     decoder_start_token_id=1)
     model = transformers.WhisperModel(cfg).get_encoder().eval()
 
     def forward(input_features):
@@ -142,6 +144,24 @@ def _whisper_encoder():
 
     def inputs(b, s, seed):   # Whisper takes exactly 2 * max_source_positions frames
         return (torch.randn(b, 16, 64, generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _t5_full():
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1,
+                                num_heads=4, decoder_start_token_id=0, use_cache=False)
+    model = transformers.T5Model(cfg).eval()
+
+    def forward(input_ids, decoder_input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids, decoder_input_ids=decoder_input_ids).last_hidden_state
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(3, 99, (b, s), generator=g), torch.randint(3, 99, (b, s // 2 + 1), generator=g)
     return forward, inputs
 
 
@@ -360,28 +380,52 @@ CASES = {
     "stablelm": _text_case("StableLmModel", "StableLmConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
                            num_attention_heads=4, num_key_value_heads=2, intermediate_size=64, use_cache=False),
     "clip_text": _clip_text,
-    "convnext": _image_case("ConvNextModel", "ConvNextConfig", 32, hidden_sizes=[8, 16], depths=[1, 1],
+    "dinov2_varsize": _image_case("Dinov2Model", "Dinov2Config", 32, vary=True, hidden_size=32, num_hidden_layers=1,
+                                  num_attention_heads=4, mlp_ratio=2, image_size=32, patch_size=8),
+    "funnel": _text_case("FunnelBaseModel", "FunnelConfig", vocab_size=100, d_model=32, n_head=4, d_head=8,
+                         d_inner=64, block_sizes=[1, 1], num_decoder_layers=1),
+    "squeezebert": _text_case("SqueezeBertModel", "SqueezeBertConfig", vocab_size=100, hidden_size=32,
+                              num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                              embedding_size=32, q_groups=2, k_groups=2, v_groups=2, post_attention_groups=2,
+                              intermediate_groups=2, output_groups=2),
+    "xlnet": _text_case("XLNetModel", "XLNetConfig", vocab_size=100, d_model=32, n_layer=1, n_head=4, d_inner=64,
+                        use_mems_eval=False),
+    "t5_full": _t5_full,
+    "nezha_like_ernie": _text_case("ErnieModel", "ErnieConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                                   num_attention_heads=4, intermediate_size=64, max_position_embeddings=64),
+    "rembert": _text_case("RemBertModel", "RemBertConfig", vocab_size=100, hidden_size=32, input_embedding_size=16,
+                          output_embedding_size=16, num_hidden_layers=1, num_attention_heads=4,
+                          intermediate_size=64, max_position_embeddings=64),
+    "canine": _text_case("CanineModel", "CanineConfig", hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                         intermediate_size=64, downsampling_rate=2, num_hash_buckets=64, num_hash_functions=2,
+                         local_transformer_stride=4),
+    "olmo": _text_case("OlmoModel", "OlmoConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=4, intermediate_size=64, use_cache=False, pad_token_id=0),
+    "persimmon": _text_case("PersimmonModel", "PersimmonConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                            num_attention_heads=4, intermediate_size=64, use_cache=False),
+
+    "convnext": _image_case("ConvNextModel", "ConvNextConfig", 32, vary=True, hidden_sizes=[8, 16], depths=[1, 1],
                             num_stages=2, out_features=None),
-    "convnextv2": _image_case("ConvNextV2Model", "ConvNextV2Config", 32, hidden_sizes=[8, 16], depths=[1, 1],
+    "convnextv2": _image_case("ConvNextV2Model", "ConvNextV2Config", 32, vary=True, hidden_sizes=[8, 16], depths=[1, 1],
                               num_stages=2),
     "deit": _image_case("DeiTModel", "DeiTConfig", 32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, image_size=32, patch_size=8),
     "beit": _image_case("BeitModel", "BeitConfig", 32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, image_size=32, patch_size=8, use_relative_position_bias=True),
-    "segformer": _image_case("SegformerModel", "SegformerConfig", 32, num_encoder_blocks=2, depths=[1, 1],
+    "segformer": _image_case("SegformerModel", "SegformerConfig", 32, vary=True, num_encoder_blocks=2, depths=[1, 1],
                              sr_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[7, 3], strides=[4, 2],
                              num_attention_heads=[1, 2], mlp_ratios=[2, 2]),
     "clip_vision": _image_case("CLIPVisionModel", "CLIPVisionConfig", 32, hidden_size=32, intermediate_size=64,
                                num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8),
     "dinov2": _image_case("Dinov2Model", "Dinov2Config", 32, hidden_size=32, num_hidden_layers=1,
                           num_attention_heads=4, mlp_ratio=2, image_size=32, patch_size=8),
-    "regnet": _image_case("RegNetModel", "RegNetConfig", 32, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+    "regnet": _image_case("RegNetModel", "RegNetConfig", 32, vary=True, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
                           groups_width=8),
-    "poolformer": _image_case("PoolFormerModel", "PoolFormerConfig", 32, hidden_sizes=[8, 16], depths=[1, 1],
+    "poolformer": _image_case("PoolFormerModel", "PoolFormerConfig", 32, vary=True, hidden_sizes=[8, 16], depths=[1, 1],
                               num_encoder_blocks=2, patch_sizes=[7, 3], strides=[4, 2], padding=[2, 1]),
-    "efficientnet": _image_case("EfficientNetModel", "EfficientNetConfig", 32, width_coefficient=0.25,
-                                depth_coefficient=0.25, image_size=32, hidden_dim=64),
-    "mobilevit": _image_case("MobileViTModel", "MobileViTConfig", 32, image_size=32, hidden_sizes=[16, 16, 16],
+    "efficientnet": _image_case("EfficientNetModel", "EfficientNetConfig", 32, vary=True, width_coefficient=0.25,
+                                depth_coefficient=0.25, image_size=32, hidden_dim=320),
+    "mobilevit": _image_case("MobileViTModel", "MobileViTConfig", 32, vary=True, image_size=32, hidden_sizes=[16, 16, 16],
                              neck_hidden_sizes=[8, 8, 8, 8, 8, 8, 16]),
     "wav2vec2": _audio_case("Wav2Vec2Model", "Wav2Vec2Config", 400, vocab_size=32, hidden_size=32,
                             num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,

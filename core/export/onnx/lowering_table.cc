@@ -131,6 +131,7 @@ const CanonicalLowering kTable[] = {
     {"max_pool3d",                   "MaxPool",                      LowerPool},
     {"maximum",                      "Max",                          LowerElementwiseBinary},
     {"mean",                         "ReduceMean",                   LowerReduce},
+    {"meshgrid",                     "Shape+Concat+Reshape+Expand",  LowerMeshgrid},
     {"min",                          "ReduceMin",                    LowerReduce},
     {"min_or_minimum",               "Min|ReduceMin",                LowerMinMaxOverload},
     {"minimum",                      "Min",                          LowerElementwiseBinary},

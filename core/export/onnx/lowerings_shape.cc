@@ -324,6 +324,47 @@ Status LowerStack(const Node& node, const BoundCall& call, LoweringContext& ctx)
 }
 
 // split/chunk/unbind/array_split: the pieces' sizes along the axis are those recorded.
+// torch.meshgrid(*tensors, indexing): N 1-D tensors -> N tensors of shape (n_0, ..., n_{N-1})
+// ('ij', torch's default; 'xy' swaps the first two dims). Each is its input reshaped to -1 on its
+// own dim and 1 elsewhere, expanded to the sizes read from the inputs when the model runs.
+Status LowerMeshgrid(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const v1::Arg* a = call.Get("tensors");
+  auto items = a ? SequenceItems(*a) : std::nullopt;
+  if (items && items->size() == 1 && SequenceItems(*(*items)[0])) items = SequenceItems(*(*items)[0]);  // meshgrid([a, b])
+  if (!items || items->empty()) return Status::Unsupported("meshgrid of no tensors");
+  std::vector<ValueId> ins;
+  for (const v1::Arg* it : *items) {
+    if (it->kind_case() != v1::Arg::kTensor || ctx.Rank(it->tensor().value()) != 1) {
+      return Status::Unsupported("meshgrid of something other than 1-D tensors");
+    }
+    ins.push_back(it->tensor().value());
+  }
+  const std::vector<ValueId> results = ResultTensors(node);
+  if (results.size() != ins.size()) return Status::Unsupported("meshgrid with as many results as inputs");
+  bool xy = false;
+  if (const v1::Arg* ix = call.Get("indexing"); ix && !IsNone(*ix)) {
+    if (ix->kind_case() != v1::Arg::kS || (ix->s() != "ij" && ix->s() != "xy")) {
+      return Status::Unsupported("meshgrid indexing " + ArgToString(*ix, true));
+    }
+    xy = ix->s() == "xy";
+  }
+  const int n = static_cast<int>(ins.size());
+  std::vector<int> dim_of(n);  // the output dim input k runs along
+  for (int k = 0; k < n; ++k) dim_of[k] = (xy && n >= 2 && k < 2) ? 1 - k : k;
+  std::vector<std::string> sizes(n);
+  for (int k = 0; k < n; ++k) sizes[dim_of[k]] = ctx.EmitTemp("Shape", {ctx.In(ins[k])});
+  onnx::NodeProto* c = nullptr;
+  const std::string shape = n == 1 ? sizes[0] : ctx.EmitTemp("Concat", sizes, &c);
+  if (c) SetAttr(c, "axis", int64_t{0});
+  for (int k = 0; k < n; ++k) {
+    std::vector<int64_t> view(n, 1);
+    view[dim_of[k]] = -1;
+    const std::string in = ctx.CastTo(ctx.In(ins[k]), ctx.DType(ins[k]), ctx.DType(results[k]));
+    ctx.Emit("Expand", {ctx.EmitTemp("Reshape", {in, ctx.Int64s(view)}), shape}, {ctx.Out(results[k])});
+  }
+  return Status::Ok();
+}
+
 Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));

@@ -1,0 +1,181 @@
+"""Real models nobody here wrote that bench/sweep_models.py (a differential sweep over
+transformers, flax, jax.numpy and NumPy programs) found broken, each fixed and checked here on the
+real model (small config, random weights, no hub): traced at one shape, replayed at others against
+eager, exported to ONNX and run in onnxruntime against eager at other batch sizes and lengths.
+
+- ConvNeXtV2: its GRN layer's `torch.linalg.vector_norm` was not in the schemas: trace_graph
+  failed (the plan's allow-list refused it) and the ONNX export had no lowering.
+- BEiT: `torch.meshgrid` (its relative position index) was not in the schemas: trace_graph failed.
+- DeBERTa (v1): `rel_embeddings[m - span : m + span]` with span a 0-d tensor
+  (`torch.tensor(min(seq_len, m))`) had no ONNX lowering.
+- jnp.take_along_axis: its lax.gather (batching dims) had no ONNX lowering.
+"""
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+ort = pytest.importorskip("onnxruntime")
+
+import ivytrace  # noqa: E402
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _ids(b, s, seed):
+    return torch.randint(3, 100, (b, s), generator=torch.Generator().manual_seed(seed))
+
+
+def _session(path):
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _ort(sess, *arrays):
+    return sess.run(None, {i.name: np.asarray(a) for i, a in zip(sess.get_inputs(), arrays)})[0]
+
+
+def _check(got, want, what):
+    got = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
+    want = want.detach().numpy() if hasattr(want, "detach") else np.asarray(want)
+    assert got.shape == want.shape, what
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def test_convnextv2_vector_norm_replays_and_exports_at_other_image_sizes(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
+    model = transformers.ConvNextV2Model(cfg).eval()
+    with torch.no_grad():   # GRN's weight and bias start at zero, which would hide the norm
+        for name, p in model.named_parameters():
+            if "grn" in name:
+                p.normal_()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    graph = ivytrace.trace_graph(forward, args=(x,))
+    path = ivytrace.export(forward, tmp_path / "convnextv2.onnx", args=(x,))
+    sess = _session(path)
+    for b, n in ((2, 32), (3, 48), (1, 64)):
+        xb = torch.randn(b, 3, n, n, generator=g)
+        want = forward(xb)
+        _check(graph(xb), want, f"replay at batch {b}, {n}x{n}")
+        if n == 32:
+            _check(_ort(sess, xb), want, f"onnx at batch {b}, {n}x{n}")
+        else:   # no shape read: the image size is static in the model, refused rather than wrong
+            with pytest.raises(Exception, match="(?i)invalid dimensions"):
+                _ort(sess, xb)
+
+
+@pytest.mark.parametrize("ord_", [2, 1, float("inf"), -float("inf"), 3.0, 0])
+def test_vector_norm_orders_export(ord_, tmp_path):
+    def f(x):
+        return torch.linalg.vector_norm(x, ord=ord_, dim=(1, 2), keepdim=ord_ == 2) + x.sum()
+
+    x = torch.randn(2, 3, 4, 5)
+    x[0, 0, 0] = 0.0
+    path = ivytrace.export(f, tmp_path / "n.onnx", args=(x,))
+    sess = _session(path)
+    for xb in (x, torch.randn(4, 3, 4, 5)):
+        _check(_ort(sess, xb), f(xb), f"ord {ord_}")
+
+
+def test_numpy_linalg_norm_exports_and_a_matrix_norm_is_refused(tmp_path):
+    def vec(x):
+        return np.linalg.norm(x, axis=-1) + np.linalg.norm(x)   # 2-norms; Frobenius of the whole
+
+    x = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    sess = _session(ivytrace.export(vec, tmp_path / "v.onnx", args=(x,)))
+    _check(_ort(sess, x), vec(x), "numpy norm")
+
+    def nuclear(x):
+        return np.linalg.norm(x, ord=2)   # a matrix's spectral norm: no ONNX lowering
+
+    with pytest.raises(ivytrace.CLIError, match="matrix norm"):
+        ivytrace.export(nuclear, tmp_path / "m.onnx", args=(x,))
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_beit_meshgrid_replays_at_other_batches(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.BeitConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                  image_size=32, patch_size=8, use_relative_position_bias=True)
+    model = transformers.BeitModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 3, 32, 32, generator=g),))
+    sess = _session(graph.export(tmp_path / "beit.onnx"))
+    for b in (2, 3):
+        x = torch.randn(b, 3, 32, 32, generator=g)
+        _check(graph(x), forward(x), f"replay at batch {b}")
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+
+
+def test_deberta_slice_with_tensor_bounds_exports(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.DebertaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                     intermediate_size=64, relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                     max_relative_positions=16)
+    model = transformers.DebertaModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    ids = _ids(2, 8, 0)
+    graph = ivytrace.trace_graph(forward, args=(ids,))
+    sess = _session(ivytrace.export(forward, tmp_path / "deberta.onnx", args=(ids,), allow_specialized=True))
+    for b, s in ((2, 8), (3, 5), (4, 16)):
+        x = _ids(b, s, 10 + s)
+        want = forward(x)
+        _check(graph(x), want, f"replay at ({b}, {s})")
+        _check(_ort(sess, x), want, f"onnx at ({b}, {s})")
+    # Above max_relative_positions (16) the span is 16, not the length: min() took the other
+    # branch, a guard both in the replay and in the ONNX model, never the traced path's answer.
+    x = _ids(2, 20, 1)
+    with pytest.raises(ivytrace.GuardError, match="modeling_deberta.py"):
+        graph(x)
+    with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_deberta.py"):
+        _ort(sess, x)
+
+
+def test_jnp_take_along_axis_exports(tmp_path):
+    jnp = pytest.importorskip("jax.numpy")
+
+    def f(x, idx):
+        p = jnp.exp(x) / jnp.exp(x).sum(-1, keepdims=True)
+        top = jnp.take_along_axis(p, jnp.argmax(p, axis=-1)[..., None], axis=-1)
+        return jnp.concatenate([top, jnp.take_along_axis(x, idx, axis=1)[..., :1]], axis=1)
+
+    r = np.random.RandomState(0)
+    x = jnp.asarray(r.randn(3, 5, 4).astype(np.float32))
+    idx = jnp.asarray(r.randint(-5, 5, (3, 2, 4)).astype(np.int32))   # negative: from the end
+    sess = _session(ivytrace.export(f, tmp_path / "t.onnx", args=(x, idx)))
+    for b in (3, 6):
+        xb = jnp.asarray(r.randn(b, 5, 4).astype(np.float32))
+        ib = jnp.asarray(r.randint(-5, 5, (b, 2, 4)).astype(np.int32))
+        _check(_ort(sess, xb, ib), f(xb, ib), f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_follows_its_inputs_lengths(indexing, tmp_path):
+    def f(x, y, z):
+        gx, gy, gz = torch.meshgrid(torch.arange(x.shape[0]).float(), y, z, indexing=indexing)
+        return gx * 100 + gy * 10 + gz + x.sum()
+
+    args = (torch.randn(3), torch.arange(4.0), torch.arange(2.0))
+    graph = ivytrace.trace_graph(f, args=args)
+    sess = _session(graph.export(tmp_path / "m.onnx"))
+    for a in (args, (torch.randn(5), torch.arange(4.0) - 1, torch.arange(2.0) + 1)):
+        _check(graph(*a), f(*a), f"replay {indexing}")
+        _check(_ort(sess, *a), f(*a), f"onnx {indexing}")
