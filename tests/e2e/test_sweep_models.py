@@ -179,3 +179,37 @@ def test_meshgrid_follows_its_inputs_lengths(indexing, tmp_path):
     for a in (args, (torch.randn(5), torch.arange(4.0) - 1, torch.arange(2.0) + 1)):
         _check(graph(*a), f(*a), f"replay {indexing}")
         _check(_ort(sess, *a), f(*a), f"onnx {indexing}")
+
+
+def test_repeat_interleave_with_a_count_read_from_a_shape(tmp_path):
+    # canine repeats its last molecule `char_seq_length % rate + rate` times: a sym count, which
+    # had no ONNX lowering ("repeats given as a tensor").
+    def f(x):
+        return torch.repeat_interleave(x[:, -1:, :], repeats=x.shape[1] % 3 + 2, dim=-2) * 2.0
+
+    x = torch.randn(2, 8, 4)
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "r.onnx", args=(x,)))
+    for b, s in ((2, 8), (3, 5), (1, 9)):
+        xb = torch.randn(b, s, 4)
+        _check(graph(xb), f(xb), f"replay at ({b}, {s})")
+        _check(_ort(sess, xb), f(xb), f"onnx at ({b}, {s})")
+
+
+def test_canine_exports_and_guards_its_length(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.CanineConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                    downsampling_rate=2, num_hash_buckets=64, num_hash_functions=2,
+                                    local_transformer_stride=4)
+    model = transformers.CanineModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    sess = _session(ivytrace.export(forward, tmp_path / "canine.onnx", args=(_ids(2, 8, 0),), allow_specialized=True))
+    for b in (2, 3):
+        x = _ids(b, 8, b)
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+    with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_canine.py"):
+        _ort(sess, _ids(2, 5, 1))

@@ -542,8 +542,15 @@ Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringCo
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::Arg* r = call.Get("repeats");
   std::optional<int64_t> reps = r ? AsInt(*r) : std::nullopt;
-  if (!reps && r && r->kind_case() == v1::Arg::kTensor) return Status::Unsupported("repeats given as a tensor");
-  if (!reps || *reps < 0) return Status::Unsupported("repeats is not an int >= 0");
+  // One count known when the model runs: a sym int (canine: `char_seq_length % rate + rate`) or a
+  // 0-d int tensor. A 1-D tensor of counts (one per element) has no lowering.
+  const bool runtime_reps = !reps && r && r->kind_case() == v1::Arg::kTensor && ctx.Rank(r->tensor().value()) == 0 &&
+                            !IsFloating(ctx.DType(r->tensor().value())) && ctx.DType(r->tensor().value()) != v1::BOOL &&
+                            ctx.DType(r->tensor().value()) != v1::SYM_BOOL && ctx.DType(r->tensor().value()) != v1::SYM_FLOAT;
+  if (!reps && !runtime_reps && r && r->kind_case() == v1::Arg::kTensor) {
+    return Status::Unsupported("repeats given as a tensor of counts");
+  }
+  if (!runtime_reps && (!reps || *reps < 0)) return Status::Unsupported("repeats is not an int >= 0");
   std::string in = ctx.In(x);
   int rank = ctx.Rank(x);
   int64_t dim = 0;
@@ -553,9 +560,20 @@ Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringCo
   } else {
     IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &dim));
   }
-  std::vector<int64_t> ones(rank + 1, 1);
-  ones[dim + 1] = *reps;
-  const std::string expanded = ctx.EmitTemp("Expand", {ctx.Unsqueeze(in, {dim + 1}), ctx.Int64s(ones)});
+  std::string counts;
+  if (runtime_reps) {
+    v1::Arg list;
+    for (int k = 0; k <= rank; ++k) {
+      if (k == dim + 1) *list.mutable_list()->add_items() = *r;
+      else list.mutable_list()->add_items()->set_i(1);
+    }
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, list, &counts));
+  } else {
+    std::vector<int64_t> ones(rank + 1, 1);
+    ones[dim + 1] = *reps;
+    counts = ctx.Int64s(ones);
+  }
+  const std::string expanded = ctx.EmitTemp("Expand", {ctx.Unsqueeze(in, {dim + 1}), counts});
   const std::string shape = ctx.EmitTemp("Shape", {in});
   std::vector<std::string> parts;
   if (dim > 0) parts.push_back(ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({dim})}));
