@@ -320,6 +320,55 @@ def _np_fancy():
     return forward, inputs
 
 
+def _np_intmath():
+    import numpy as np
+
+    def forward(x, y):
+        a = np.stack([x // 3, x % 3, np.floor_divide(x, -2), np.remainder(x, -4), np.sign(x), np.abs(x),
+                      np.cumsum(x, axis=-1), np.sort(x, axis=-1), np.clip(x, -5, 5), np.maximum(x, 2)], 0)
+        b = y / 7.0 + np.floor(y) - np.round(y * 10) / 10 + np.mean(x, axis=-1, keepdims=True)   # float64
+        return a.astype(np.float64).sum(0) + b + np.where(x > 0, y, -y) + (x > 0).sum(-1, keepdims=True)
+
+    def inputs(b, s, seed):
+        r = np.random.RandomState(seed)
+        return r.randint(-50, 50, (b, s)).astype(np.int64), r.randn(b, s) * 10   # float64
+
+    return forward, inputs
+
+
+def _torch_intmath():
+    import torch
+
+    def forward(x, y):
+        a = torch.stack([torch.div(x, 3, rounding_mode="floor"), torch.div(x, -3, rounding_mode="trunc"), x % 3,
+                         torch.fmod(x, 3), torch.remainder(x, -4), x.sign(), x.abs(), x.cumsum(-1),
+                         x.clamp(-5, 5), torch.maximum(x, torch.tensor(2))], 0)
+        b = y / 7 + y.floor() - torch.round(y, decimals=1) + x.float().mean(-1, keepdim=True) + x / 4
+        top = torch.topk(y, 3, dim=-1).values.sum(-1, keepdim=True)
+        return a.double().sum(0) + b + torch.where(x > 0, y, -y) + (x > 0).sum(-1, keepdim=True) + top
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(-50, 50, (b, s), generator=g), torch.randn(b, s, generator=g, dtype=torch.float64) * 10
+
+    return forward, inputs
+
+
+def _np_boolmask():
+    import numpy as np
+
+    def forward(x):
+        pos = x[x > 0]                   # a data-dependent shape
+        x2 = x.copy()
+        x2[x2 < -1] = 0.0                # a masked write
+        x2[:, 0] += 1.0
+        return np.concatenate([np.array([pos.sum(), pos.size], dtype=x.dtype), x2.ravel()])
+
+    def inputs(b, s, seed):
+        return (np.random.RandomState(seed).randn(b, s).astype(np.float32),)
+    return forward, inputs
+
+
 CASES = {
     "distilbert": _text_mask_case("DistilBertModel", "DistilBertConfig", vocab_size=100, dim=32, n_layers=2, n_heads=4,
                                   hidden_dim=64, max_position_embeddings=64),
@@ -463,6 +512,9 @@ CASES = {
     "np_softmax_ln": _np_softmax_layernorm,
     "np_kmeans": _np_kmeans,
     "np_fancy": _np_fancy,
+    "np_intmath": _np_intmath,
+    "torch_intmath": _torch_intmath,
+    "np_boolmask": _np_boolmask,
 }
 
 

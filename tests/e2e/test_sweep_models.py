@@ -213,3 +213,42 @@ def test_canine_exports_and_guards_its_length(tmp_path):
         _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
     with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_canine.py"):
         _ort(sess, _ids(2, 5, 1))
+
+
+def test_numpy_augmented_write_through_a_view_replays():
+    # `x2[:, 0] += 1` is a write through the view x2[:, 0], then x2.__setitem__ on x2's later
+    # version: the plan's record of the write named a slot no step defined (a PlanError at
+    # trace_graph).
+    def f(x):
+        x2 = x.copy()
+        x2[:, 0] += 1.0
+        x2[1:, -1] *= 2.0
+        return x2 + x
+
+    x = np.random.RandomState(0).randn(2, 8).astype(np.float32)
+    graph = ivytrace.trace_graph(f, args=(x,))
+    for shape in ((2, 8), (3, 5), (6, 2)):
+        y = np.random.RandomState(sum(shape)).randn(*shape).astype(np.float32)
+        _check(graph(y), f(y), f"replay at {shape}")
+
+
+def test_numpy_sort_and_argsort_replay_and_export(tmp_path):
+    def f(x):
+        s = np.sort(x, axis=-1)
+        i = np.argsort(x, axis=0)
+        return s[:, :2].astype(np.float64) + np.argsort(x)[:, :2] + i[:2].sum()
+
+    r = np.random.RandomState(0)
+    x = r.permutation(16).reshape(2, 8).astype(np.float32)   # distinct values: one argsort order
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "s.onnx", args=(x,)))
+    for b in (2, 5):
+        y = r.permutation(b * 8).reshape(b, 8).astype(np.float32)
+        _check(graph(y), f(y), f"replay at batch {b}")
+        _check(_ort(sess, y), f(y), f"onnx at batch {b}")
+
+    def flat(x):
+        return np.sort(x, axis=None)
+
+    with pytest.raises(ivytrace.CLIError, match="axis None"):
+        ivytrace.export(flat, tmp_path / "f.onnx", args=(x,))

@@ -258,6 +258,8 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   const std::string& c = ctx.canonical();
   const int rank = ctx.Rank(x);
   if (rank == 0) return Status::Unsupported(c + " of a 0-d tensor");
+  if (call.Has("dim") && call.IsNone("dim")) return Status::Unsupported(c + " of the flattened array (axis None)");
+  if (call.Has("order") && !call.IsNone("order")) return Status::Unsupported(c + " by fields (order)");
   int64_t axis;
   IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(-1), rank, &axis));
   int64_t k;
@@ -274,7 +276,8 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
     if (call.Bool("stable").value_or(false)) {
       // TopK orders equal values by index, as a stable sort does.
     }
-    if ((c == "sort" && results.size() != 2) || (c == "argsort" && results.size() != 1)) {
+    // NumPy's sort returns the values only; torch's (values, indices).
+    if ((c == "sort" && results.size() != 2 && results.size() != 1) || (c == "argsort" && results.size() != 1)) {
       return Status::Unsupported(c + " with an unexpected result");
     }
   }
@@ -297,7 +300,9 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
     ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[0]))}, {ctx.Out(results[0])});
   } else {
     ctx.Emit("Identity", {ctx.CastTo(values, d == v1::BOOL ? v1::INT32 : d, d)}, {ctx.Out(results[0])});
-    ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+    if (results.size() == 2) {
+      ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+    }
   }
   return Status::Ok();
 }
