@@ -6,6 +6,8 @@ flax.linen, jax.numpy or NumPy) with named inputs at a given (batch, sequence). 
   replay: ivytrace.trace_graph(fn, args=inputs(2, 8)), then the graph against eager at the traced
           inputs and at other (batch, sequence) sizes. A GuardError at a new size is acceptable
           ("guard"); a different number is WRONG.
+  module: the same with the transformers model itself, trace_graph(model, kwargs=...) (its
+          parameters read live on every call).
   onnx:   ivytrace.export(fn, path, args=inputs(2, 8), allow_specialized=True), then onnxruntime
           against eager at the recorded inputs and at other sizes (rtol 1e-4, atol 1e-5). An
           onnxruntime failure naming an ivytrace guard is acceptable ("guard").
@@ -68,6 +70,7 @@ def _text_case(cls_name, cfg_name, **cfg):
 
         def inputs(b, s, seed):
             return (torch.randint(3, 99, (b, s), generator=torch.Generator().manual_seed(seed)),)
+        forward.model = model
         return forward, inputs
     return build
 
@@ -88,6 +91,7 @@ def _text_mask_case(cls_name, cfg_name, **cfg):
             mask = torch.ones(b, s, dtype=torch.long)
             mask[0, -2:] = 0
             return ids, mask
+        forward.model = model
         return forward, inputs
     return build
 
@@ -106,6 +110,7 @@ def _image_case(cls_name, cfg_name, size, channels=3, vary=False, **cfg):
         def inputs(b, s, seed):   # the batch follows b; with vary, the image size follows s too
             n = size if not vary or s == TRACE_AT[1] else size + 8 * (s % 3 + 1)
             return (torch.randn(b, channels, n, n, generator=torch.Generator().manual_seed(seed)),)
+        forward.model = model
         return forward, inputs
     return build
 
@@ -123,6 +128,7 @@ def _audio_case(cls_name, cfg_name, length, **cfg):
 
         def inputs(b, s, seed):   # s scales the length
             return (torch.randn(b, length * s // 8, generator=torch.Generator().manual_seed(seed)),)
+        forward.model = model
         return forward, inputs
     return build
 
@@ -576,6 +582,32 @@ def run_case(name):
         except Exception as e:  # noqa: BLE001
             res["replay"] = "ERR " + _short(e)
             res["replay_tb"] = traceback.format_exc()[-3000:]
+        # module: trace_graph(model, kwargs=...) replaces its forward; parameters read live
+        model = getattr(forward, "model", None)
+        if model is not None:
+            import copy
+            import torch
+            try:
+                traced = __import__("ivytrace").trace_graph(copy.deepcopy(model), kwargs=dict(zip(names, args)))
+                notes = []
+                for (b, s), seed in [(TRACE_AT, 1)] + [(bs, 30 + i) for i, bs in enumerate(OTHER)]:
+                    a = dict(zip(names, inputs(b, s, seed)))
+                    with torch.no_grad():
+                        want = _torch_first(model(**a))
+                    try:
+                        got = _torch_first(traced(**a))
+                    except Exception as e:  # noqa: BLE001
+                        if _is_guard(e) and (b, s) != TRACE_AT:
+                            notes.append(f"guard@{b}x{s}")
+                            continue
+                        raise
+                    bad = _compare(got, want)
+                    if bad:
+                        notes.append(f"{bad}@{b}x{s}")
+                res["module"] = "ok" if not notes else " ".join(notes)
+            except Exception as e:  # noqa: BLE001
+                res["module"] = "ERR " + _short(e)
+                res["module_tb"] = traceback.format_exc()[-3000:]
         # onnx
         import ivytrace
         with tempfile.TemporaryDirectory() as d:
@@ -643,17 +675,19 @@ def main(argv):
             r = {"name": name, "replay": f"TIMEOUT {timeout}s", "onnx": "", "ort": ""}
         r["secs"] = time.time() - t0
         rows.append(r)
-        print(f"{name:18s} {r['secs']:6.1f}s | replay: {r['replay']} | onnx: {r['onnx']} | ort: {r['ort']}",
+        print(f"{name:18s} {r['secs']:6.1f}s | replay: {r['replay']} | module: {r.get('module', '-')} | "
+              f"onnx: {r['onnx']} | ort: {r['ort']}",
               flush=True)
         if verbose:
-            for k in ("replay_tb", "onnx_tb", "ort_tb"):
+            for k in ("replay_tb", "module_tb", "onnx_tb", "ort_tb"):
                 if r.get(k):
                     print(r[k])
     print()
-    print("| model | trace + replay (2x8, 3x5, 4x16) | ONNX export | onnxruntime (2x8, 3x5, 4x16) |")
-    print("|---|---|---|---|")
+    print("| model | trace_graph(fn) replay (2x8, 3x5, 4x16) | trace_graph(module) | ONNX export | "
+          "onnxruntime (2x8, 3x5, 4x16) |")
+    print("|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['name']} | {r['replay']} | {r['onnx']} | {r['ort']} |")
+        print(f"| {r['name']} | {r['replay']} | {r.get('module', '-')} | {r['onnx']} | {r['ort']} |")
     return 0
 
 
