@@ -252,3 +252,20 @@ def test_numpy_sort_and_argsort_replay_and_export(tmp_path):
 
     with pytest.raises(ivytrace.CLIError, match="axis None"):
         ivytrace.export(flat, tmp_path / "f.onnx", args=(x,))
+
+
+def test_numpy_factories_with_a_numpy_dtype_export(tmp_path):
+    # np.zeros(..., dtype=np.float32) and np.array(..., dtype=x.dtype): the ONNX lowering knew only
+    # torch's dtype names ("dtype numpy.float32" refused).
+    def f(x):
+        z = np.zeros((x.shape[0], 3), dtype=np.float32)
+        c = np.array([1.5, 2.5], dtype=x.dtype)
+        return x[:, :2] * c + z[:, 1:] + np.ones(2, dtype=np.float64).astype(np.float32)
+
+    x = np.random.RandomState(0).randn(4, 5).astype(np.float32)
+    sess = _session(ivytrace.export(f, tmp_path / "f.onnx", args=(x,)))
+    for b in (4, 7):
+        y = np.random.RandomState(b).randn(b, 5).astype(np.float32)
+        got = _ort(sess, y)
+        assert got.dtype == np.float32
+        _check(got, f(y), f"onnx at batch {b}")
