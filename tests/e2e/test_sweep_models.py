@@ -269,3 +269,46 @@ def test_numpy_factories_with_a_numpy_dtype_export(tmp_path):
         got = _ort(sess, y)
         assert got.dtype == np.float32
         _check(got, f(y), f"onnx at batch {b}")
+
+
+def test_attention_over_a_fully_padded_row_is_zero_as_in_torch_not_nan(tmp_path):
+    # torch's scaled_dot_product_attention gives 0 for a query row every key is masked out of; the
+    # ONNX lowering's plain Softmax gave NaN there, silently: DistilBERT (and Qwen2, GPT-2, OPT...)
+    # on a batch whose first row is all padding differed from eager only in onnxruntime.
+    torch.manual_seed(0)
+    cfg = transformers.DistilBertConfig(vocab_size=100, dim=32, n_layers=1, n_heads=4, hidden_dim=64,
+                                        max_position_embeddings=64)
+    model = transformers.DistilBertModel(cfg).eval()
+
+    def forward(input_ids, attention_mask):
+        with torch.no_grad():
+            return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def inputs(b, s, seed):
+        mask = torch.ones(b, s, dtype=torch.long)
+        mask[0, -2:] = 0
+        return _ids(b, s, seed), mask
+
+    sess = _session(ivytrace.export(forward, tmp_path / "distilbert.onnx", args=inputs(2, 8, 0),
+                                    allow_specialized=True))
+    for b, s in ((2, 8), (2, 2), (3, 2)):   # at length 2 the first row is all padding
+        ids, mask = inputs(b, s, s)
+        want = forward(ids, mask)
+        assert not torch.isnan(want).any()
+        _check(_ort(sess, ids, mask), want, f"onnx at ({b}, {s})")
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_fully_masked_rows(kind, tmp_path):
+    F = torch.nn.functional
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 4, 8, generator=g) for _ in range(3))
+    keep = torch.rand(2, 1, 4, 4, generator=g) > 0.3
+    keep[0, :, 1] = False                       # query 1 of batch 0 sees no key
+    mask = keep if kind == "bool" else torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+    sess = _session(ivytrace.export(f, tmp_path / "a.onnx", args=(q, k, v, mask)))
+    _check(_ort(sess, q, k, v, mask), f(q, k, v, mask), kind)
