@@ -221,6 +221,7 @@ def _torch_cases():
     case("torch", "normalize", lambda x: F.normalize(x, dim=-1), X)
     case("torch", "vector_norm", lambda x: torch.linalg.vector_norm(x, dim=(1, 2), keepdim=True) * x, X)   # ConvNeXtV2
     case("torch", "vector_norm", lambda x: torch.linalg.vector_norm(x, ord=3, dim=-1), X, variant="ord3")
+    case("torch", "weight_norm", lambda x, v, g: x @ torch._weight_norm(v, g, 1), X, f32(4, 5), f32(1, 5))   # Wav2Vec2
     case("torch", "vector_norm", lambda x: torch.linalg.vector_norm(x, ord=float("inf"), dim=0), X, variant="inf")
     case("torch", "meshgrid", lambda x: sum(g * (i + 1) for i, g in enumerate(torch.meshgrid(x[:, 0, 0], x[0, 0, :], indexing="ij"))),
          X)   # BEiT

@@ -312,3 +312,36 @@ def test_sdpa_fully_masked_rows(kind, tmp_path):
     mask = keep if kind == "bool" else torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
     sess = _session(ivytrace.export(f, tmp_path / "a.onnx", args=(q, k, v, mask)))
     _check(_ort(sess, q, k, v, mask), f(q, k, v, mask), kind)
+
+
+def test_wav2vec2_module_trace_with_weight_norm_replays_and_exports(tmp_path):
+    # A traced module reads its parameters live, so Wav2Vec2's weight-normed positional conv calls
+    # torch._weight_norm(v, g) on every replay: it was not in the schemas (trace_graph(model)
+    # failed), and had no ONNX lowering.
+    import copy
+    torch.manual_seed(0)
+    cfg = transformers.Wav2Vec2Config(vocab_size=32, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                      intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2),
+                                      conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                                      num_conv_pos_embedding_groups=4, do_stable_layer_norm=True,
+                                      feat_extract_norm="layer")
+    eager = transformers.Wav2Vec2Model(cfg).eval()
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 400, generator=g)
+    traced = ivytrace.trace_graph(copy.deepcopy(eager), kwargs={"input_values": x})
+    for b, n in ((2, 400), (3, 250)):
+        xb = torch.randn(b, n, generator=g)
+        with torch.no_grad():
+            want = eager(input_values=xb).last_hidden_state
+        _check(traced(input_values=xb).last_hidden_state, want, f"module replay at ({b}, {n})")
+    sess = _session(ivytrace.graph_of(traced).export(tmp_path / "w2v.onnx"))
+    feeds = {i.name for i in sess.get_inputs()}
+    assert "input_values" in feeds
+    xb = torch.randn(3, 400, generator=g)
+    params = dict(eager.named_parameters())
+    params.update(dict(eager.named_buffers()))
+    # The module's parameters are inputs of its graph too, named "param:<qualified name>".
+    got = sess.run(None, {k: (xb if k == "input_values" else params[k.split(":", 1)[1]].detach()).numpy()
+                          for k in feeds})[0]
+    with torch.no_grad():
+        _check(got, eager(input_values=xb).last_hidden_state, "onnx at batch 3")

@@ -217,6 +217,7 @@ const CanonicalLowering kTable[] = {
     {"unbind",                       "Split+Squeeze",                LowerSplit},
     {"var",                          "ReduceMean+ReduceSum",         LowerVariance},
     {"vector_norm",                  "ReduceL2|ReduceL1|ReduceMax(Abs)|Pow+ReduceSum", LowerVectorNorm},
+    {"weight_norm",                  "ReduceL2+Div+Mul",             LowerWeightNorm},
     {"where",                        "Where",                        LowerWhere},
     {"zeros",                        "ConstantOfShape",              LowerFactory},
     {"zeros_like",                   "Shape+ConstantOfShape",        LowerFull},

@@ -64,6 +64,7 @@ IVY_LOWERING(LowerVariance);
 IVY_LOWERING(LowerArgReduce);
 IVY_LOWERING(LowerVectorNorm);
 IVY_LOWERING(LowerMeshgrid);
+IVY_LOWERING(LowerWeightNorm);
 IVY_LOWERING(LowerCumsum);
 IVY_LOWERING(LowerTopK);
 IVY_LOWERING(LowerStack);

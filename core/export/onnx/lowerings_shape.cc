@@ -200,6 +200,43 @@ Status LowerVectorNorm(const Node& node, const BoundCall& call, LoweringContext&
   return Status::Ok();
 }
 
+// torch._weight_norm(v, g, dim): v * g / ||v||_2, the norm over every dim but `dim` (kept as
+// size 1, so g broadcasts), over every dim when dim is -1.
+Status LowerWeightNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId v, g, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "v", &v));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "g", &g));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(v);
+  const auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("weight_norm with dim that is not an int");
+  std::vector<int64_t> axes;
+  int64_t keep = -1;
+  if (*dim != -1) IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(rank, 1), &keep));
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k != keep) axes.push_back(k);
+  }
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("weight_norm of a non-float tensor");
+  const std::string in = ctx.CastTo(ctx.In(v), ctx.DType(v), d);
+  std::string norm = in;
+  if (!axes.empty()) {
+    onnx::NodeProto* r = nullptr;
+    if (ctx.opset() >= 18) {
+      norm = ctx.EmitTemp("ReduceL2", {in, ctx.Int64s(axes)}, &r);
+    } else {
+      norm = ctx.EmitTemp("ReduceL2", {in}, &r);
+      SetAttr(r, "axes", axes);
+    }
+    SetAttr(r, "keepdims", int64_t{1});
+  } else {
+    norm = ctx.EmitTemp("Abs", {in});
+  }
+  const std::string scale = ctx.EmitTemp("Div", {ctx.CastTo(ctx.In(g), ctx.DType(g), d), norm});
+  ctx.Emit("Mul", {in, scale}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 Status LowerArgReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
