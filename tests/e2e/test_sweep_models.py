@@ -345,3 +345,38 @@ def test_wav2vec2_module_trace_with_weight_norm_replays_and_exports(tmp_path):
                           for k in feeds})[0]
     with torch.no_grad():
         _check(got, eager(input_values=xb).last_hidden_state, "onnx at batch 3")
+
+
+def test_clip_model_normalizes_embeddings_with_tensor_norm(tmp_path):
+    # CLIPModel divides its embeddings by `x.norm(p=2, dim=-1, keepdim=True)`: torch.norm and
+    # Tensor.norm had no canonical op (bound positionally only), so no ONNX lowering.
+    torch.manual_seed(0)
+    cfg = transformers.CLIPConfig(
+        text_config=dict(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, max_position_embeddings=64, eos_token_id=2),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                           image_size=32, patch_size=8),
+        projection_dim=16)
+    model = transformers.CLIPModel(cfg).eval()
+
+    def forward(input_ids, pixel_values):
+        with torch.no_grad():
+            return model(input_ids=input_ids, pixel_values=pixel_values).logits_per_image
+
+    g = torch.Generator().manual_seed(0)
+    args = (_ids(2, 8, 0), torch.randn(3, 3, 32, 32, generator=g))
+    sess = _session(ivytrace.export(forward, tmp_path / "clip.onnx", args=args, allow_specialized=True))
+    for b, s, n in ((2, 8, 3), (4, 5, 2)):
+        ids, px = _ids(b, s, s), torch.randn(n, 3, 32, 32, generator=g)
+        _check(_ort(sess, ids, px), forward(ids, px), f"onnx at texts ({b}, {s}), {n} images")
+
+
+@pytest.mark.parametrize("p", ["fro", 2, 1, 3.0, float("inf")])
+def test_torch_norm_orders_export(p, tmp_path):
+    def f(x):
+        return x / x.norm(p=p, dim=-1, keepdim=True) + torch.norm(x, p, dim=(0, 1)) + x.norm()
+
+    x = torch.randn(2, 3, 4)
+    sess = _session(ivytrace.export(f, tmp_path / "n.onnx", args=(x,)))
+    for xb in (x, torch.randn(5, 3, 4)):
+        _check(_ort(sess, xb), f(xb), f"p={p}")

@@ -155,7 +155,11 @@ Status LowerVectorNorm(const Node& node, const BoundCall& call, LoweringContext&
   IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
   const bool numpy = ctx.canonical() == "norm";
   std::optional<double> p = 2.0;
-  if (call.Has("ord") && !call.IsNone("ord")) {
+  if (const v1::Arg* o = call.Get("ord"); o && o->kind_case() == v1::Arg::kS) {
+    // torch.norm's p: 'fro' is the 2-norm of the values over dim (every dim when None); 'nuc' is
+    // a matrix norm.
+    if (o->s() != "fro") return Status::Unsupported("norm with p " + ArgToString(*o, true));
+  } else if (call.Has("ord") && !call.IsNone("ord")) {
     p = call.Double("ord");
     if (!p) return Status::Unsupported("norm with ord " + ArgToString(*call.Get("ord"), true));
     if (numpy && (axes.size() >= 2 || (axes.empty() && rank >= 2))) {
