@@ -548,8 +548,14 @@ def _is_guard(e) -> bool:
 
 
 def _short(e) -> str:
-    msg = str(e).strip().splitlines()
-    line = next((m for m in msg if m.strip()), "")
+    msg = [m.strip() for m in str(e).strip().splitlines() if m.strip()]
+    line = msg[0] if msg else ""
+    if type(e).__name__ == "CLIError":   # the CLI's reason, not its command line
+        i = next((i for i, m in enumerate(msg) if "error:" in m), None)
+        if i is not None:
+            line = " ".join(msg[i:i + 2])
+    if "Got invalid dimensions for input" in line:   # onnxruntime refusing a static dim
+        line = "static dim refused: " + line.split("for input:")[1].split(" for ")[0].strip()
     return f"{type(e).__name__}: {line[:200]}"
 
 
