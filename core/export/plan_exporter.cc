@@ -237,7 +237,10 @@ Status PlanLowering::PrepareWritten() {
                                    std::to_string(m.id()) + " in place, which is neither an argument "
                                    "nor what it returns");
       }
-      written_.push_back({s, m.value(), static_cast<uint32_t>(arg_slot)});
+      // The argument's slot as the step reads it (MakeStep renames args through alias_): NumPy's
+      // `x[:, 0] += 1` writes through a view and then sets the item on a later version of x,
+      // which lives in x's slot; the raw value would be a slot no step defines.
+      written_.push_back({s, m.value(), static_cast<uint32_t>(alias_[arg_slot])});
     }
   }
   return Status::Ok();

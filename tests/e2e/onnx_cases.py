@@ -219,6 +219,14 @@ def _torch_cases():
     case("torch", "instance_norm", lambda x: F.instance_norm(x), f32("B", 3, 5, 5))
     case("torch", "rms_norm", lambda x, w: F.rms_norm(x, (4,), w, eps=1e-6), X, f32(4))
     case("torch", "normalize", lambda x: F.normalize(x, dim=-1), X)
+    case("torch", "vector_norm", lambda x: torch.linalg.vector_norm(x, dim=(1, 2), keepdim=True) * x, X)   # ConvNeXtV2
+    case("torch", "vector_norm", lambda x: torch.linalg.vector_norm(x, ord=3, dim=-1), X, variant="ord3")
+    case("torch", "weight_norm", lambda x, v, g: x @ torch._weight_norm(v, g, 1), X, f32(4, 5), f32(1, 5))   # Wav2Vec2
+    case("torch", "vector_norm", lambda x: torch.linalg.vector_norm(x, ord=float("inf"), dim=0), X, variant="inf")
+    case("torch", "meshgrid", lambda x: sum(g * (i + 1) for i, g in enumerate(torch.meshgrid(x[:, 0, 0], x[0, 0, :], indexing="ij"))),
+         X)   # BEiT
+    case("torch", "meshgrid", lambda x: sum(g * (i + 1) for i, g in enumerate(torch.meshgrid(x[:, 0, 0], x[0, 0, :], indexing="xy"))),
+         X, variant="xy")
     case("torch", "embedding", lambda i, w: F.embedding(i, w), i64("B", 5, hi=10), f32(10, 4))
     case("torch", "dropout", lambda x: F.dropout(x, p=0.5, training=False), X)
     for mode in ("constant", "reflect", "replicate", "circular"):
@@ -474,6 +482,8 @@ def _numpy_cases():
     case("numpy", "ones", lambda x: x * np.ones(4, dtype=np.float32), X)
     case("numpy", "full", lambda x: x + np.full((4,), 2.0, dtype=np.float32), X)
     case("numpy", "repeat_interleave", lambda x: np.repeat(x, 2, axis=1), X)
+    case("numpy", "norm", lambda x: np.linalg.norm(x, axis=-1) + np.linalg.norm(x, ord=1, axis=-1), X)
+    case("numpy", "sort", lambda x: np.sort(x, axis=-1) + np.argsort(x, axis=-1), X)
     case("numpy", "eye", lambda x: x + np.eye(3, 4, dtype=np.float32) - np.identity(4, dtype=np.float32)[:3], X)
     case("numpy", "zeros_like", lambda x: np.zeros_like(x) + x, X)
     case("numpy", "ones_like", lambda x: np.ones_like(x) * x, X)

@@ -50,6 +50,11 @@ std::optional<v1::DType> ArgDType(const v1::Arg& arg) {
         {"torch.bfloat16", v1::BFLOAT16}, {"torch.int64", v1::INT64},   {"torch.long", v1::INT64},
         {"torch.int32", v1::INT32},     {"torch.int", v1::INT32},       {"torch.int16", v1::INT16},
         {"torch.int8", v1::INT8},       {"torch.uint8", v1::UINT8},     {"torch.bool", v1::BOOL},
+        // NumPy's dtypes as the NumPy and JAX recorders spell them (np.zeros(n, dtype=np.float32)).
+        {"numpy.float32", v1::FLOAT32}, {"numpy.float64", v1::FLOAT64}, {"numpy.float16", v1::FLOAT16},
+        {"numpy.int64", v1::INT64},     {"numpy.int32", v1::INT32},     {"numpy.int16", v1::INT16},
+        {"numpy.int8", v1::INT8},       {"numpy.uint8", v1::UINT8},     {"numpy.bool_", v1::BOOL},
+        {"numpy.bool", v1::BOOL},
     };
     for (const auto& [n, d] : kNames) {
       if (n == arg.symbol()) return d;

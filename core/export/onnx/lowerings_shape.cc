@@ -141,6 +141,106 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
   return Status::Ok();
 }
 
+// torch.linalg.vector_norm(x, ord, dim, keepdim, dtype) and NumPy's linalg.norm of vectors:
+// ord 2 -> ReduceL2, 1 -> ReduceL1, inf / -inf -> ReduceMax / ReduceMin of |x|, 0 -> the count
+// of nonzeros, other p -> (sum |x|^p)^(1/p). NumPy's matrix norms (two axes, or a matrix with
+// axis None and an explicit ord) are refused; with ord None NumPy's Frobenius norm is the 2-norm
+// of the flattened values, which is what ReduceL2 over every axis computes.
+Status LowerVectorNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
+  const bool numpy = ctx.canonical() == "norm";
+  std::optional<double> p = 2.0;
+  if (const v1::Arg* o = call.Get("ord"); o && o->kind_case() == v1::Arg::kS) {
+    // torch.norm's p: 'fro' is the 2-norm of the values over dim (every dim when None); 'nuc' is
+    // a matrix norm.
+    if (o->s() != "fro") return Status::Unsupported("norm with p " + ArgToString(*o, true));
+  } else if (call.Has("ord") && !call.IsNone("ord")) {
+    p = call.Double("ord");
+    if (!p) return Status::Unsupported("norm with ord " + ArgToString(*call.Get("ord"), true));
+    if (numpy && (axes.size() >= 2 || (axes.empty() && rank >= 2))) {
+      return Status::Unsupported("a matrix norm (numpy.linalg.norm with ord over two axes)");
+    }
+  }
+  if (axes.empty()) {
+    axes.resize(rank);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const v1::DType rd = ctx.DType(result);
+  if (!IsFloating(rd)) return Status::Unsupported("a norm with a non-float result");
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), rd);
+  if (rank == 0) {
+    ctx.Emit("Abs", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  auto reduce = [&](const char* op, const std::string& v, const std::string& out) {
+    std::vector<std::string> ins = {v};
+    const bool axes_as_input = std::string_view(op) == "ReduceSum" ? ctx.opset() >= 13 : ctx.opset() >= 18;
+    if (axes_as_input) ins.push_back(ctx.Int64s(axes));
+    auto* n = ctx.Emit(op, ins, {out});
+    if (!axes_as_input) SetAttr(n, "axes", axes);
+    SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  if (*p == 2.0 || *p == 1.0) {
+    reduce(*p == 2.0 ? "ReduceL2" : "ReduceL1", in, ctx.Out(result));
+  } else if (*p == inf || *p == -inf) {
+    reduce(*p == inf ? "ReduceMax" : "ReduceMin", ctx.EmitTemp("Abs", {in}), ctx.Out(result));
+  } else if (*p == 0.0) {
+    std::string nz = ctx.CastTo(ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {in, ctx.Scalar(Number::Float(0.0), rd)})}),
+                                v1::BOOL, rd);
+    reduce("ReduceSum", nz, ctx.Out(result));
+  } else {
+    std::string pw = ctx.EmitTemp("Pow", {ctx.EmitTemp("Abs", {in}), ctx.Scalar(Number::Float(*p), rd)});
+    std::string sum = ctx.Temp("norm_sum");
+    reduce("ReduceSum", pw, sum);
+    ctx.Emit("Pow", {sum, ctx.Scalar(Number::Float(1.0 / *p), rd)}, {ctx.Out(result)});
+  }
+  return Status::Ok();
+}
+
+// torch._weight_norm(v, g, dim): v * g / ||v||_2, the norm over every dim but `dim` (kept as
+// size 1, so g broadcasts), over every dim when dim is -1.
+Status LowerWeightNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId v, g, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "v", &v));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "g", &g));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(v);
+  const auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("weight_norm with dim that is not an int");
+  std::vector<int64_t> axes;
+  int64_t keep = -1;
+  if (*dim != -1) IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(rank, 1), &keep));
+  for (int64_t k = 0; k < rank; ++k) {
+    if (k != keep) axes.push_back(k);
+  }
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("weight_norm of a non-float tensor");
+  const std::string in = ctx.CastTo(ctx.In(v), ctx.DType(v), d);
+  std::string norm = in;
+  if (!axes.empty()) {
+    onnx::NodeProto* r = nullptr;
+    if (ctx.opset() >= 18) {
+      norm = ctx.EmitTemp("ReduceL2", {in, ctx.Int64s(axes)}, &r);
+    } else {
+      norm = ctx.EmitTemp("ReduceL2", {in}, &r);
+      SetAttr(r, "axes", axes);
+    }
+    SetAttr(r, "keepdims", int64_t{1});
+  } else {
+    norm = ctx.EmitTemp("Abs", {in});
+  }
+  const std::string scale = ctx.EmitTemp("Div", {ctx.CastTo(ctx.In(g), ctx.DType(g), d), norm});
+  ctx.Emit("Mul", {in, scale}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 Status LowerArgReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -199,6 +299,8 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   const std::string& c = ctx.canonical();
   const int rank = ctx.Rank(x);
   if (rank == 0) return Status::Unsupported(c + " of a 0-d tensor");
+  if (call.Has("dim") && call.IsNone("dim")) return Status::Unsupported(c + " of the flattened array (axis None)");
+  if (call.Has("order") && !call.IsNone("order")) return Status::Unsupported(c + " by fields (order)");
   int64_t axis;
   IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(-1), rank, &axis));
   int64_t k;
@@ -215,7 +317,8 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
     if (call.Bool("stable").value_or(false)) {
       // TopK orders equal values by index, as a stable sort does.
     }
-    if ((c == "sort" && results.size() != 2) || (c == "argsort" && results.size() != 1)) {
+    // NumPy's sort returns the values only; torch's (values, indices).
+    if ((c == "sort" && results.size() != 2 && results.size() != 1) || (c == "argsort" && results.size() != 1)) {
       return Status::Unsupported(c + " with an unexpected result");
     }
   }
@@ -238,7 +341,9 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
     ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[0]))}, {ctx.Out(results[0])});
   } else {
     ctx.Emit("Identity", {ctx.CastTo(values, d == v1::BOOL ? v1::INT32 : d, d)}, {ctx.Out(results[0])});
-    ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+    if (results.size() == 2) {
+      ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+    }
   }
   return Status::Ok();
 }
@@ -265,6 +370,47 @@ Status LowerStack(const Node& node, const BoundCall& call, LoweringContext& ctx)
 }
 
 // split/chunk/unbind/array_split: the pieces' sizes along the axis are those recorded.
+// torch.meshgrid(*tensors, indexing): N 1-D tensors -> N tensors of shape (n_0, ..., n_{N-1})
+// ('ij', torch's default; 'xy' swaps the first two dims). Each is its input reshaped to -1 on its
+// own dim and 1 elsewhere, expanded to the sizes read from the inputs when the model runs.
+Status LowerMeshgrid(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const v1::Arg* a = call.Get("tensors");
+  auto items = a ? SequenceItems(*a) : std::nullopt;
+  if (items && items->size() == 1 && SequenceItems(*(*items)[0])) items = SequenceItems(*(*items)[0]);  // meshgrid([a, b])
+  if (!items || items->empty()) return Status::Unsupported("meshgrid of no tensors");
+  std::vector<ValueId> ins;
+  for (const v1::Arg* it : *items) {
+    if (it->kind_case() != v1::Arg::kTensor || ctx.Rank(it->tensor().value()) != 1) {
+      return Status::Unsupported("meshgrid of something other than 1-D tensors");
+    }
+    ins.push_back(it->tensor().value());
+  }
+  const std::vector<ValueId> results = ResultTensors(node);
+  if (results.size() != ins.size()) return Status::Unsupported("meshgrid with as many results as inputs");
+  bool xy = false;
+  if (const v1::Arg* ix = call.Get("indexing"); ix && !IsNone(*ix)) {
+    if (ix->kind_case() != v1::Arg::kS || (ix->s() != "ij" && ix->s() != "xy")) {
+      return Status::Unsupported("meshgrid indexing " + ArgToString(*ix, true));
+    }
+    xy = ix->s() == "xy";
+  }
+  const int n = static_cast<int>(ins.size());
+  std::vector<int> dim_of(n);  // the output dim input k runs along
+  for (int k = 0; k < n; ++k) dim_of[k] = (xy && n >= 2 && k < 2) ? 1 - k : k;
+  std::vector<std::string> sizes(n);
+  for (int k = 0; k < n; ++k) sizes[dim_of[k]] = ctx.EmitTemp("Shape", {ctx.In(ins[k])});
+  onnx::NodeProto* c = nullptr;
+  const std::string shape = n == 1 ? sizes[0] : ctx.EmitTemp("Concat", sizes, &c);
+  if (c) SetAttr(c, "axis", int64_t{0});
+  for (int k = 0; k < n; ++k) {
+    std::vector<int64_t> view(n, 1);
+    view[dim_of[k]] = -1;
+    const std::string in = ctx.CastTo(ctx.In(ins[k]), ctx.DType(ins[k]), ctx.DType(results[k]));
+    ctx.Emit("Expand", {ctx.EmitTemp("Reshape", {in, ctx.Int64s(view)}), shape}, {ctx.Out(results[k])});
+  }
+  return Status::Ok();
+}
+
 Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -442,8 +588,15 @@ Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringCo
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::Arg* r = call.Get("repeats");
   std::optional<int64_t> reps = r ? AsInt(*r) : std::nullopt;
-  if (!reps && r && r->kind_case() == v1::Arg::kTensor) return Status::Unsupported("repeats given as a tensor");
-  if (!reps || *reps < 0) return Status::Unsupported("repeats is not an int >= 0");
+  // One count known when the model runs: a sym int (canine: `char_seq_length % rate + rate`) or a
+  // 0-d int tensor. A 1-D tensor of counts (one per element) has no lowering.
+  const bool runtime_reps = !reps && r && r->kind_case() == v1::Arg::kTensor && ctx.Rank(r->tensor().value()) == 0 &&
+                            !IsFloating(ctx.DType(r->tensor().value())) && ctx.DType(r->tensor().value()) != v1::BOOL &&
+                            ctx.DType(r->tensor().value()) != v1::SYM_BOOL && ctx.DType(r->tensor().value()) != v1::SYM_FLOAT;
+  if (!reps && !runtime_reps && r && r->kind_case() == v1::Arg::kTensor) {
+    return Status::Unsupported("repeats given as a tensor of counts");
+  }
+  if (!runtime_reps && (!reps || *reps < 0)) return Status::Unsupported("repeats is not an int >= 0");
   std::string in = ctx.In(x);
   int rank = ctx.Rank(x);
   int64_t dim = 0;
@@ -453,9 +606,20 @@ Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringCo
   } else {
     IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &dim));
   }
-  std::vector<int64_t> ones(rank + 1, 1);
-  ones[dim + 1] = *reps;
-  const std::string expanded = ctx.EmitTemp("Expand", {ctx.Unsqueeze(in, {dim + 1}), ctx.Int64s(ones)});
+  std::string counts;
+  if (runtime_reps) {
+    v1::Arg list;
+    for (int k = 0; k <= rank; ++k) {
+      if (k == dim + 1) *list.mutable_list()->add_items() = *r;
+      else list.mutable_list()->add_items()->set_i(1);
+    }
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, list, &counts));
+  } else {
+    std::vector<int64_t> ones(rank + 1, 1);
+    ones[dim + 1] = *reps;
+    counts = ctx.Int64s(ones);
+  }
+  const std::string expanded = ctx.EmitTemp("Expand", {ctx.Unsqueeze(in, {dim + 1}), counts});
   const std::string shape = ctx.EmitTemp("Shape", {in});
   std::vector<std::string> parts;
   if (dim > 0) parts.push_back(ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({dim})}));
@@ -584,7 +748,8 @@ namespace {
 // batch dims of the indices in a's place. An ONNX Gather on axis a; the out-of-bounds rule of
 // the gather's mode is kept: FILL_OR_DROP gives fill_value (NaN for floats) where an index is
 // out of [0, n) (a negative index too: ONNX would read it from the end), CLIP and
-// PROMISE_IN_BOUNDS clamp it (as XLA does).
+// PROMISE_IN_BOUNDS clamp it (as XLA does). jnp.take_along_axis's form (batching dims) is a
+// GatherElements with the same out-of-bounds rules.
 Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, indices, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -606,12 +771,28 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   }
   const int rank = ctx.Rank(x), irank = ctx.Rank(indices);
   const auto& ishape = ctx.Shape(indices);
-  if (irank < 1 || ishape.back() != 1 || f["start_index_map"].size() != 1 || f["collapsed_slice_dims"] != f["start_index_map"] ||
-      !f["operand_batching_dims"].empty() || !f["start_indices_batching_dims"].empty()) {
+  if (irank < 1 || ishape.back() != 1 || f["start_index_map"].size() != 1 || f["collapsed_slice_dims"] != f["start_index_map"]) {
     return unsupported();
   }
   const int64_t a = f["start_index_map"][0];
   if (a < 0 || a >= rank) return unsupported();
+  // jnp.take_along_axis(x, idx, axis=a): every other operand dim k is a batching dim, paired
+  // with the indices' dim k; indices [..., 1] have the operand's rank before the index vector
+  // dim, no offset dims, slices of 1. result[i] = x[i with i_a := idx[i]]: a GatherElements.
+  bool along = false;
+  if (!f["operand_batching_dims"].empty() || !f["start_indices_batching_dims"].empty()) {
+    std::vector<int64_t> others;
+    for (int64_t k = 0; k < rank; ++k) {
+      if (k != a) others.push_back(k);
+    }
+    if (f["operand_batching_dims"] != others || f["start_indices_batching_dims"] != others || !f["offset_dims"].empty() ||
+        irank != rank + 1) {
+      return unsupported();
+    }
+    const auto slice = call.IntList("slice_sizes");
+    if (!slice || std::any_of(slice->begin(), slice->end(), [](int64_t v) { return v != 1; })) return unsupported();
+    along = true;
+  }
   // slice_sizes: 1 on the gathered axis, the operand's dims elsewhere. A size computed from the
   // inputs' shapes (recorder/jax_shapes.py: `b` where x is [b, ...]) is the recorded dim there;
   // the gather takes that many from 0 along it, which a Slice of the result does exactly.
@@ -619,7 +800,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   auto sizes = sizes_arg ? SequenceItems(*sizes_arg) : std::nullopt;
   if (!sizes || static_cast<int>(sizes->size()) != rank) return unsupported();
   std::vector<std::pair<int64_t, const v1::Arg*>> computed;  // (operand dim, size)
-  for (int k = 0; k < rank; ++k) {
+  for (int k = 0; k < rank && !along; ++k) {
     const v1::Arg& it = *(*sizes)[k];
     if (k != a && it.kind_case() == v1::Arg::kTensor && ctx.DType(it.tensor().value()) == v1::SYM_INT) {
       computed.emplace_back(k, &it);
@@ -630,11 +811,14 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   const int64_t b = irank - 1;  // batch dims of the indices
   std::vector<int64_t> offset, outer;
   for (int64_t k = 0; k < rank - 1; ++k) offset.push_back(k < a ? k : k + b);
-  if (f["offset_dims"] != offset) return unsupported();
+  if (!along && f["offset_dims"] != offset) return unsupported();
   std::string out = ctx.Out(result);
   std::string gathered = computed.empty() ? out : ctx.Temp("gathered");
-  for (int64_t k = 0; k < a; ++k) outer.push_back(k);
-  for (int64_t k = a + b; k < a + b + (rank - 1 - a); ++k) outer.push_back(k);
+  if (!along) {
+    for (int64_t k = 0; k < a; ++k) outer.push_back(k);
+    for (int64_t k = a + b; k < a + b + (rank - 1 - a); ++k) outer.push_back(k);
+  }
+  const char* gather_op = along ? "GatherElements" : "Gather";
   std::string mode = "FILL_OR_DROP";
   if (const v1::Arg* m = call.Get("mode"); m && !IsNone(*m)) {
     const std::string t = ArgToString(*m, true);
@@ -671,7 +855,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
     return Status::Ok();
   };
   if (valid.empty()) {
-    auto* gn = ctx.Emit("Gather", {ctx.In(x), idx}, {gathered});
+    auto* gn = ctx.Emit(gather_op, {ctx.In(x), idx}, {gathered});
     SetAttr(gn, "axis", a);
     return finish();
   }
@@ -681,7 +865,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
   else if (IsFloating(d)) fill = std::numeric_limits<double>::quiet_NaN();
   if (!fill) return Status::Unsupported("lax.gather FILL_OR_DROP of a non-float array without a fill_value");
   onnx::NodeProto* gn = nullptr;
-  const std::string taken = ctx.EmitTemp("Gather", {ctx.In(x), idx}, &gn);
+  const std::string taken = ctx.EmitTemp(gather_op, {ctx.In(x), idx}, &gn);
   SetAttr(gn, "axis", a);
   const std::string mask = outer.empty() ? valid : ctx.Unsqueeze(valid, outer);
   ctx.Emit("Where", {mask, taken, ctx.Scalar(IsFloating(d) ? Number::Float(*fill) : Number::Int(static_cast<int64_t>(*fill)), d)},

@@ -218,6 +218,21 @@ Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+// A slice whose tensor bounds are each a sym value or a 0-d integer tensor: its bounds are read
+// when the model runs (DeBERTa's rel_embeddings[m - span : m + span] with span =
+// torch.tensor(min(seq_len, m)), a tensor rather than an int). A step stays a constant.
+static bool IsRuntimeSliceBound(const LoweringContext& ctx, const v1::Slice& s) {
+  if (s.has_step() && HasTensor(s.step())) return false;
+  for (const v1::Arg* a : {s.has_start() ? &s.start() : nullptr, s.has_stop() ? &s.stop() : nullptr}) {
+    if (!a || !HasTensor(*a)) continue;
+    if (a->kind_case() != v1::Arg::kTensor) return false;
+    const ValueId v = a->tensor().value();
+    const v1::DType d = ctx.DType(v);
+    if (ctx.Rank(v) != 0 || IsFloating(d) || d == v1::BOOL || d == v1::SYM_BOOL || d == v1::SYM_FLOAT) return false;
+  }
+  return true;
+}
+
 Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -331,8 +346,8 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     switch (it->kind_case()) {
       case v1::Arg::kI: ++consumed; break;
       case v1::Arg::kSlice:
-        if (HasTensor(*it) && !IsSymbolicArg(ctx, *it)) {
-          return Status::Unsupported("indexing with a slice whose bounds are tensors");
+        if (HasTensor(*it) && !IsRuntimeSliceBound(ctx, it->slice())) {
+          return Status::Unsupported("indexing with a slice whose bounds are tensors other than 0-d ints");
         }
         ++consumed;
         break;
@@ -378,8 +393,8 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       bound(s.has_step(), s.step(), 1, &step);
       bound(s.has_start(), s.start(), 0, &start);
       bound(s.has_stop(), s.stop(), kEnd, &stop);
-      const bool sym_start = s.has_start() && IsSymbolicArg(ctx, s.start());
-      const bool sym_stop = s.has_stop() && IsSymbolicArg(ctx, s.stop());
+      const bool sym_start = s.has_start() && HasTensor(s.start());
+      const bool sym_stop = s.has_stop() && HasTensor(s.stop());
       if (sym_start || sym_stop) {
         if (!step) return Status::Unsupported("slice " + ArgToString(*it, true));
         if (*step <= 0) return Status::Unsupported("slice with a step <= 0");

@@ -105,6 +105,7 @@ const std::vector<Rename>& Renames() {
       {"torch", "take_along", "take", {}},  // index_select(input, dim, index)
       {"torch", "floor_divide", "div", {}},
       {"torch", "one_hot", "one_hot", {{"tensor", "input"}}},
+      {"torch", "torch_norm", "vector_norm", {{"p", "ord"}}},  // torch.norm / Tensor.norm
   };
   return kRenames;
 }

@@ -1,0 +1,701 @@
+"""Differential sweep over real models nobody here wrote (not run in CI).
+
+Each case is a program (transformers / diffusers model with a small config and random weights,
+flax.linen, jax.numpy or NumPy) with named inputs at a given (batch, sequence). For each:
+
+  replay: ivytrace.trace_graph(fn, args=inputs(2, 8)), then the graph against eager at the traced
+          inputs and at other (batch, sequence) sizes. A GuardError at a new size is acceptable
+          ("guard"); a different number is WRONG.
+  module: the same with the transformers model itself, trace_graph(model, kwargs=...) (its
+          parameters read live on every call).
+  onnx:   ivytrace.export(fn, path, args=inputs(2, 8), allow_specialized=True), then onnxruntime
+          against eager at the recorded inputs and at other sizes (rtol 1e-4, atol 1e-5). An
+          onnxruntime failure naming an ivytrace guard is acceptable ("guard").
+
+Every case runs in its own subprocess (a crash or a hang is one row). Usage:
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/sweep_models.py [NAME ...] [--timeout 300]
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+RTOL, ATOL = 1e-4, 1e-5
+TRACE_AT = (2, 8)
+OTHER = ((3, 5), (4, 16))
+
+
+# --------------------------------------------------------------------------------------- torch
+def _torch_first(out):
+    for k in ("last_hidden_state", "logits", "sample", "latent_dist", "pred_masks"):
+        v = getattr(out, k, None)
+        if v is not None:
+            return v.mean if k == "latent_dist" else v
+    if isinstance(out, (tuple, list)):
+        return out[0]
+    return out
+
+
+def _hf(cls_name, cfg_name, arg="input_ids", **cfg):
+    """A transformers model of input_ids (or another single input), first output."""
+    def case():
+        import torch
+        import transformers
+        torch.manual_seed(0)
+        model = getattr(transformers, cls_name)(getattr(transformers, cfg_name)(**cfg)).eval()
+        return model
+    return case, arg
+
+
+def _text_case(cls_name, cfg_name, **cfg):
+    case, _ = _hf(cls_name, cfg_name, **cfg)
+
+    def build():
+        import torch
+        model = case()
+
+        def forward(input_ids):
+            with torch.no_grad():
+                return _torch_first(model(input_ids=input_ids))
+
+        def inputs(b, s, seed):
+            return (torch.randint(3, 99, (b, s), generator=torch.Generator().manual_seed(seed)),)
+        forward.model = model
+        return forward, inputs
+    return build
+
+
+def _text_mask_case(cls_name, cfg_name, **cfg):
+    case, _ = _hf(cls_name, cfg_name, **cfg)
+
+    def build():
+        import torch
+        model = case()
+
+        def forward(input_ids, attention_mask):
+            with torch.no_grad():
+                return _torch_first(model(input_ids=input_ids, attention_mask=attention_mask))
+
+        def inputs(b, s, seed):
+            ids = torch.randint(3, 99, (b, s), generator=torch.Generator().manual_seed(seed))
+            mask = torch.ones(b, s, dtype=torch.long)
+            mask[0, -2:] = 0
+            return ids, mask
+        forward.model = model
+        return forward, inputs
+    return build
+
+
+def _image_case(cls_name, cfg_name, size, channels=3, vary=False, **cfg):
+    case, _ = _hf(cls_name, cfg_name, **cfg)
+
+    def build():
+        import torch
+        model = case()
+
+        def forward(pixel_values):
+            with torch.no_grad():
+                return _torch_first(model(pixel_values=pixel_values))
+
+        def inputs(b, s, seed):   # the batch follows b; with vary, the image size follows s too
+            n = size if not vary or s == TRACE_AT[1] else size + 8 * (s % 3 + 1)
+            return (torch.randn(b, channels, n, n, generator=torch.Generator().manual_seed(seed)),)
+        forward.model = model
+        return forward, inputs
+    return build
+
+
+def _audio_case(cls_name, cfg_name, length, **cfg):
+    case, _ = _hf(cls_name, cfg_name, **cfg)
+
+    def build():
+        import torch
+        model = case()
+
+        def forward(input_values):
+            with torch.no_grad():
+                return _torch_first(model(input_values=input_values))
+
+        def inputs(b, s, seed):   # s scales the length
+            return (torch.randn(b, length * s // 8, generator=torch.Generator().manual_seed(seed)),)
+        forward.model = model
+        return forward, inputs
+    return build
+
+
+def _whisper_encoder():
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.WhisperConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
+                                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                                     decoder_ffn_dim=64, num_mel_bins=16, max_source_positions=32,
+                                     max_target_positions=32, pad_token_id=1, bos_token_id=1, eos_token_id=2,
+                                     decoder_start_token_id=1)
+    model = transformers.WhisperModel(cfg).get_encoder().eval()
+
+    def forward(input_features):
+        with torch.no_grad():
+            return model(input_features=input_features).last_hidden_state
+
+    def inputs(b, s, seed):   # Whisper takes exactly 2 * max_source_positions frames
+        return (torch.randn(b, 16, 64, generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _t5_full():
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1,
+                                num_heads=4, decoder_start_token_id=0, use_cache=False)
+    model = transformers.T5Model(cfg).eval()
+
+    def forward(input_ids, decoder_input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids, decoder_input_ids=decoder_input_ids).last_hidden_state
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(3, 99, (b, s), generator=g), torch.randint(3, 99, (b, s // 2 + 1), generator=g)
+    return forward, inputs
+
+
+def _clip_text():
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.CLIPTextConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                      num_attention_heads=4, max_position_embeddings=64, eos_token_id=2)
+    model = transformers.CLIPTextModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            out = model(input_ids=input_ids)
+            return out.pooler_output
+
+    def inputs(b, s, seed):
+        return (torch.randint(3, 99, (b, s), generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _vae():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.AutoencoderKL(in_channels=3, out_channels=3, block_out_channels=(8, 16), layers_per_block=1,
+                                    down_block_types=("DownEncoderBlock2D",) * 2,
+                                    up_block_types=("UpDecoderBlock2D",) * 2, latent_channels=4,
+                                    norm_num_groups=4, sample_size=16).eval()
+
+    def forward(sample):
+        with torch.no_grad():
+            return model(sample, sample_posterior=False).sample
+
+    def inputs(b, s, seed):
+        return (torch.randn(b, 3, 16, 16, generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _unet_cond():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.UNet2DConditionModel(
+        sample_size=16, in_channels=4, out_channels=4, block_out_channels=(16, 32), layers_per_block=1,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=16, attention_head_dim=4, norm_num_groups=8).eval()
+
+    def forward(sample, timestep, encoder_hidden_states):
+        with torch.no_grad():
+            return model(sample, timestep, encoder_hidden_states).sample
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(b, 4, 16, 16, generator=g), torch.tensor(7.0), torch.randn(b, s, 16, generator=g))
+    return forward, inputs
+
+
+# ---------------------------------------------------------------------------------- flax / jax
+def _flax_transformer():
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            h = nn.LayerNorm()(x)
+            h = nn.MultiHeadDotProductAttention(num_heads=4, qkv_features=32, deterministic=True)(h, h)
+            x = x + nn.Dropout(0.1, deterministic=True)(h)
+            h = nn.Dense(64)(nn.LayerNorm()(x))
+            x = x + nn.Dense(32)(nn.gelu(h))
+            return nn.BatchNorm(use_running_average=True)(x)
+
+    m = Block()
+    x0 = jnp.zeros((2, 8, 32), jnp.float32)
+    params = m.init(jax.random.PRNGKey(0), x0)
+    params = jax.tree_util.tree_map(lambda p: p + 0.1 * jax.random.normal(jax.random.PRNGKey(1), p.shape), params)
+
+    def forward(x):
+        return m.apply(params, x)
+
+    def inputs(b, s, seed):
+        return (jnp.asarray(np.random.RandomState(seed).randn(b, s, 32).astype(np.float32)),)
+    return forward, inputs
+
+
+def _jnp_program():
+    import jax.numpy as jnp
+    import numpy as np
+
+    def forward(x, w):
+        h = jnp.tanh(x @ w)
+        h = h - h.max(axis=-1, keepdims=True)
+        p = jnp.exp(h) / jnp.exp(h).sum(-1, keepdims=True)
+        idx = jnp.argmax(p, axis=-1)
+        picked = jnp.take_along_axis(p, idx[..., None], axis=-1)
+        return jnp.concatenate([p, picked, jnp.cumsum(p, axis=1)], axis=-1).mean(axis=0)
+
+    def inputs(b, s, seed):
+        r = np.random.RandomState(seed)
+        return jnp.asarray(r.randn(b, s, 16).astype(np.float32)), jnp.asarray(r.randn(16, 8).astype(np.float32))
+    return forward, inputs
+
+
+# -------------------------------------------------------------------------------------- numpy
+def _np_softmax_layernorm():
+    import numpy as np
+
+    def forward(x, gamma):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        p = e / e.sum(axis=-1, keepdims=True)
+        mu = p.mean(-1, keepdims=True)
+        var = ((p - mu) ** 2).mean(-1, keepdims=True)
+        return (p - mu) / np.sqrt(var + 1e-5) * gamma
+
+    def inputs(b, s, seed):
+        r = np.random.RandomState(seed)
+        return r.randn(b, s, 16).astype(np.float32), r.randn(16).astype(np.float32)
+    return forward, inputs
+
+
+def _np_kmeans():
+    import numpy as np
+
+    def forward(points, centers):
+        for _ in range(3):
+            d = ((points[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
+            assign = d.argmin(axis=1)
+            onehot = (assign[:, None] == np.arange(centers.shape[0])[None, :]).astype(points.dtype)
+            counts = onehot.sum(0)[:, None]
+            centers = (onehot.T @ points) / np.maximum(counts, 1.0)
+        return centers
+
+    def inputs(b, s, seed):
+        r = np.random.RandomState(seed)
+        return r.randn(b * s * 4, 3).astype(np.float32), r.randn(4, 3).astype(np.float32)
+    return forward, inputs
+
+
+def _np_fancy():
+    import numpy as np
+
+    def forward(x, idx):
+        y = x[idx]                       # gather rows
+        y = y[:, ::2] * 2.0
+        z = x[np.arange(x.shape[0]), idx % x.shape[1]]
+        m = np.where(y > 0, y, 0.1 * y)
+        return m.sum(axis=1) + z[: m.shape[0]].sum()
+
+    def inputs(b, s, seed):
+        r = np.random.RandomState(seed)
+        n = b * s
+        return r.randn(n, 6).astype(np.float32), r.randint(0, n, size=(n,)).astype(np.int64)
+    return forward, inputs
+
+
+def _np_intmath():
+    import numpy as np
+
+    def forward(x, y):
+        a = np.stack([x // 3, x % 3, np.floor_divide(x, -2), np.remainder(x, -4), np.sign(x), np.abs(x),
+                      np.cumsum(x, axis=-1), np.sort(x, axis=-1), np.clip(x, -5, 5), np.maximum(x, 2)], 0)
+        b = y / 7.0 + np.floor(y) - np.round(y * 10) / 10 + np.mean(x, axis=-1, keepdims=True)   # float64
+        return a.astype(np.float64).sum(0) + b + np.where(x > 0, y, -y) + (x > 0).sum(-1, keepdims=True)
+
+    def inputs(b, s, seed):
+        r = np.random.RandomState(seed)
+        return r.randint(-50, 50, (b, s)).astype(np.int64), r.randn(b, s) * 10   # float64
+
+    return forward, inputs
+
+
+def _torch_intmath():
+    import torch
+
+    def forward(x, y):
+        a = torch.stack([torch.div(x, 3, rounding_mode="floor"), torch.div(x, -3, rounding_mode="trunc"), x % 3,
+                         torch.fmod(x, 3), torch.remainder(x, -4), x.sign(), x.abs(), x.cumsum(-1),
+                         x.clamp(-5, 5), torch.maximum(x, torch.tensor(2))], 0)
+        b = y / 7 + y.floor() - torch.round(y, decimals=1) + x.float().mean(-1, keepdim=True) + x / 4
+        top = torch.topk(y, 3, dim=-1).values.sum(-1, keepdim=True)
+        return a.double().sum(0) + b + torch.where(x > 0, y, -y) + (x > 0).sum(-1, keepdim=True) + top
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randint(-50, 50, (b, s), generator=g), torch.randn(b, s, generator=g, dtype=torch.float64) * 10
+
+    return forward, inputs
+
+
+def _np_boolmask():
+    import numpy as np
+
+    def forward(x):
+        pos = x[x > 0]                   # a data-dependent shape
+        x2 = x.copy()
+        x2[x2 < -1] = 0.0                # a masked write
+        x2[:, 0] += 1.0
+        return np.concatenate([np.array([pos.sum(), pos.size], dtype=x.dtype), x2.ravel()])
+
+    def inputs(b, s, seed):
+        return (np.random.RandomState(seed).randn(b, s).astype(np.float32),)
+    return forward, inputs
+
+
+CASES = {
+    "distilbert": _text_mask_case("DistilBertModel", "DistilBertConfig", vocab_size=100, dim=32, n_layers=2, n_heads=4,
+                                  hidden_dim=64, max_position_embeddings=64),
+    "roberta": _text_mask_case("RobertaModel", "RobertaConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                               num_attention_heads=4, intermediate_size=64, max_position_embeddings=64),
+    "xlm_roberta": _text_case("XLMRobertaModel", "XLMRobertaConfig", vocab_size=100, hidden_size=32,
+                              num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                              max_position_embeddings=64),
+    "albert": _text_mask_case("AlbertModel", "AlbertConfig", vocab_size=100, embedding_size=16, hidden_size=32,
+                              num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
+    "electra": _text_mask_case("ElectraModel", "ElectraConfig", vocab_size=100, embedding_size=16, hidden_size=32,
+                               num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
+    "deberta_v2": _text_mask_case("DebertaV2Model", "DebertaV2Config", vocab_size=100, hidden_size=32,
+                                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                  max_position_embeddings=64, relative_attention=True, position_buckets=16,
+                                  pos_att_type=["p2c", "c2p"]),
+    "deberta": _text_case("DebertaModel", "DebertaConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                          num_attention_heads=4, intermediate_size=64, relative_attention=True,
+                          pos_att_type=["p2c", "c2p"], max_relative_positions=16),
+    "mpnet": _text_mask_case("MPNetModel", "MPNetConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                             num_attention_heads=4, intermediate_size=64, max_position_embeddings=64),
+    "mobilebert": _text_case("MobileBertModel", "MobileBertConfig", vocab_size=100, hidden_size=32,
+                             embedding_size=16, num_hidden_layers=1, num_attention_heads=4, intermediate_size=32,
+                             intra_bottleneck_size=16, true_hidden_size=16),
+    "mistral": _text_case("MistralModel", "MistralConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, intermediate_size=64, use_cache=False),
+    "qwen2": _text_case("Qwen2Model", "Qwen2Config", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=2, intermediate_size=64, use_cache=False),
+    "qwen3": _text_case("Qwen3Model", "Qwen3Config", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=8, intermediate_size=64,
+                        use_cache=False),
+    "phi": _text_case("PhiModel", "PhiConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                      num_attention_heads=4, intermediate_size=64, use_cache=False),
+    "phi3": _text_case("Phi3Model", "Phi3Config", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=4, intermediate_size=64, use_cache=False, pad_token_id=0),
+    "gemma": _text_case("GemmaModel", "GemmaConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, num_key_value_heads=1, head_dim=8, intermediate_size=64,
+                        use_cache=False),
+    "gemma2": _text_case("Gemma2Model", "Gemma2Config", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=1, head_dim=8, intermediate_size=64,
+                         use_cache=False, sliding_window=4),
+    "gpt_neo": _text_case("GPTNeoModel", "GPTNeoConfig", vocab_size=100, hidden_size=32, num_layers=2, num_heads=4,
+                          attention_types=[[["global", "local"], 1]], window_size=4, max_position_embeddings=64,
+                          use_cache=False),
+    "gpt_neox": _text_case("GPTNeoXModel", "GPTNeoXConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, intermediate_size=64, use_cache=False),
+    "gpt_bigcode": _text_case("GPTBigCodeModel", "GPTBigCodeConfig", vocab_size=100, n_embd=32, n_layer=2, n_head=4,
+                              n_positions=64, use_cache=False),
+    "codegen": _text_case("CodeGenModel", "CodeGenConfig", vocab_size=100, n_embd=32, n_layer=1, n_head=4,
+                          rotary_dim=4, n_positions=64, n_ctx=64, use_cache=False),
+    "opt": _text_mask_case("OPTModel", "OPTConfig", vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                           num_attention_heads=4, ffn_dim=64, word_embed_proj_dim=32, max_position_embeddings=64,
+                           use_cache=False),
+    "bloom": _text_mask_case("BloomModel", "BloomConfig", vocab_size=100, hidden_size=32, n_layer=2, n_head=4,
+                             use_cache=False),
+    "mpt": _text_case("MptModel", "MptConfig", vocab_size=100, d_model=32, n_layers=1, n_heads=4, max_seq_len=64,
+                      use_cache=False),
+    "stablelm": _text_case("StableLmModel", "StableLmConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                           num_attention_heads=4, num_key_value_heads=2, intermediate_size=64, use_cache=False),
+    "clip_text": _clip_text,
+    "mistral_swa_mask": _text_mask_case("MistralModel", "MistralConfig", vocab_size=100, hidden_size=32,
+                                        num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                                        intermediate_size=64, use_cache=False, sliding_window=4),
+    "qwen2_mask": _text_mask_case("Qwen2Model", "Qwen2Config", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                                  num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+                                  use_cache=False),
+    "gemma2_mask": _text_mask_case("Gemma2Model", "Gemma2Config", vocab_size=100, hidden_size=32,
+                                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=8,
+                                   intermediate_size=64, use_cache=False, sliding_window=4),
+    "gpt_neox_mask": _text_mask_case("GPTNeoXModel", "GPTNeoXConfig", vocab_size=100, hidden_size=32,
+                                     num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                     use_cache=False),
+    "gpt2_mask": _text_mask_case("GPT2Model", "GPT2Config", vocab_size=100, n_embd=32, n_layer=1, n_head=4,
+                                 n_positions=64, use_cache=False),
+    "llama_lm_mask": _text_mask_case("LlamaForCausalLM", "LlamaConfig", vocab_size=100, hidden_size=32,
+                                     num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2,
+                                     intermediate_size=64, use_cache=False, tie_word_embeddings=True),
+    "bert_cls": _text_mask_case("BertForSequenceClassification", "BertConfig", vocab_size=100, hidden_size=32,
+                                num_hidden_layers=1, num_attention_heads=4, intermediate_size=64, num_labels=3),
+
+    "dinov2_varsize": _image_case("Dinov2Model", "Dinov2Config", 32, vary=True, hidden_size=32, num_hidden_layers=1,
+                                  num_attention_heads=4, mlp_ratio=2, image_size=32, patch_size=8),
+    "funnel": _text_case("FunnelBaseModel", "FunnelConfig", vocab_size=100, d_model=32, n_head=4, d_head=8,
+                         d_inner=64, block_sizes=[1, 1], num_decoder_layers=1),
+    "squeezebert": _text_case("SqueezeBertModel", "SqueezeBertConfig", vocab_size=100, hidden_size=32,
+                              num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                              embedding_size=32, q_groups=2, k_groups=2, v_groups=2, post_attention_groups=2,
+                              intermediate_groups=2, output_groups=2),
+    "xlnet": _text_case("XLNetModel", "XLNetConfig", vocab_size=100, d_model=32, n_layer=1, n_head=4, d_inner=64,
+                        use_mems_eval=False),
+    "t5_full": _t5_full,
+    "nezha_like_ernie": _text_case("ErnieModel", "ErnieConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                                   num_attention_heads=4, intermediate_size=64, max_position_embeddings=64),
+    "rembert": _text_case("RemBertModel", "RemBertConfig", vocab_size=100, hidden_size=32, input_embedding_size=16,
+                          output_embedding_size=16, num_hidden_layers=1, num_attention_heads=4,
+                          intermediate_size=64, max_position_embeddings=64),
+    "canine": _text_case("CanineModel", "CanineConfig", hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                         intermediate_size=64, downsampling_rate=2, num_hash_buckets=64, num_hash_functions=2,
+                         local_transformer_stride=4),
+    "olmo": _text_case("OlmoModel", "OlmoConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                       num_attention_heads=4, intermediate_size=64, use_cache=False, pad_token_id=0),
+    "persimmon": _text_case("PersimmonModel", "PersimmonConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                            num_attention_heads=4, intermediate_size=64, use_cache=False),
+
+    "convnext": _image_case("ConvNextModel", "ConvNextConfig", 32, vary=True, hidden_sizes=[8, 16], depths=[1, 1],
+                            num_stages=2, out_features=None),
+    "convnextv2": _image_case("ConvNextV2Model", "ConvNextV2Config", 32, vary=True, hidden_sizes=[8, 16], depths=[1, 1],
+                              num_stages=2),
+    "deit": _image_case("DeiTModel", "DeiTConfig", 32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, image_size=32, patch_size=8),
+    "beit": _image_case("BeitModel", "BeitConfig", 32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, image_size=32, patch_size=8, use_relative_position_bias=True),
+    "segformer": _image_case("SegformerModel", "SegformerConfig", 32, vary=True, num_encoder_blocks=2, depths=[1, 1],
+                             sr_ratios=[2, 1], hidden_sizes=[8, 16], patch_sizes=[7, 3], strides=[4, 2],
+                             num_attention_heads=[1, 2], mlp_ratios=[2, 2]),
+    "clip_vision": _image_case("CLIPVisionModel", "CLIPVisionConfig", 32, hidden_size=32, intermediate_size=64,
+                               num_hidden_layers=2, num_attention_heads=4, image_size=32, patch_size=8),
+    "dinov2": _image_case("Dinov2Model", "Dinov2Config", 32, hidden_size=32, num_hidden_layers=1,
+                          num_attention_heads=4, mlp_ratio=2, image_size=32, patch_size=8),
+    "regnet": _image_case("RegNetModel", "RegNetConfig", 32, vary=True, embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1],
+                          groups_width=8),
+    "poolformer": _image_case("PoolFormerModel", "PoolFormerConfig", 32, vary=True, hidden_sizes=[8, 16], depths=[1, 1],
+                              num_encoder_blocks=2, patch_sizes=[7, 3], strides=[4, 2], padding=[2, 1]),
+    "efficientnet": _image_case("EfficientNetModel", "EfficientNetConfig", 32, vary=True, width_coefficient=0.25,
+                                depth_coefficient=0.25, image_size=32, hidden_dim=320),
+    "mobilevit": _image_case("MobileViTModel", "MobileViTConfig", 32, vary=True, image_size=32, hidden_sizes=[16, 16, 16],
+                             neck_hidden_sizes=[8, 8, 8, 8, 8, 8, 16]),
+    "wav2vec2": _audio_case("Wav2Vec2Model", "Wav2Vec2Config", 400, vocab_size=32, hidden_size=32,
+                            num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                            conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                            num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                            do_stable_layer_norm=True, feat_extract_norm="layer"),
+    "hubert": _audio_case("HubertModel", "HubertConfig", 400, vocab_size=32, hidden_size=32, num_hidden_layers=1,
+                          num_attention_heads=4, intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2),
+                          conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4),
+    "whisper_encoder": _whisper_encoder,
+    "vae": _vae,
+    "unet2d_cond": _unet_cond,
+    "flax_transformer": _flax_transformer,
+    "jnp_program": _jnp_program,
+    "np_softmax_ln": _np_softmax_layernorm,
+    "np_kmeans": _np_kmeans,
+    "np_fancy": _np_fancy,
+    "np_intmath": _np_intmath,
+    "torch_intmath": _torch_intmath,
+    "np_boolmask": _np_boolmask,
+}
+
+
+# --------------------------------------------------------------------------------------- runner
+def _np(v):
+    import numpy as np
+    if hasattr(v, "detach"):
+        return v.detach().numpy()
+    return np.asarray(v)
+
+
+def _compare(got, want):
+    import numpy as np
+    got, want = _np(got), _np(want)
+    if got.shape != want.shape:
+        return f"WRONG shape {got.shape} vs {want.shape}"
+    if not np.allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True):
+        err = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+        return f"WRONG max|d|={err:.3g}"
+    return None
+
+
+def _is_guard(e) -> bool:
+    return "Guard" in type(e).__name__ or "ivytrace guard" in str(e)
+
+
+def _short(e) -> str:
+    msg = [m.strip() for m in str(e).strip().splitlines() if m.strip()]
+    line = msg[0] if msg else ""
+    if type(e).__name__ == "CLIError":   # the CLI's reason, not its command line
+        i = next((i for i, m in enumerate(msg) if "error:" in m), None)
+        if i is not None:
+            line = " ".join(msg[i:i + 2])
+    if "Got invalid dimensions for input" in line:   # onnxruntime refusing a static dim
+        line = "static dim refused: " + line.split("for input:")[1].split(" for ")[0].strip()
+    return f"{type(e).__name__}: {line[:200]}"
+
+
+def run_case(name):
+    import inspect
+    forward, inputs = CASES[name]()
+    names = list(inspect.signature(forward).parameters)
+    res = {"name": name, "replay": "", "onnx": "", "ort": ""}
+    args = inputs(*TRACE_AT, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # replay
+        try:
+            graph = __import__("ivytrace").trace_graph(forward, args=args)
+            notes = []
+            for (b, s), seed in [(TRACE_AT, 1)] + [(bs, 10 + i) for i, bs in enumerate(OTHER)]:
+                a = inputs(b, s, seed)
+                want = forward(*a)
+                try:
+                    got = graph(*a)
+                except Exception as e:  # noqa: BLE001
+                    if _is_guard(e) and (b, s) != TRACE_AT:
+                        notes.append(f"guard@{b}x{s}")
+                        continue
+                    raise
+                bad = _compare(got, want)
+                if bad:
+                    notes.append(f"{bad}@{b}x{s}")
+            res["replay"] = "ok" if not notes else " ".join(notes)
+        except Exception as e:  # noqa: BLE001
+            res["replay"] = "ERR " + _short(e)
+            res["replay_tb"] = traceback.format_exc()[-3000:]
+        # module: trace_graph(model, kwargs=...) replaces its forward; parameters read live
+        model = getattr(forward, "model", None)
+        if model is not None:
+            import copy
+            import torch
+            try:
+                traced = __import__("ivytrace").trace_graph(copy.deepcopy(model), kwargs=dict(zip(names, args)))
+                notes = []
+                for (b, s), seed in [(TRACE_AT, 1)] + [(bs, 30 + i) for i, bs in enumerate(OTHER)]:
+                    a = dict(zip(names, inputs(b, s, seed)))
+                    with torch.no_grad():
+                        want = _torch_first(model(**a))
+                    try:
+                        got = _torch_first(traced(**a))
+                    except Exception as e:  # noqa: BLE001
+                        if _is_guard(e) and (b, s) != TRACE_AT:
+                            notes.append(f"guard@{b}x{s}")
+                            continue
+                        raise
+                    bad = _compare(got, want)
+                    if bad:
+                        notes.append(f"{bad}@{b}x{s}")
+                res["module"] = "ok" if not notes else " ".join(notes)
+            except Exception as e:  # noqa: BLE001
+                res["module"] = "ERR " + _short(e)
+                res["module_tb"] = traceback.format_exc()[-3000:]
+        # onnx
+        import ivytrace
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, f"{name}.onnx")
+            try:
+                ivytrace.export(forward, path, args=args, allow_specialized=True)
+                res["onnx"] = "ok"
+            except Exception as e:  # noqa: BLE001
+                res["onnx"] = "ERR " + _short(e)
+                res["onnx_tb"] = traceback.format_exc()[-3000:]
+                return res
+            try:
+                import onnxruntime as ort
+                sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+                feeds_names = [i.name for i in sess.get_inputs()]
+                notes = []
+                for (b, s), seed in [(TRACE_AT, 1)] + [(bs, 20 + i) for i, bs in enumerate(OTHER)]:
+                    a = inputs(b, s, seed)
+                    by_name = dict(zip(names, a))
+                    feeds = {n: _np(by_name[n]) for n in feeds_names}
+                    want = forward(*a)
+                    try:
+                        got = sess.run(None, feeds)[0]
+                    except Exception as e:  # noqa: BLE001
+                        if _is_guard(e) and (b, s) != TRACE_AT:
+                            notes.append(f"guard@{b}x{s}")
+                            continue
+                        notes.append(f"ERR@{b}x{s} " + _short(e))
+                        continue
+                    bad = _compare(got, want)
+                    if bad:
+                        notes.append(f"{bad}@{b}x{s}")
+                res["ort"] = "ok" if not notes else " ".join(notes)
+            except Exception as e:  # noqa: BLE001
+                res["ort"] = "ERR " + _short(e)
+                res["ort_tb"] = traceback.format_exc()[-3000:]
+    return res
+
+
+def main(argv):
+    timeout = 300
+    if "--timeout" in argv:
+        i = argv.index("--timeout")
+        timeout = int(argv[i + 1])
+        del argv[i:i + 2]
+    if argv and argv[0] == "--case":
+        print("SWEEP-RESULT " + json.dumps(run_case(argv[1])), flush=True)
+        return 0
+    verbose = "-v" in argv
+    argv = [a for a in argv if a != "-v"]
+    names = argv or list(CASES)
+    rows = []
+    for name in names:
+        t0 = time.time()
+        try:
+            p = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True,
+                               timeout=timeout)
+            line = next((l for l in p.stdout.splitlines() if l.startswith("SWEEP-RESULT ")), None)
+            if line:
+                r = json.loads(line[len("SWEEP-RESULT "):])
+            else:
+                tail = (p.stderr.strip().splitlines() or ["?"])[-1]
+                r = {"name": name, "replay": f"CRASH rc={p.returncode} {tail[:200]}", "onnx": "", "ort": ""}
+        except subprocess.TimeoutExpired:
+            r = {"name": name, "replay": f"TIMEOUT {timeout}s", "onnx": "", "ort": ""}
+        r["secs"] = time.time() - t0
+        rows.append(r)
+        print(f"{name:18s} {r['secs']:6.1f}s | replay: {r['replay']} | module: {r.get('module', '-')} | "
+              f"onnx: {r['onnx']} | ort: {r['ort']}",
+              flush=True)
+        if verbose:
+            for k in ("replay_tb", "module_tb", "onnx_tb", "ort_tb"):
+                if r.get(k):
+                    print(r[k])
+    print()
+    print("| model | trace_graph(fn) replay (2x8, 3x5, 4x16) | trace_graph(module) | ONNX export | "
+          "onnxruntime (2x8, 3x5, 4x16) |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['name']} | {r['replay']} | {r.get('module', '-')} | {r['onnx']} | {r['ort']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

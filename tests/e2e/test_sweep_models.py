@@ -1,0 +1,382 @@
+"""Real models nobody here wrote that bench/sweep_models.py (a differential sweep over
+transformers, flax, jax.numpy and NumPy programs) found broken, each fixed and checked here on the
+real model (small config, random weights, no hub): traced at one shape, replayed at others against
+eager, exported to ONNX and run in onnxruntime against eager at other batch sizes and lengths.
+
+- ConvNeXtV2: its GRN layer's `torch.linalg.vector_norm` was not in the schemas: trace_graph
+  failed (the plan's allow-list refused it) and the ONNX export had no lowering.
+- BEiT: `torch.meshgrid` (its relative position index) was not in the schemas: trace_graph failed.
+- DeBERTa (v1): `rel_embeddings[m - span : m + span]` with span a 0-d tensor
+  (`torch.tensor(min(seq_len, m))`) had no ONNX lowering.
+- jnp.take_along_axis: its lax.gather (batching dims) had no ONNX lowering.
+"""
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+ort = pytest.importorskip("onnxruntime")
+
+import ivytrace  # noqa: E402
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def _ids(b, s, seed):
+    return torch.randint(3, 100, (b, s), generator=torch.Generator().manual_seed(seed))
+
+
+def _session(path):
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
+def _ort(sess, *arrays):
+    return sess.run(None, {i.name: np.asarray(a) for i, a in zip(sess.get_inputs(), arrays)})[0]
+
+
+def _check(got, want, what):
+    got = got.detach().numpy() if hasattr(got, "detach") else np.asarray(got)
+    want = want.detach().numpy() if hasattr(want, "detach") else np.asarray(want)
+    assert got.shape == want.shape, what
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+def test_convnextv2_vector_norm_replays_and_exports_at_other_image_sizes(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
+    model = transformers.ConvNextV2Model(cfg).eval()
+    with torch.no_grad():   # GRN's weight and bias start at zero, which would hide the norm
+        for name, p in model.named_parameters():
+            if "grn" in name:
+                p.normal_()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    graph = ivytrace.trace_graph(forward, args=(x,))
+    path = ivytrace.export(forward, tmp_path / "convnextv2.onnx", args=(x,))
+    sess = _session(path)
+    for b, n in ((2, 32), (3, 48), (1, 64)):
+        xb = torch.randn(b, 3, n, n, generator=g)
+        want = forward(xb)
+        _check(graph(xb), want, f"replay at batch {b}, {n}x{n}")
+        if n == 32:
+            _check(_ort(sess, xb), want, f"onnx at batch {b}, {n}x{n}")
+        else:   # no shape read: the image size is static in the model, refused rather than wrong
+            with pytest.raises(Exception, match="(?i)invalid dimensions"):
+                _ort(sess, xb)
+
+
+@pytest.mark.parametrize("ord_", [2, 1, float("inf"), -float("inf"), 3.0, 0])
+def test_vector_norm_orders_export(ord_, tmp_path):
+    def f(x):
+        return torch.linalg.vector_norm(x, ord=ord_, dim=(1, 2), keepdim=ord_ == 2) + x.sum()
+
+    x = torch.randn(2, 3, 4, 5)
+    x[0, 0, 0] = 0.0
+    path = ivytrace.export(f, tmp_path / "n.onnx", args=(x,))
+    sess = _session(path)
+    for xb in (x, torch.randn(4, 3, 4, 5)):
+        _check(_ort(sess, xb), f(xb), f"ord {ord_}")
+
+
+def test_numpy_linalg_norm_exports_and_a_matrix_norm_is_refused(tmp_path):
+    def vec(x):
+        return np.linalg.norm(x, axis=-1) + np.linalg.norm(x)   # 2-norms; Frobenius of the whole
+
+    x = np.random.RandomState(0).randn(3, 4).astype(np.float32)
+    sess = _session(ivytrace.export(vec, tmp_path / "v.onnx", args=(x,)))
+    _check(_ort(sess, x), vec(x), "numpy norm")
+
+    def nuclear(x):
+        return np.linalg.norm(x, ord=2)   # a matrix's spectral norm: no ONNX lowering
+
+    with pytest.raises(ivytrace.CLIError, match="matrix norm"):
+        ivytrace.export(nuclear, tmp_path / "m.onnx", args=(x,))
+    assert not (tmp_path / "m.onnx").exists()
+
+
+def test_beit_meshgrid_replays_at_other_batches(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.BeitConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                  image_size=32, patch_size=8, use_relative_position_bias=True)
+    model = transformers.BeitModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 3, 32, 32, generator=g),))
+    sess = _session(graph.export(tmp_path / "beit.onnx"))
+    for b in (2, 3):
+        x = torch.randn(b, 3, 32, 32, generator=g)
+        _check(graph(x), forward(x), f"replay at batch {b}")
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+
+
+def test_deberta_slice_with_tensor_bounds_exports(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.DebertaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                     intermediate_size=64, relative_attention=True, pos_att_type=["p2c", "c2p"],
+                                     max_relative_positions=16)
+    model = transformers.DebertaModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    ids = _ids(2, 8, 0)
+    graph = ivytrace.trace_graph(forward, args=(ids,))
+    sess = _session(ivytrace.export(forward, tmp_path / "deberta.onnx", args=(ids,), allow_specialized=True))
+    for b, s in ((2, 8), (3, 5), (4, 16)):
+        x = _ids(b, s, 10 + s)
+        want = forward(x)
+        _check(graph(x), want, f"replay at ({b}, {s})")
+        _check(_ort(sess, x), want, f"onnx at ({b}, {s})")
+    # Above max_relative_positions (16) the span is 16, not the length: min() took the other
+    # branch, a guard both in the replay and in the ONNX model, never the traced path's answer.
+    x = _ids(2, 20, 1)
+    with pytest.raises(ivytrace.GuardError, match="modeling_deberta.py"):
+        graph(x)
+    with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_deberta.py"):
+        _ort(sess, x)
+
+
+def test_jnp_take_along_axis_exports(tmp_path):
+    jnp = pytest.importorskip("jax.numpy")
+
+    def f(x, idx):
+        p = jnp.exp(x) / jnp.exp(x).sum(-1, keepdims=True)
+        top = jnp.take_along_axis(p, jnp.argmax(p, axis=-1)[..., None], axis=-1)
+        return jnp.concatenate([top, jnp.take_along_axis(x, idx, axis=1)[..., :1]], axis=1)
+
+    r = np.random.RandomState(0)
+    x = jnp.asarray(r.randn(3, 5, 4).astype(np.float32))
+    idx = jnp.asarray(r.randint(-5, 5, (3, 2, 4)).astype(np.int32))   # negative: from the end
+    sess = _session(ivytrace.export(f, tmp_path / "t.onnx", args=(x, idx)))
+    for b in (3, 6):
+        xb = jnp.asarray(r.randn(b, 5, 4).astype(np.float32))
+        ib = jnp.asarray(r.randint(-5, 5, (b, 2, 4)).astype(np.int32))
+        _check(_ort(sess, xb, ib), f(xb, ib), f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_follows_its_inputs_lengths(indexing, tmp_path):
+    def f(x, y, z):
+        gx, gy, gz = torch.meshgrid(torch.arange(x.shape[0]).float(), y, z, indexing=indexing)
+        return gx * 100 + gy * 10 + gz + x.sum()
+
+    args = (torch.randn(3), torch.arange(4.0), torch.arange(2.0))
+    graph = ivytrace.trace_graph(f, args=args)
+    sess = _session(graph.export(tmp_path / "m.onnx"))
+    for a in (args, (torch.randn(5), torch.arange(4.0) - 1, torch.arange(2.0) + 1)):
+        _check(graph(*a), f(*a), f"replay {indexing}")
+        _check(_ort(sess, *a), f(*a), f"onnx {indexing}")
+
+
+def test_repeat_interleave_with_a_count_read_from_a_shape(tmp_path):
+    # canine repeats its last molecule `char_seq_length % rate + rate` times: a sym count, which
+    # had no ONNX lowering ("repeats given as a tensor").
+    def f(x):
+        return torch.repeat_interleave(x[:, -1:, :], repeats=x.shape[1] % 3 + 2, dim=-2) * 2.0
+
+    x = torch.randn(2, 8, 4)
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "r.onnx", args=(x,)))
+    for b, s in ((2, 8), (3, 5), (1, 9)):
+        xb = torch.randn(b, s, 4)
+        _check(graph(xb), f(xb), f"replay at ({b}, {s})")
+        _check(_ort(sess, xb), f(xb), f"onnx at ({b}, {s})")
+
+
+def test_canine_exports_and_guards_its_length(tmp_path):
+    torch.manual_seed(0)
+    cfg = transformers.CanineConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                    downsampling_rate=2, num_hash_buckets=64, num_hash_functions=2,
+                                    local_transformer_stride=4)
+    model = transformers.CanineModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    sess = _session(ivytrace.export(forward, tmp_path / "canine.onnx", args=(_ids(2, 8, 0),), allow_specialized=True))
+    for b in (2, 3):
+        x = _ids(b, 8, b)
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+    with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_canine.py"):
+        _ort(sess, _ids(2, 5, 1))
+
+
+def test_numpy_augmented_write_through_a_view_replays():
+    # `x2[:, 0] += 1` is a write through the view x2[:, 0], then x2.__setitem__ on x2's later
+    # version: the plan's record of the write named a slot no step defined (a PlanError at
+    # trace_graph).
+    def f(x):
+        x2 = x.copy()
+        x2[:, 0] += 1.0
+        x2[1:, -1] *= 2.0
+        return x2 + x
+
+    x = np.random.RandomState(0).randn(2, 8).astype(np.float32)
+    graph = ivytrace.trace_graph(f, args=(x,))
+    for shape in ((2, 8), (3, 5), (6, 2)):
+        y = np.random.RandomState(sum(shape)).randn(*shape).astype(np.float32)
+        _check(graph(y), f(y), f"replay at {shape}")
+
+
+def test_numpy_sort_and_argsort_replay_and_export(tmp_path):
+    def f(x):
+        s = np.sort(x, axis=-1)
+        i = np.argsort(x, axis=0)
+        return s[:, :2].astype(np.float64) + np.argsort(x)[:, :2] + i[:2].sum()
+
+    r = np.random.RandomState(0)
+    x = r.permutation(16).reshape(2, 8).astype(np.float32)   # distinct values: one argsort order
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "s.onnx", args=(x,)))
+    for b in (2, 5):
+        y = r.permutation(b * 8).reshape(b, 8).astype(np.float32)
+        _check(graph(y), f(y), f"replay at batch {b}")
+        _check(_ort(sess, y), f(y), f"onnx at batch {b}")
+
+    def flat(x):
+        return np.sort(x, axis=None)
+
+    with pytest.raises(ivytrace.CLIError, match="axis None"):
+        ivytrace.export(flat, tmp_path / "f.onnx", args=(x,))
+
+
+def test_numpy_factories_with_a_numpy_dtype_export(tmp_path):
+    # np.zeros(..., dtype=np.float32) and np.array(..., dtype=x.dtype): the ONNX lowering knew only
+    # torch's dtype names ("dtype numpy.float32" refused).
+    def f(x):
+        z = np.zeros((x.shape[0], 3), dtype=np.float32)
+        c = np.array([1.5, 2.5], dtype=x.dtype)
+        return x[:, :2] * c + z[:, 1:] + np.ones(2, dtype=np.float64).astype(np.float32)
+
+    x = np.random.RandomState(0).randn(4, 5).astype(np.float32)
+    sess = _session(ivytrace.export(f, tmp_path / "f.onnx", args=(x,)))
+    for b in (4, 7):
+        y = np.random.RandomState(b).randn(b, 5).astype(np.float32)
+        got = _ort(sess, y)
+        assert got.dtype == np.float32
+        _check(got, f(y), f"onnx at batch {b}")
+
+
+def test_attention_over_a_fully_padded_row_is_zero_as_in_torch_not_nan(tmp_path):
+    # torch's scaled_dot_product_attention gives 0 for a query row every key is masked out of; the
+    # ONNX lowering's plain Softmax gave NaN there, silently: DistilBERT (and Qwen2, GPT-2, OPT...)
+    # on a batch whose first row is all padding differed from eager only in onnxruntime.
+    torch.manual_seed(0)
+    cfg = transformers.DistilBertConfig(vocab_size=100, dim=32, n_layers=1, n_heads=4, hidden_dim=64,
+                                        max_position_embeddings=64)
+    model = transformers.DistilBertModel(cfg).eval()
+
+    def forward(input_ids, attention_mask):
+        with torch.no_grad():
+            return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def inputs(b, s, seed):
+        mask = torch.ones(b, s, dtype=torch.long)
+        mask[0, -2:] = 0
+        return _ids(b, s, seed), mask
+
+    sess = _session(ivytrace.export(forward, tmp_path / "distilbert.onnx", args=inputs(2, 8, 0),
+                                    allow_specialized=True))
+    for b, s in ((2, 8), (2, 2), (3, 2)):   # at length 2 the first row is all padding
+        ids, mask = inputs(b, s, s)
+        want = forward(ids, mask)
+        assert not torch.isnan(want).any()
+        _check(_ort(sess, ids, mask), want, f"onnx at ({b}, {s})")
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_sdpa_fully_masked_rows(kind, tmp_path):
+    F = torch.nn.functional
+
+    def f(q, k, v, mask):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 4, 8, generator=g) for _ in range(3))
+    keep = torch.rand(2, 1, 4, 4, generator=g) > 0.3
+    keep[0, :, 1] = False                       # query 1 of batch 0 sees no key
+    mask = keep if kind == "bool" else torch.zeros(keep.shape).masked_fill(~keep, float("-inf"))
+    sess = _session(ivytrace.export(f, tmp_path / "a.onnx", args=(q, k, v, mask)))
+    _check(_ort(sess, q, k, v, mask), f(q, k, v, mask), kind)
+
+
+def test_wav2vec2_module_trace_with_weight_norm_replays_and_exports(tmp_path):
+    # A traced module reads its parameters live, so Wav2Vec2's weight-normed positional conv calls
+    # torch._weight_norm(v, g) on every replay: it was not in the schemas (trace_graph(model)
+    # failed), and had no ONNX lowering.
+    import copy
+    torch.manual_seed(0)
+    cfg = transformers.Wav2Vec2Config(vocab_size=32, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                      intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2),
+                                      conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                                      num_conv_pos_embedding_groups=4, do_stable_layer_norm=True,
+                                      feat_extract_norm="layer")
+    eager = transformers.Wav2Vec2Model(cfg).eval()
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 400, generator=g)
+    traced = ivytrace.trace_graph(copy.deepcopy(eager), kwargs={"input_values": x})
+    for b, n in ((2, 400), (3, 250)):
+        xb = torch.randn(b, n, generator=g)
+        with torch.no_grad():
+            want = eager(input_values=xb).last_hidden_state
+        _check(traced(input_values=xb).last_hidden_state, want, f"module replay at ({b}, {n})")
+    sess = _session(ivytrace.graph_of(traced).export(tmp_path / "w2v.onnx"))
+    feeds = {i.name for i in sess.get_inputs()}
+    assert "input_values" in feeds
+    xb = torch.randn(3, 400, generator=g)
+    params = dict(eager.named_parameters())
+    params.update(dict(eager.named_buffers()))
+    # The module's parameters are inputs of its graph too, named "param:<qualified name>".
+    got = sess.run(None, {k: (xb if k == "input_values" else params[k.split(":", 1)[1]].detach()).numpy()
+                          for k in feeds})[0]
+    with torch.no_grad():
+        _check(got, eager(input_values=xb).last_hidden_state, "onnx at batch 3")
+
+
+def test_clip_model_normalizes_embeddings_with_tensor_norm(tmp_path):
+    # CLIPModel divides its embeddings by `x.norm(p=2, dim=-1, keepdim=True)`: torch.norm and
+    # Tensor.norm had no canonical op (bound positionally only), so no ONNX lowering.
+    torch.manual_seed(0)
+    cfg = transformers.CLIPConfig(
+        text_config=dict(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=4, max_position_embeddings=64, eos_token_id=2),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=4,
+                           image_size=32, patch_size=8),
+        projection_dim=16)
+    model = transformers.CLIPModel(cfg).eval()
+
+    def forward(input_ids, pixel_values):
+        with torch.no_grad():
+            return model(input_ids=input_ids, pixel_values=pixel_values).logits_per_image
+
+    g = torch.Generator().manual_seed(0)
+    args = (_ids(2, 8, 0), torch.randn(3, 3, 32, 32, generator=g))
+    sess = _session(ivytrace.export(forward, tmp_path / "clip.onnx", args=args, allow_specialized=True))
+    for b, s, n in ((2, 8, 3), (4, 5, 2)):
+        ids, px = _ids(b, s, s), torch.randn(n, 3, 32, 32, generator=g)
+        _check(_ort(sess, ids, px), forward(ids, px), f"onnx at texts ({b}, {s}), {n} images")
+
+
+@pytest.mark.parametrize("p", ["fro", 2, 1, 3.0, float("inf")])
+def test_torch_norm_orders_export(p, tmp_path):
+    def f(x):
+        return x / x.norm(p=p, dim=-1, keepdim=True) + torch.norm(x, p, dim=(0, 1)) + x.norm()
+
+    x = torch.randn(2, 3, 4)
+    sess = _session(ivytrace.export(f, tmp_path / "n.onnx", args=(x,)))
+    for xb in (x, torch.randn(5, 3, 4)):
+        _check(_ort(sess, xb), f(xb), f"p={p}")
