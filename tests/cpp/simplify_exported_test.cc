@@ -464,6 +464,23 @@ TEST(DeclareReshapeShapes, MinusOneOverOneInputDimIsThatDim) {
   EXPECT_EQ(shape.dim(1).dim_value(), 768);
 }
 
+// FoldIntConstants with no inferred shapes, its new initializers named v<n> and s<n>.
+int Fold(onnx::GraphProto* g) {
+  int made = 0;
+  return FoldIntConstants(
+      g, [](const std::string&) -> const onnx::TypeProto* { return nullptr; },
+      [&](const std::vector<int64_t>& v) {
+        std::string name = "v" + std::to_string(made++);
+        IntsInit(g, name, v);
+        return name;
+      },
+      [&](int64_t v) {
+        std::string name = "s" + std::to_string(made++);
+        ScalarInit(g, name, v);
+        return name;
+      });
+}
+
 TEST(FoldIntConstants, ShapeArithmeticOnConstantsBecomesInitializers) {
   onnx::GraphProto g;
   ScalarInit(&g, "d", 8);
@@ -484,19 +501,7 @@ TEST(FoldIntConstants, ShapeArithmeticOnConstantsBecomesInitializers) {
   Add(&g, "Mul", {"pymod", "trunc"}, {"out"});
   g.add_output()->set_name("y");
   g.add_output()->set_name("out");   // a graph output: kept (its node computes it)
-  int made = 0;
-  const int folded = FoldIntConstants(
-      &g, [](const std::string&) -> const onnx::TypeProto* { return nullptr; },
-      [&](const std::vector<int64_t>& v) {
-        std::string name = "v" + std::to_string(made++);
-        IntsInit(&g, name, v);
-        return name;
-      },
-      [&](int64_t v) {
-        std::string name = "s" + std::to_string(made++);
-        ScalarInit(&g, name, v);
-        return name;
-      });
+  const int folded = Fold(&g);
   EXPECT_EQ(folded, 7);
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"Div", "Reshape", "Mul"}));
   EXPECT_EQ(InitValues(g, g.node(1).input(1)), (std::vector<int64_t>{4, -1, 64}));
@@ -526,19 +531,7 @@ TEST(FoldIntConstants, AGuardCheckOnConstantsGoesWithItsGate) {
   Add(&g, "Reshape", {"zero", "bad_shape"}, {"bad_check"});
   g.add_output()->set_name("y");
   g.add_output()->set_name("bad_check");
-  int made = 0;
-  FoldIntConstants(
-      &g, [](const std::string&) -> const onnx::TypeProto* { return nullptr; },
-      [&](const std::vector<int64_t>& v) {
-        std::string name = "v" + std::to_string(made++);
-        IntsInit(&g, name, v);
-        return name;
-      },
-      [&](int64_t v) {
-        std::string name = "s" + std::to_string(made++);
-        ScalarInit(&g, name, v);
-        return name;
-      });
+  Fold(&g);
   RemoveUnreadNodes(&g);
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"Relu", "Reshape"}));
   EXPECT_EQ(g.node(0).input(0), "x");
