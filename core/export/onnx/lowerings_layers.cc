@@ -907,21 +907,22 @@ Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, L
   onnx::NodeProto* sm = nullptr;
   std::string probs = ctx.EmitTemp("Softmax", {scores}, &sm);
   SetAttr(sm, "axis", int64_t{-1});
-  if (call.Bool("is_causal").value_or(false) || !call.IsNone("attn_mask")) {
+  if (!call.IsNone("attn_mask")) {
     // A query row that every key is masked out of (a fully padded row of a batch): torch's SDPA
     // gives 0 there (its _safe_softmax), a plain Softmax of all -inf gives NaN (0/0). So do as
-    // torch does: zero the rows whose scores are all -inf.
-    std::string is_inf = ctx.CastTo(ctx.EmitTemp("Equal", {scores, neg_inf}), v1::BOOL, v1::INT32);
+    // torch does: zero the rows whose scores are all -inf, i.e. whose largest score is -inf (a
+    // NaN score stays NaN, as in torch). is_causal alone never masks a whole row: row i keeps
+    // keys 0..i.
     onnx::NodeProto* r = nullptr;
-    std::string all_inf;
+    std::string row_max;
     if (ctx.opset() >= 18) {
-      all_inf = ctx.EmitTemp("ReduceMin", {is_inf, ctx.Int64s({-1})}, &r);
+      row_max = ctx.EmitTemp("ReduceMax", {scores, ctx.Int64s({-1})}, &r);
     } else {
-      all_inf = ctx.EmitTemp("ReduceMin", {is_inf}, &r);
+      row_max = ctx.EmitTemp("ReduceMax", {scores}, &r);
       SetAttr(r, "axes", std::vector<int64_t>{-1});
     }
     SetAttr(r, "keepdims", int64_t{1});
-    probs = ctx.EmitTemp("Where", {ctx.CastTo(all_inf, v1::INT32, v1::BOOL), F(ctx, 0.0, d), probs});
+    probs = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {row_max, neg_inf}), F(ctx, 0.0, d), probs});
   }
   ctx.Emit("MatMul", {probs, value}, {ctx.Out(result)});
   return Status::Ok();
