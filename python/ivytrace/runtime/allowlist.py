@@ -9,6 +9,7 @@ its `bind`.
 from __future__ import annotations
 
 import importlib
+import keyword
 
 from ivytrace.runtime.errors import PlanError
 from ivytrace.schema import Schemas, load_schemas
@@ -78,7 +79,8 @@ class AllowList:
 
 
 def _numpy_method(name, descriptor):
-    """numpy.ndarray.<m> for a plan step: the method of the object it is called on. A step
+    """numpy.ndarray.<m> for a plan step: the method of the object it is called on (codegen writes
+    `x.<m>(...)` itself where it can; this callable serves the other callers). A step
     recorded as `x.sum(...)` may see a NumPy scalar (np.float32: indexing a 1-d array gives one),
     which has the method too (numpy.generic.sum) but is not an ndarray, so calling ndarray's
     descriptor on it is a TypeError where the program's own `x.sum` worked."""
@@ -93,6 +95,10 @@ def _numpy_method(name, descriptor):
             return descriptor(self, *args, **kwargs)
         return scalar_method(self, *args, **kwargs)
     method.__name__ = method.__qualname__ = name
+    # What codegen writes as `x.<method_name>(...)`: NumPy's own name for it, an identifier.
+    attr = getattr(descriptor, "__name__", "")
+    if attr.isidentifier() and not keyword.iskeyword(attr) and getattr(ndarray, attr, None) is descriptor:
+        method.method_name = attr
     return method
 
 

@@ -336,7 +336,14 @@ class _Gen:
                     elif step.kwargs:
                         kw = ", ".join(f"{self.lit(k.name)}: {self.expr(k.value, where)}" for k in step.kwargs)
                         args.append("**{" + kw + "}")
-                    call = f"{f}({', '.join(args)})"
+                    method = getattr(self.ns[f], "method_name", None)
+                    if method and step.args and step.args[0].WhichOneof("kind") == "tensor":
+                        # x.sum(...) as eager code wrote it: the method of the object it is
+                        # called on (a NumPy scalar has its own), at eager's cost. The name is
+                        # NumPy's own descriptor's (allowlist._numpy_method), not the plan's.
+                        call = f"{args[0]}.{method}({', '.join(args[1:])})"
+                    else:
+                        call = f"{f}({', '.join(args)})"
             # The slots this step defines, for their guards. (Diffing a copy of every name so far,
             # as before, made loading quadratic: 82 s for a plan of 100k steps.)
             self.defined.clear()
