@@ -188,6 +188,72 @@ TEST(DropRedundantGates, AValueComputedAfterTheGateIsNotGatedAgain) {
   EXPECT_EQ(g.node(7).input(0), "h");  // the readers of the dropped gate read h
 }
 
+TEST(DropRedundantGates, AGateOfMoreChecksImpliesTheGatesOfFewer) {
+  onnx::GraphProto g;
+  ScalarInit(&g, "one", 1);
+  ScalarInit(&g, "two", 2);
+  Add(&g, "Size", {"check0"}, {"count0"});
+  Add(&g, "Equal", {"count0", "one"}, {"gate0"});           // waits on check0
+  Add(&g, "Concat", {"check0", "check1"}, {"all"});
+  Add(&g, "Size", {"all"}, {"count1"});
+  Add(&g, "Equal", {"count1", "two"}, {"gate1"});           // waits on check0 and check1
+  Add(&g, "Where", {"gate1", "x", "x"}, {"x_gated"});
+  Add(&g, "Relu", {"x_gated"}, {"h"});                      // computed after both gates
+  Add(&g, "Where", {"gate0", "h", "h"}, {"h_gated"});       // so this one orders nothing: dropped
+  Add(&g, "Relu", {"h_gated"}, {"h2"});
+  Add(&g, "Where", {"gate1", "y", "y"}, {"y_gated"});
+  Add(&g, "Relu", {"y_gated"}, {"k"});                      // after gate1...
+  Add(&g, "Where", {"gate0", "k", "k"}, {"k_gated"});       // ...so after gate0 too: dropped
+  Add(&g, "Where", {"gate0", "z", "z"}, {"z_gated"});
+  Add(&g, "Relu", {"z_gated"}, {"m"});                      // after gate0 only...
+  Add(&g, "Where", {"gate1", "m", "m"}, {"m_gated"});       // ...not gate1: kept
+  Add(&g, "Sum", {"h2", "k_gated", "m_gated"}, {"out"});
+  g.add_output()->set_name("out");
+  EXPECT_EQ(DropRedundantGates(&g), 2);
+  EXPECT_EQ(g.node(g.node_size() - 1).input(1), "k");
+  EXPECT_EQ(g.node(g.node_size() - 1).input(2), "m_gated");
+}
+
+TEST(DedupeGateChecks, RepeatedChecksAreCountedOnceSoEqualGatesMerge) {
+  onnx::GraphProto g;
+  ScalarInit(&g, "two", 2);
+  ScalarInit(&g, "three", 3);
+  ScalarInit(&g, "four", 4);
+  Add(&g, "Concat", {"c0", "c1"}, {"all1"});
+  Add(&g, "Size", {"all1"}, {"n1"});
+  Add(&g, "Equal", {"n1", "two"}, {"gate1"});
+  Add(&g, "Concat", {"c0", "c1", "c0", "c1"}, {"all2"});   // layer 2 repeats layer 1's checks
+  Add(&g, "Size", {"all2"}, {"n2"});
+  Add(&g, "Equal", {"n2", "four"}, {"gate2"});
+  Add(&g, "Concat", {"c0", "c1", "c1"}, {"all3"});         // its count is not the Concat's: not a gate
+  Add(&g, "Size", {"all3"}, {"n3"});
+  Add(&g, "Equal", {"n3", "two"}, {"gate3"});
+  Add(&g, "Concat", {"c0", "c0", "c2"}, {"all4"});         // a gate, but its Concat is read elsewhere
+  Add(&g, "Size", {"all4"}, {"n4"});
+  Add(&g, "Equal", {"n4", "three"}, {"gate4"});
+  Add(&g, "Identity", {"all4"}, {"seen4"});
+  ScalarInit(&g, "passed", 0);                             // a check folded to a constant...
+  Add(&g, "Concat", {"passed", "c0"}, {"all5"});           // ...goes from its gate
+  Add(&g, "Size", {"all5"}, {"n5"});
+  Add(&g, "Equal", {"n5", "two"}, {"gate5"});
+  std::vector<int64_t> made;
+  auto scalar = [&](int64_t n) {
+    made.push_back(n);
+    return n == 2 ? std::string("two") : "count" + std::to_string(n);  // interned, as LoweringContext's
+  };
+  EXPECT_EQ(DedupeGateChecks(&g, scalar), 2);
+  EXPECT_EQ(made, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(g.node(13).input_size(), 1);
+  EXPECT_EQ(g.node(13).input(0), "c0");
+  EXPECT_EQ(g.node(15).input(1), "count1");
+  EXPECT_EQ(std::vector<std::string>(g.node(3).input().begin(), g.node(3).input().end()),
+            (std::vector<std::string>{"c0", "c1"}));
+  EXPECT_EQ(g.node(5).input(1), "two");
+  EXPECT_EQ(g.node(6).input_size(), 3);
+  EXPECT_EQ(g.node(9).input_size(), 3);
+  EXPECT_EQ(MergeDuplicateNodes(&g), 3);  // gate2's Concat, Size and Equal are gate1's
+}
+
 TEST(AnnotateRangeLengths, ARangeOverAnInputDimHasItsLength) {
   onnx::GraphProto g;
   Input(&g, "ids", {"batch", "seq"});

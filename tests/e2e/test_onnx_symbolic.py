@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 import torch
 
@@ -95,6 +96,39 @@ def test_values_of_every_dtype_pass_the_guards_unchanged(cli, tmp_path):
         np.testing.assert_array_equal(got[k], v.numpy(), err_msg=k)
     with pytest.raises(Exception, match=r"ivytrace guard 0: ivytrace.sym.__bool__"):
         sess.run(None, {"x": np.ones((2, 3), np.float32)})
+
+
+def test_a_value_read_after_two_guards_waits_on_both_checks(cli, tmp_path):
+    # `early` is computed before both guards and read only after the second. onnxruntime may run a
+    # node as soon as its inputs exist, so the read must wait on every check before it, not only
+    # on the newest: otherwise `early + z` can run (and fail in its broadcast, or be returned)
+    # before the first guard's check has refused the input.
+    def fn(x):
+        early = x * 2
+        y = x + 1 if x.shape[0] > 2 else x - 1
+        z = y * 3 if x.shape[1] > 1 else y
+        return early + z
+
+    sess = _export(cli, fn, torch.randn(4, 3), tmp_path / "m.onnx")
+    model = onnx.load(str(tmp_path / "m.onnx"))
+    order = {out: i for i, n in enumerate(model.graph.node) for out in n.output}
+    producer = {out: n for n in model.graph.node for out in n.output}
+    checks = [n.output[0] for n in model.graph.node if n.name.startswith("ivytrace guard")]
+    assert len(checks) == 2
+    gated = 0
+    for i, n in enumerate(model.graph.node):
+        if n.op_type != "Where" or n.input[1] != n.input[2] or n.input[0] not in producer:
+            continue
+        size = producer[producer[n.input[0]].input[0]]          # Equal(Size(Concat(checks)), n)
+        waits_on = set(producer[size.input[0]].input) if producer[size.input[0]].op_type == "Concat" \
+            else {size.input[0]}
+        assert waits_on == {c for c in checks if order[c] < i}, n.name
+        gated += 1
+    assert gated >= 1
+    assert _outcome(sess, S.TorchOps, fn, torch.randn(5, 2)) == "match"
+    for shape in ((2, 3), (5, 1), (1, 1)):
+        with pytest.raises(Exception, match=r"ivytrace guard [01]: ivytrace.sym.__bool__"):
+            sess.run(None, {"x": np.ones(shape, np.float32)})
 
 
 def test_a_float_argument_is_a_model_input(cli, tmp_path):

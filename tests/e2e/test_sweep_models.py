@@ -380,3 +380,30 @@ def test_torch_norm_orders_export(p, tmp_path):
     sess = _session(ivytrace.export(f, tmp_path / "n.onnx", args=(x,)))
     for xb in (x, torch.randn(5, 3, 4)):
         _check(_ort(sess, xb), f(xb), f"p={p}")
+
+
+def test_dinov2_at_another_image_size_fails_in_its_guard_not_in_a_broadcast(tmp_path):
+    # DINOv2 interpolates its position embeddings only when the patch count differs from the
+    # recorded one: a guard. Every value read after a guard's check waits on all checks before it,
+    # not only the newest's, so onnxruntime stops at the guard, naming the user's line, before a
+    # value from the traced path meets the new image size in an Add.
+    torch.manual_seed(0)
+    cfg = transformers.Dinov2Config(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, mlp_ratio=2,
+                                    image_size=32, patch_size=8)
+    model = transformers.Dinov2Model(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    def images(b, n, seed):
+        return torch.randn(b, 3, n, n, generator=torch.Generator().manual_seed(seed))
+
+    sess = _session(ivytrace.export(forward, tmp_path / "dinov2.onnx", args=(images(2, 32, 0),),
+                                    allow_specialized=True))
+    for b in (1, 3):
+        x = images(b, 32, b)
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+    for b, n in ((3, 56), (4, 48), (2, 40)):
+        with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_dinov2.py"):
+            _ort(sess, images(b, n, n))

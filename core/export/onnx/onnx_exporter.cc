@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "core/export/onnx/lowering_context.h"
 #include "core/export/onnx/lowering_table.h"
@@ -161,6 +164,18 @@ Status SetOutputShape(const std::vector<int64_t>& recorded, const onnx::ValueInf
 }
 
 // Lowers one node: its schema's canonical op, after argument normalization, through the table.
+// Shape arithmetic the exporter need not order after a guard's check: ops on ints and bools that
+// give a value on every input (integer division and modulo, which fail on a zero, and powers are
+// not among them).
+bool UngatedShapeArithmetic(const std::string& op) {
+  static const std::unordered_set<std::string_view> kOps = {
+      "ivytrace.sym.size", "ivytrace.sym.dim", "ivytrace.sym.numel", "ivytrace.sym.add", "ivytrace.sym.sub",
+      "ivytrace.sym.mul",  "ivytrace.sym.neg", "ivytrace.sym.abs",   "ivytrace.sym.min", "ivytrace.sym.max",
+      "ivytrace.sym.eq",   "ivytrace.sym.ne",  "ivytrace.sym.lt",    "ivytrace.sym.le",  "ivytrace.sym.gt",
+      "ivytrace.sym.ge",   "ivytrace.sym.not_", "ivytrace.sym.and_", "ivytrace.sym.or_"};
+  return kOps.count(op) > 0;
+}
+
 Status LowerNode(const Node& node, LoweringContext& ctx) {
   if (!node.schema) return Status::Unsupported("not in schemas/: no canonical op, so no ONNX lowering");
   if (node.schema->random() && !onnx_export::FindCanonicalLowering(node.canonical())) {
@@ -355,13 +370,19 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   std::string gate;
   uint32_t epoch = 0;
   std::vector<uint32_t> epoch_of(graph.values.size(), 0);  // when the value was defined or last gated
+  // A gated value's name and epoch before its first gate.
+  std::unordered_map<ValueId, std::pair<std::string, uint32_t>> before_gate;
   auto emit_checks_of = [&](ValueId v) {
     auto it = checks_of.find(v);
     if (it == checks_of.end()) return;
     std::vector<std::string> now;
     for (size_t k : it->second) now.push_back(onnx_export::EmitGuardCheck(ctx, *checks[k], k));
     check_outputs.insert(check_outputs.end(), now.begin(), now.end());
-    gate = onnx_export::CombineGuardChecks(ctx, now);
+    // The gate waits on every check so far, not only this epoch's: a value from before an
+    // earlier check, read only now, must not run ahead of that check either (it could fail first,
+    // in a broadcast, naming no guard). The same checks repeated in every layer make gates of the
+    // same checks once MergeDuplicateNodes merged them; DedupeGateChecks then makes them one.
+    gate = onnx_export::CombineGuardChecks(ctx, check_outputs);
     ++epoch;
   };
   if (!checks.empty()) {  // guards on region inputs and constants, before any node
@@ -392,12 +413,32 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     }
     for (ValueId v : node.outputs) IVY_RETURN_IF_ERROR(check_value(v));
     ctx.BeginNode(node, i);
+    // Shape arithmetic that cannot fail (dims compared, added, multiplied) reads its inputs as
+    // they were before any gate, and its results count as computed in its inputs' epoch: a
+    // tensor op reading them later still waits on the gate. A guard's check in every layer then
+    // reads the same values, is one node after MergeDuplicateNodes, and so are the gates on it.
+    const bool ungated = UngatedShapeArithmetic(node.op);
+    std::vector<std::pair<ValueId, std::string>> gated_names;  // rebound back after the lowering
+    uint32_t inputs_epoch = 0;
     for (ValueId v : node.inputs) {
+      if (ungated) {
+        auto before = before_gate.find(v);
+        if (before == before_gate.end()) {
+          inputs_epoch = std::max(inputs_epoch, epoch_of[v]);
+        } else {
+          gated_names.emplace_back(v, ctx.In(v));
+          ctx.BindValue(v, before->second.first);
+          inputs_epoch = std::max(inputs_epoch, before->second.second);
+        }
+        continue;
+      }
       if (epoch_of[v] == epoch || graph.values[v].kind == v1::CONSTANT_VALUE) continue;
+      before_gate.emplace(v, std::make_pair(ctx.In(v), epoch_of[v]));
       ctx.BindValue(v, onnx_export::GateOn(ctx, ctx.In(v), graph.values[v].dtype, gate));
       epoch_of[v] = epoch;
     }
     Status st = LowerNode(node, ctx);
+    for (const auto& [v, name] : gated_names) ctx.BindValue(v, name);
     if (st.ok()) st = ctx.TakeError();
     if (st.ok()) {
       // Values the node defines that its lowering did not (in-place writes aliasing the result).
@@ -412,7 +453,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       }
     }
     if (st.ok()) {
-      for (ValueId v : node.outputs) epoch_of[v] = epoch;
+      for (ValueId v : node.outputs) epoch_of[v] = ungated ? inputs_epoch : epoch;
       for (ValueId v : node.outputs) emit_checks_of(v);
       st = ctx.TakeError();
       if (st.ok()) continue;
@@ -509,6 +550,11 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     // changes were made (each can make more dims known to the next round).
     std::vector<onnx::ValueInfoProto> notes;
     std::unordered_set<std::string> noted;
+    // The passes' constants: interned initializers (the same value is the same name).
+    const onnx_export::ScalarInitializer scalar = [&](int64_t n) {
+      return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64);
+    };
+    const onnx_export::Int64sInitializer int64s = [&](const std::vector<int64_t>& v) { return ctx.Int64s(v); };
     bool first_round = true;
     auto infer_and_replace = [&]() -> int {
       if (!first_round) onnx_export::RemoveUnreadNodes(og);   // reads an earlier round replaced
@@ -531,14 +577,10 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
         auto it = types.find(name);
         return it == types.end() ? nullptr : it->second;
       };
-      changed += onnx_export::ReplaceKnownDimReads(
-          og, inferred, [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
-      changed += onnx_export::FoldIntConstants(
-          og, inferred, [&](const std::vector<int64_t>& v) { return ctx.Int64s(v); },
-          [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
-      changed += onnx_export::ConstantKnownShapes(
-          og, inferred, [&](const std::vector<int64_t>& v) { return ctx.Int64s(v); },
-          [&](int64_t n) { return ctx.Scalar(onnx_export::Number::Int(n), v1::INT64); });
+      changed += onnx_export::ReplaceKnownDimReads(og, inferred, scalar);
+      changed += onnx_export::FoldIntConstants(og, inferred, int64s, scalar);
+      changed += onnx_export::DedupeGateChecks(og, scalar);
+      changed += onnx_export::ConstantKnownShapes(og, inferred, int64s, scalar);
       for (auto& v : onnx_export::DeclareReshapeShapes(*og, inferred)) {
         if (!noted.insert(v.name()).second) continue;
         notes.push_back(std::move(v));
@@ -559,6 +601,9 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       *og->mutable_input(static_cast<int>(i)) = std::move(declared_inputs[i]);
     }
     onnx_export::MergeDuplicateNodes(og);
+    if (onnx_export::DedupeGateChecks(og, scalar)) {
+      onnx_export::MergeDuplicateNodes(og);
+    }
     onnx_export::DropRedundantGates(og);
     onnx_export::RemoveUnreadNodes(og);
     onnx_export::FoldInitializerTransposes(og);

@@ -230,20 +230,105 @@ int FoldInitializerTransposes(onnx::GraphProto* graph) {
   return count;
 }
 
+namespace {
+// The checks each gate of CombineGuardChecks waits on: gate (Equal's output) -> the Size's input,
+// or the Concat's inputs when the Size reads a Concat. Gates are Equal(Size(...), n), in order.
+std::vector<std::pair<std::string, std::vector<std::string>>> GateChecks(const onnx::GraphProto& graph) {
+  std::unordered_map<std::string_view, const onnx::NodeProto*> size_of;  // Size output -> node
+  std::unordered_map<std::string_view, const onnx::NodeProto*> concat_of;
+  for (const auto& n : graph.node()) {
+    if (n.output_size() != 1) continue;
+    if (n.op_type() == "Size" && n.input_size() == 1) size_of.emplace(n.output(0), &n);
+    if (n.op_type() == "Concat") concat_of.emplace(n.output(0), &n);
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> gates;
+  if (size_of.empty()) return gates;
+  for (const auto& n : graph.node()) {
+    if (n.op_type() != "Equal" || n.input_size() != 2 || n.output_size() != 1) continue;
+    auto s = size_of.find(n.input(0));
+    if (s == size_of.end()) continue;
+    const std::string& all = s->second->input(0);
+    auto c = concat_of.find(all);
+    std::vector<std::string> checks;
+    if (c == concat_of.end()) {
+      checks.push_back(all);
+    } else {
+      checks.assign(c->second->input().begin(), c->second->input().end());
+    }
+    gates.emplace_back(n.output(0), std::move(checks));
+  }
+  return gates;
+}
+}  // namespace
+
+int DedupeGateChecks(onnx::GraphProto* graph, const ScalarInitializer& scalar) {
+  std::unordered_map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : graph->initializer()) inits.emplace(t.name(), &t);
+  std::unordered_map<std::string, int> readers;
+  for (const auto& n : graph->node()) {
+    for (const auto& in : n.input()) ++readers[in];
+  }
+  for (const auto& o : graph->output()) ++readers[o.name()];
+  std::unordered_map<std::string, onnx::NodeProto*> producer;
+  for (auto& n : *graph->mutable_node()) {
+    for (const auto& o : n.output()) producer[o] = &n;
+  }
+  int changed = 0;
+  for (auto& eq : *graph->mutable_node()) {
+    if (eq.op_type() != "Equal" || eq.input_size() != 2 || eq.output_size() != 1) continue;
+    auto s = producer.find(eq.input(0));
+    if (s == producer.end() || s->second->op_type() != "Size" || s->second->input_size() != 1) continue;
+    auto c = producer.find(s->second->input(0));
+    if (c == producer.end() || c->second->op_type() != "Concat") continue;
+    onnx::NodeProto* concat = c->second;
+    int64_t n = 0;
+    // Only a gate as CombineGuardChecks made it: n is the number of checks, and nothing else reads
+    // the Concat or the Size (so changing them changes only this gate).
+    if (!ConstantIndex(inits, eq.input(1), &n) || n != concat->input_size() || readers[concat->output(0)] != 1 ||
+        readers[eq.input(0)] != 1) {
+      continue;
+    }
+    std::unordered_set<std::string> seen;
+    std::vector<std::string> unique;
+    std::string passed;  // a check FoldIntConstants made a constant: it passes whatever the input
+    for (const auto& in : concat->input()) {
+      int64_t element = 0;
+      if (ConstantIndex(inits, in, &element)) {
+        passed = in;
+      } else if (seen.insert(in).second) {
+        unique.push_back(in);
+      }
+    }
+    if (unique.empty()) unique.push_back(passed);  // a Concat of one constant, folded next round
+    if (unique.size() == static_cast<size_t>(concat->input_size())) continue;
+    concat->clear_input();
+    for (auto& in : unique) concat->add_input(std::move(in));
+    eq.set_input(1, scalar(static_cast<int64_t>(concat->input_size())));
+    ++changed;
+  }
+  return changed;
+}
+
 int DropRedundantGates(onnx::GraphProto* graph) {
   // The gates CombineGuardChecks makes: Equal(Size(...), n), 0-d. Up to 64 of them are followed,
-  // one bit each; a model with more keeps the gates past the 64th.
-  std::unordered_set<std::string_view> sizes;  // outputs of Size nodes (views into the nodes)
-  for (const auto& n : graph->node()) {
-    if (n.op_type() == "Size" && n.output_size() == 1) sizes.insert(n.output(0));
-  }
-  if (sizes.empty()) return 0;
+  // one bit each; a model with more keeps the gates past the 64th. A gate whose checks include
+  // all of another's implies that one: a value computed after it is computed after both.
+  const auto gates = GateChecks(*graph);
+  if (gates.empty()) return 0;
   std::unordered_map<std::string, int> gate_bit;
-  for (const auto& n : graph->node()) {
-    if (n.op_type() != "Equal" || n.input_size() != 2 || n.output_size() != 1 || gate_bit.size() >= 64) continue;
-    if (sizes.count(n.input(0))) gate_bit.emplace(n.output(0), static_cast<int>(gate_bit.size()));
+  std::vector<uint64_t> implies;
+  for (size_t i = 0; i < gates.size() && i < 64; ++i) gate_bit.emplace(gates[i].first, static_cast<int>(i));
+  for (size_t i = 0; i < gate_bit.size(); ++i) {
+    const std::unordered_set<std::string_view> mine(gates[i].second.begin(), gates[i].second.end());
+    uint64_t mask = 0;
+    for (size_t j = 0; j < gate_bit.size(); ++j) {
+      if (std::all_of(gates[j].second.begin(), gates[j].second.end(),
+                      [&](const std::string& c) { return mine.count(c) > 0; })) {
+        mask |= uint64_t{1} << j;
+      }
+    }
+    implies.push_back(mask);
   }
-  if (gate_bit.empty()) return 0;
   std::unordered_set<std::string> graph_outputs;
   for (const auto& o : graph->output()) graph_outputs.insert(o.name());
   // after[v]: the gates value v is computed after (it reads them, or reads a value that does).
@@ -263,7 +348,7 @@ int DropRedundantGates(onnx::GraphProto* graph) {
       auto a = after.find(in);
       if (a != after.end()) mask |= a->second;
       auto g = gate_bit.find(in);
-      if (g != gate_bit.end()) mask |= uint64_t{1} << g->second;
+      if (g != gate_bit.end()) mask |= implies[static_cast<size_t>(g->second)];
     }
     if (n->op_type() == "Where" && n->input_size() == 3 && n->output_size() == 1 && n->input(1) == n->input(2) &&
         !graph_outputs.count(n->output(0))) {

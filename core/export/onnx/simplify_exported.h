@@ -80,6 +80,13 @@ int RemoveUnreadNodes(onnx::GraphProto* graph);
 // so no weight is stored twice. Returns how many were folded.
 int FoldInitializerTransposes(onnx::GraphProto* graph);
 
+// In each gate CombineGuardChecks made, `Equal(Size(Concat(checks...)), n)` with n the number of
+// checks, drops the checks that repeat (after MergeDuplicateNodes, the same guard's check in every
+// layer is one value) and those FoldIntConstants made constants (they pass on every input), and
+// sets n to the count left, so that gates of the same checks are the same nodes for the next
+// MergeDuplicateNodes. Returns how many gates changed.
+int DedupeGateChecks(onnx::GraphProto* graph, const ScalarInitializer& scalar);
+
 // Drops each `Where(gate, v, v)` (GateOn) whose v is already computed after that gate, i.e. reads
 // it, directly or through other values: the gate orders nothing more. After MergeDuplicateNodes,
 // the same guard check in every layer is one gate, and each layer's q, k and v were gated on it
