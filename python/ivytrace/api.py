@@ -710,7 +710,8 @@ def export(fn, path, args=None, kwargs=None, *, to: str = "onnx", allow_speciali
     The CLI decides, and its refusals are CLIError with its message and exit status: a graph
     that guards hold (a branch on a value, a shape the graph depends on) is refused with exit 5
     and the list of guards unless `allow_specialized` (they then go into the model's
-    metadata_props); `static` exports the recorded shapes. Python ints among the arguments are
+    metadata_props); `static` exports the recorded shapes (the call is recorded with plain
+    shapes, so values that follow from them alone are constants). Python ints among the arguments are
     inputs of the graph where the exporter takes them, else specialized with a StateWarning, as
     in trace_graph. Returns `path`; on failure nothing is written there."""
     if to not in ("onnx", "plan"):
@@ -727,7 +728,10 @@ def export(fn, path, args=None, kwargs=None, *, to: str = "onnx", allow_speciali
                                    ("--allow-specialized", allow_specialized), ("--static", static)) if on]
 
     def attempt(symbolic_ints):
-        r = _record_once(fn, args, kwargs, nums, names, symbolic_ints=symbolic_ints, freeze=True)
+        # static: shapes are read as plain ints, so what follows only from them (positions, a
+        # causal mask, rotary tables) is computed from constants and folded like them.
+        r = _record_once(fn, args, kwargs, nums, names, symbolic_ints=symbolic_ints, freeze=True,
+                         symbolic_shapes=not static)
         try:
             run_cli("export", r.trace_path, "--to", to, "-o", path, *flags)
         except CLIError as e:
@@ -965,7 +969,8 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
 
 
 def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_ints, stateful=None,
-                 arg_stateful_idxs=None, kwarg_stateful_idxs=None, freeze=False) -> _Recorded:
+                 arg_stateful_idxs=None, kwarg_stateful_idxs=None, freeze=False,
+                 symbolic_shapes=True) -> _Recorded:
     """Record one call of `fn` into a trace in a new temporary directory (the caller owns it)."""
     name = _name_of(fn)
     is_module = _is_torch_module(fn)
@@ -986,7 +991,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         if _has_jax_array((args, kwargs)):
             frameworks += ("jax",)
         rec = Recorder(trace_path, frameworks=frameworks or ("numpy",), warn_guards=True, argv=sys.argv,
-                       buffer_bytes=1 << 20)
+                       buffer_bytes=1 << 20, symbolic_shapes=symbolic_shapes)
         state_in, state_out = [], []
         holders = _stateful_objects(fn, args, kwargs, stateful, arg_stateful_idxs, kwarg_stateful_idxs)
         before = [(which, obj, _attrs(obj)) for which, obj in holders]
@@ -996,7 +1001,8 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         # JAX: which input dims the program's shapes follow, proven by tracing it with JAX's
         # symbolic dims (recorder/jax_shapes.py); done before recording, which it must not enter.
         shape_plan = None
-        if "jax" in frameworks and source == "jax" and os.environ.get("IVYTRACE_JAX_SYMBOLIC_SHAPES", "1") != "0":
+        if "jax" in frameworks and source == "jax" and symbolic_shapes and \
+                os.environ.get("IVYTRACE_JAX_SYMBOLIC_SHAPES", "1") != "0":
             from ivytrace.recorder import jax_shapes
             shape_plan, why = jax_shapes.prepare(call, args, kwargs)
             if shape_plan is None:

@@ -644,6 +644,37 @@ TEST(HasSubgraphs, SeesIfBranches) {
   EXPECT_TRUE(HasSubgraphs(g));
 }
 
+
+onnx::TensorProto* Ones(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims, float value = 1) {
+  auto* t = FloatInit(g, name, dims);
+  std::vector<float> v(t->raw_data().size() / sizeof(float), value);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  return t;
+}
+
+TEST(DropMultipliesByOne, AProductWithOnesThatKeepsTheShapeIsTheOtherInput) {
+  onnx::GraphProto g;
+  Ones(&g, "w", {4});           // an RMSNorm weight at its random init
+  Ones(&g, "wide", {3, 4});     // broadcasts x of (2, 1, 4) to (2, 3, 4): kept
+  Ones(&g, "half", {4}, 0.5f);  // not ones: kept
+  Add(&g, "Mul", {"w", "x"}, {"a"});
+  Add(&g, "Div", {"a", "w"}, {"b"});
+  Add(&g, "Mul", {"b", "wide"}, {"c"});
+  Add(&g, "Mul", {"c", "half"}, {"d"});
+  Add(&g, "Div", {"w", "d"}, {"e"});     // ones / x is not x: kept
+  Add(&g, "Mul", {"e", "w"}, {"out"});   // a graph output keeps its node
+  g.add_output()->set_name("out");
+  onnx::TypeProto x;
+  x.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : {2, 1, 4}) x.mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+  auto inferred = [&](const std::string& name) -> const onnx::TypeProto* {
+    return name == "x" || name == "a" || name == "b" ? &x : nullptr;
+  };
+  EXPECT_EQ(DropMultipliesByOne(&g, inferred), 2);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Mul", "Mul", "Div", "Mul"}));
+  EXPECT_EQ(g.node(0).input(0), "x");   // c = x * wide
+}
+
 }  // namespace
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -91,6 +91,45 @@ def test_static_exports_the_recorded_shapes(tmp_path):
     assert [d.dim_value for d in dims] == [4, 3] and not any(d.dim_param for d in dims)
 
 
+def _attention_with_positions(x):
+    # What a decoder computes from its input's length alone: positions, a causal mask, rotary
+    # tables, and a branch on a value of the positions (transformers' packed-sequence check reads
+    # one element of a strided view).
+    t = x.shape[1]
+    pos = torch.arange(t)[None, :].expand(x.shape[0], t)
+    if (pos[:, -1] == t - 1).all():
+        x = x + 0.0
+    angle = pos[..., None].float() / 10.0
+    h = x * torch.cos(angle) + x * torch.sin(angle)
+    scores = h @ h.transpose(1, 2)
+    mask = torch.ones(t, t, dtype=torch.bool).tril()
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1) @ h
+
+
+def test_a_static_export_folds_what_follows_from_the_shapes_alone(tmp_path):
+    x = torch.randn(2, 6, 4)
+    want = _attention_with_positions(x).numpy()
+    # Static: recorded with plain shapes, so positions, mask and tables are constants, and the
+    # branch on the positions needs no allow_specialized (it holds on a constant).
+    static = ivytrace.export(_attention_with_positions, tmp_path / "s.onnx", args=(x,), static=True)
+    ops = {n.op_type for n in onnx.load(static).graph.node}
+    assert not ops & {"Range", "Cos", "Sin", "Trilu", "ConstantOfShape"}, ops
+    _, (got,) = _run(static, [x.numpy()])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    x2 = torch.randn(2, 6, 4)
+    _, (got2,) = _run(static, [x2.numpy()])
+    np.testing.assert_allclose(got2, _attention_with_positions(x2).numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(Exception, match="Got invalid dimensions for input"):
+        _run(static, [np.zeros((2, 7, 4), np.float32)])
+    # Dynamic (the default): the same values are computed from the input's length, and the model
+    # follows it.
+    dynamic = ivytrace.export(_attention_with_positions, tmp_path / "d.onnx", args=(x,), allow_specialized=True)
+    assert {"Range", "Cos", "Sin"} <= {n.op_type for n in onnx.load(dynamic).graph.node}
+    x3 = torch.randn(3, 9, 4)
+    _, (got3,) = _run(dynamic, [x3.numpy()])
+    np.testing.assert_allclose(got3, _attention_with_positions(x3).numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_export_to_a_plan_replays(tmp_path):
     def f(x, y):
         return torch.tanh(x) * y + 1.0

@@ -247,6 +247,13 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
         typed.push_back(all[i] + " (checked by the ONNX input's declared type)");
         continue;
       }
+      if (g.has_tensor() && g.tensor().value() < graph.values.size() &&
+          graph.values[g.tensor().value()].kind == v1::CONSTANT_VALUE) {
+        // Its value is an initializer of the model (a mask computed from the recorded shapes in
+        // a static export): it holds on every input.
+        typed.push_back(all[i] + " (holds: its value is a constant of the model)");
+        continue;
+      }
       const bool checkable = options.guard_checks && onnx_export::GuardCheckable(graph, g);
       const bool symbolic = checkable && onnx_export::IsSymbolicValue(graph, g.tensor().value());
       if (checkable && (symbolic || options.allow_specialized)) {
@@ -580,6 +587,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       changed += onnx_export::ReplaceKnownDimReads(og, inferred, scalar);
       changed += onnx_export::FoldIntConstants(og, inferred, int64s, scalar);
       changed += onnx_export::DedupeGateChecks(og, scalar);
+      changed += onnx_export::DropMultipliesByOne(og, inferred);
       changed += onnx_export::ConstantKnownShapes(og, inferred, int64s, scalar);
       for (auto& v : onnx_export::DeclareReshapeShapes(*og, inferred)) {
         if (!noted.insert(v.name()).second) continue;

@@ -151,6 +151,83 @@ void Permute(const std::string& in, const std::vector<int64_t>& dims, const std:
 
 }  // namespace
 
+namespace {
+// Whether an initializer holds only the value 1 (in its type), read from its raw bytes.
+bool AllOnes(const onnx::TensorProto& t) {
+  if (!t.has_raw_data() || t.raw_data().empty()) return false;
+  const std::string& raw = t.raw_data();
+  auto all = [&](auto one) {
+    using T = decltype(one);
+    if (raw.size() % sizeof(T)) return false;
+    for (size_t i = 0; i < raw.size(); i += sizeof(T)) {
+      T v;
+      std::memcpy(&v, raw.data() + i, sizeof(T));
+      if (!(v == one)) return false;
+    }
+    return true;
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto::FLOAT: return all(1.0f);
+    case onnx::TensorProto::DOUBLE: return all(1.0);
+    case onnx::TensorProto::INT64: return all(int64_t{1});
+    case onnx::TensorProto::INT32: return all(int32_t{1});
+    default: return false;   // half types: bit patterns, not worth the table
+  }
+}
+}  // namespace
+
+int DropMultipliesByOne(onnx::GraphProto* graph, const InferredTypes& inferred) {
+  std::unordered_map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : graph->initializer()) inits.emplace(t.name(), &t);
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : graph->output()) graph_outputs.insert(o.name());
+  std::unordered_map<std::string, std::string> renamed;
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> drop(static_cast<size_t>(nodes->size()), false);
+  int dropped = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto& n = *nodes->Mutable(i);
+    for (auto& in : *n.mutable_input()) {
+      auto r = renamed.find(in);
+      if (r != renamed.end()) in = r->second;
+    }
+    const bool mul = n.op_type() == "Mul";
+    if ((!mul && n.op_type() != "Div") || !n.domain().empty() || n.input_size() != 2 || n.output_size() != 1 ||
+        graph_outputs.count(n.output(0))) {
+      continue;
+    }
+    // x * ones, ones * x, x / ones: x itself, bit for bit, when the ones broadcast into x's shape
+    // without changing it (each of their dims 1 or x's own static dim, and no more of them).
+    for (int side = 0; side < (mul ? 2 : 1); ++side) {
+      const int one_at = 1 - side;
+      auto c = inits.find(n.input(one_at));
+      if (c == inits.end() || !AllOnes(*c->second)) continue;
+      const onnx::TypeProto* xt = inferred(n.input(side));
+      if (!xt || !xt->has_tensor_type() || !xt->tensor_type().has_shape() ||
+          xt->tensor_type().elem_type() != c->second->data_type()) {
+        continue;
+      }
+      const auto& xs = xt->tensor_type().shape();
+      const onnx::TensorProto& ones = *c->second;
+      if (ones.dims_size() > xs.dim_size()) continue;
+      bool keeps = true;
+      for (int j = 1; j <= ones.dims_size() && keeps; ++j) {
+        const int64_t od = ones.dims(ones.dims_size() - j);
+        const auto& xd = xs.dim(xs.dim_size() - j);
+        keeps = od == 1 || (xd.has_dim_value() && xd.dim_value() == od);
+      }
+      if (!keeps) continue;
+      renamed[n.output(0)] = n.input(side);
+      drop[static_cast<size_t>(i)] = true;
+      ++dropped;
+      break;
+    }
+  }
+  if (!dropped) return 0;
+  DropNodes(nodes, drop);
+  return dropped;
+}
+
 int FoldInitializerTransposes(onnx::GraphProto* graph) {
   {  // Most graphs have no Transpose of an initializer: said without hashing every name.
     std::unordered_set<std::string_view> init_names;

@@ -65,6 +65,11 @@ std::vector<onnx::ValueInfoProto> DeclareReshapeShapes(const onnx::GraphProto& g
 int FoldIntConstants(onnx::GraphProto* graph, const InferredTypes& inferred, const Int64sInitializer& int64s,
                      const ScalarInitializer& scalar);
 
+// Drops each Mul by an initializer of ones (either side) and each Div by one, whose broadcast
+// keeps the other input's shape (`inferred`, as above; their types equal): the product is that
+// input, bit for bit. (A randomly initialized RMSNorm's weight is all ones.) Returns how many.
+int DropMultipliesByOne(onnx::GraphProto* graph, const InferredTypes& inferred);
+
 // Drops every node that repeats an earlier node (same op, domain, inputs and attributes; outputs
 // renamed in the nodes after it) where that is safe: the op is deterministic, has no subgraph,
 // and none of the node's outputs is a graph output. Returns how many nodes were dropped.

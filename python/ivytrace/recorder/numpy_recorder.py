@@ -181,7 +181,7 @@ def _shape_get(self):
     rec = _REC
     if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
         rec.shape_read("numpy.ndarray.shape", self, v)
-        if rec._regions and rec._sym_tensor_arg(self) is not None:
+        if rec._regions and rec.session.symbolic_shapes and rec._sym_tensor_arg(self) is not None:
             rec._guard_ranks()
             return rec._sym_size(self, v)
     return v
@@ -192,7 +192,7 @@ def _size_get(self):
     rec = _REC
     if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
         rec.shape_read("numpy.ndarray.size", self, v)
-        if rec._regions and rec._sym_tensor_arg(self) is not None:
+        if rec._regions and rec.session.symbolic_shapes and rec._sym_tensor_arg(self) is not None:
             rec._guard_ranks()
             return rec._sym_leaf(self, "ivytrace.sym.numel", None, v)
     return v
@@ -202,7 +202,7 @@ def _ndim_get(self):
     v = np.ndarray.ndim.__get__(self)
     rec = _REC
     if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
-        if rec._regions and rec._sym_tensor_arg(self) is not None:
+        if rec._regions and rec.session.symbolic_shapes and rec._sym_tensor_arg(self) is not None:
             rec._guard_ranks()   # ranks follow from the inputs' ranks: guarded once per region
     return v
 
@@ -221,7 +221,7 @@ def _len(self):
     rec = _REC
     if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
         rec.shape_read("numpy.ndarray.__len__", self, v)
-        if rec._regions and rec._sym_tensor_arg(self) is not None:
+        if rec._regions and rec.session.symbolic_shapes and rec._sym_tensor_arg(self) is not None:
             rec._guard_ranks()
             return rec._sym_leaf(self, "ivytrace.sym.size", 0, v)
     return v

@@ -60,6 +60,10 @@ class Recorder:
     warn_guards: warn once per source line whose control flow depends on a tensor value.
     buffer_bytes: batch writes up to this size (default 0: write every call as it happens, so a
     killed program still leaves its records).
+    symbolic_shapes: shape reads in a region give ints that remember the dims they came from
+    (recorder/sym.py), so the graph follows its inputs' shapes; False gives plain ints, and the
+    graph is specialized on the recorded shapes (a static export: what depends only on them, a
+    causal mask or rotary tables, is then a constant the exporter folds).
     max_ops / max_bytes: stop recording once the trace holds this many op events / would grow
     past this many bytes (footer included): the footer is written at once (it records the limit),
     a message goes to stderr, and the program runs on unrecorded (see LimitedTraceWriter).
@@ -67,7 +71,7 @@ class Recorder:
 
     def __init__(self, path, *, frameworks=("torch",), warn_guards: bool = False, argv=None,
                  buffer_bytes: int = 0, max_ops: int | None = None, max_bytes: int | None = None,
-                 limit_names=("max_ops", "max_bytes")):
+                 limit_names=("max_ops", "max_bytes"), symbolic_shapes: bool = True):
         unknown = [f for f in frameworks if f not in KNOWN_FRAMEWORKS]
         if unknown:
             raise ValueError(f"ivytrace: unknown framework(s) {', '.join(unknown)}; "
@@ -75,6 +79,7 @@ class Recorder:
         self.path = os.fspath(path)
         self.frameworks = tuple(frameworks)
         self.warn_guards = warn_guards
+        self.symbolic_shapes = symbolic_shapes
         self.argv = list(sys.argv if argv is None else argv)
         # 0: every call is written as it happens (a killed program leaves a readable prefix).
         self.buffer_bytes = buffer_bytes

@@ -411,7 +411,12 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
                     d = d.resolve_conj()
                 if d.is_neg():
                     d = d.resolve_neg()
-                arr = d.contiguous().reshape(-1).view(torch.uint8).numpy()
+                flat = d.contiguous().reshape(-1)
+                if flat.numel() and flat.stride(0) != 1:
+                    # One element with a stride of its own (x[:, -1] of a (1, n) tensor): torch
+                    # calls it contiguous, but a view as bytes needs stride 1.
+                    flat = flat.clone(memory_format=torch.contiguous_format)
+                arr = flat.view(torch.uint8).numpy()
                 dtype = DTYPES.get(t.dtype, 0)
                 shape = tuple(t.shape)
             except Exception as e:  # sparse, quantized, meta...: no dense value to record
@@ -752,7 +757,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
             payload = (ld(_SR.TENSOR, r[3] + _version_field(t._version) + r[4]) + _SR.OP + info[1][len(OP.OP):]
                        + ld(_SR.VALUE, self._ref.encode(result, [])) + _SR.FILE + varint(fid) + _SR.LINE + varint(line))
             self.w.emit(TAG_SHAPE_READ, payload)
-            if self._regions and self._get_ident() == self._thread and self._sym_known(t) is not None:
+            if self._regions and self._get_ident() == self._thread and self.session.symbolic_shapes and \
+                    self._sym_known(t) is not None:
                 return self._symbolic(info[3], t, args, kwargs, result)
         return result
 
