@@ -652,6 +652,47 @@ onnx::TensorProto* Ones(onnx::GraphProto* g, const std::string& name, std::vecto
   return t;
 }
 
+TEST(FoldIntConstants, AnIntComparedWithItselfIsKnown) {
+  onnx::GraphProto g;
+  Input(&g, "x", {"batch", "seq"});
+  ScalarInit(&g, "one", 1);
+  Add(&g, "Shape", {"x"}, {"s"});
+  Add(&g, "Gather", {"s", "one"}, {"t"});           // the length, not known
+  Add(&g, "Greater", {"t", "t"}, {"longer"});       // kv_length > q_length of the same dim: false
+  ScalarInit(&g, "two", 2);
+  Add(&g, "Where", {"longer", "one", "two"}, {"w"});  // so this is 2
+  Add(&g, "Identity", {"w"}, {"out"});
+  Add(&g, "Equal", {"f", "f"}, {"nan_or_not"});     // a float: NaN is not equal to itself
+  Add(&g, "Greater", {"t", "one"}, {"unknown"});
+  Add(&g, "Where", {"nan_or_not", "one", "two"}, {"w2"});
+  Add(&g, "Where", {"unknown", "one", "two"}, {"w3"});
+  g.add_output()->set_name("out");
+  g.add_output()->set_name("w2");
+  g.add_output()->set_name("w3");
+  onnx::TypeProto i64, f32;
+  i64.mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  i64.mutable_tensor_type()->mutable_shape();
+  f32.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  f32.mutable_tensor_type()->mutable_shape();
+  auto inferred = [&](const std::string& name) -> const onnx::TypeProto* {
+    return name == "t" ? &i64 : name == "f" ? &f32 : nullptr;
+  };
+  int made = 0;
+  const int folded = FoldIntConstants(
+      &g, inferred, [&](const std::vector<int64_t>& v) { IntsInit(&g, "v" + std::to_string(made), v); return "v" + std::to_string(made++); },
+      [&](int64_t v) { ScalarInit(&g, "s" + std::to_string(made), v); return "s" + std::to_string(made++); });
+  // `longer` is known false, so w is 2 and its Where goes (the bool's node goes once nothing
+  // reads it); the float compare and the compare with another value stay, and their Wheres.
+  EXPECT_EQ(folded, 1);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Shape", "Gather", "Greater", "Identity", "Equal", "Greater", "Where",
+                                              "Where"}));
+  int64_t w = 0;
+  for (const auto& t : g.initializer()) {
+    if (t.name() == g.node(3).input(0)) std::memcpy(&w, t.raw_data().data(), sizeof w);
+  }
+  EXPECT_EQ(w, 2);
+}
+
 TEST(DropMultipliesByOne, AProductWithOnesThatKeepsTheShapeIsTheOtherInput) {
   onnx::GraphProto g;
   Ones(&g, "w", {4});           // an RMSNorm weight at its random init

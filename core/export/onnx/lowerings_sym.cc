@@ -208,15 +208,18 @@ namespace {
 
 // A 0-d bool: whether the guard's value is what was recorded. bool(t), int(t), float(t) and
 // t.item() read a one-element tensor: it is reshaped to 0-d, then compared.
-std::string GuardOk(LoweringContext& ctx, const v1::Guard& g) {
+// A 0-d bool that is true when the guard holds; `*negated`: it is false then instead (a recorded
+// False is checked on the value itself, not through a Not).
+std::string GuardOk(LoweringContext& ctx, const v1::Guard& g, bool* negated) {
+  *negated = false;
   const ValueId v = g.tensor().value();
   const v1::DType d = PlainDType(ctx.DType(v));
   std::string t = ctx.In(v);
   if (ctx.Rank(v) != 0) t = ctx.EmitTemp("Reshape", {t, ctx.Int64s({})});
   const v1::Arg& want = g.observed();
   if (want.kind_case() == v1::Arg::kB) {
-    t = ctx.CastTo(t, d, v1::BOOL);
-    return want.b() ? ctx.EmitTemp("Identity", {t}) : ctx.EmitTemp("Not", {t});
+    *negated = !want.b();
+    return ctx.CastTo(t, d, v1::BOOL);
   }
   if (want.kind_case() == v1::Arg::kI) {
     return ctx.EmitTemp("Equal", {ctx.CastTo(t, d, v1::INT64), ctx.Scalar(Number::Int(want.i()), v1::INT64)});
@@ -235,7 +238,10 @@ std::string EmitGuardCheck(LoweringContext& ctx, const v1::Guard& g, size_t inde
   // would be fused by onnxruntime into the last one, dropping the others), and is emitted right
   // after the guard's value, so that it fails before later nodes trip over the wrong path.
   std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
-  const std::string shape = ctx.EmitTemp("Where", {GuardOk(ctx, g), ctx.Int64s({1}), ctx.Int64s({-2})});
+  bool negated = false;
+  const std::string ok = GuardOk(ctx, g, &negated);
+  const std::string pass = ctx.Int64s({1}), fail = ctx.Int64s({-2});
+  const std::string shape = ctx.EmitTemp("Where", {ok, negated ? fail : pass, negated ? pass : fail});
   onnx::NodeProto* n = nullptr;
   const std::string out = ctx.EmitTemp("Reshape", {ctx.Int64s({0}), shape}, &n);
   n->set_name("ivytrace guard " + std::to_string(index) + ": " + g.op() + " at " + where + ": recorded " +

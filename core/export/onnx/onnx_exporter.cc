@@ -515,7 +515,13 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       if (checked.empty()) {
         ctx.Emit("Identity", {ctx.In(v)}, {out_names[i]});
       } else {  // every output waits on every check
-        ctx.Emit("Identity", {onnx_export::GateOn(ctx, ctx.In(v), graph.values[v].dtype, checked)}, {out_names[i]});
+        const std::string gated = onnx_export::GateOn(ctx, ctx.In(v), graph.values[v].dtype, checked);
+        onnx::NodeProto* last = og->node_size() ? og->mutable_node(og->node_size() - 1) : nullptr;
+        if (last && last->output_size() == 1 && last->output(0) == gated) {
+          last->set_output(0, out_names[i]);   // the gate's node writes the output itself
+        } else {
+          ctx.Emit("Identity", {gated}, {out_names[i]});
+        }
       }
       IVY_RETURN_IF_ERROR(ctx.TakeError());
     }

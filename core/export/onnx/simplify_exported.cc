@@ -1083,6 +1083,40 @@ bool EvalIntNode(const onnx::NodeProto& n, const std::vector<const IntConst*>& i
 
 }  // namespace
 
+namespace {
+// The result of comparing an int or bool value of static shape (`t`, up to a few elements) with
+// itself: true for Equal, GreaterOrEqual and LessOrEqual, false for Greater and Less.
+bool SelfComparison(const std::string& op, const onnx::TypeProto* t, IntConst* out) {
+  int64_t result;
+  if (op == "Equal" || op == "GreaterOrEqual" || op == "LessOrEqual") {
+    result = 1;
+  } else if (op == "Greater" || op == "Less") {
+    result = 0;
+  } else {
+    return false;
+  }
+  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return false;
+  switch (t->tensor_type().elem_type()) {
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::BOOL:
+      break;
+    default:
+      return false;   // a float is not equal to itself when it is NaN
+  }
+  int64_t count = 1;
+  for (const auto& d : t->tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0 || d.dim_value() > 64) return false;
+    count *= d.dim_value();
+  }
+  if (count > 64) return false;
+  out->v.assign(static_cast<size_t>(count), result);
+  out->rank = t->tensor_type().shape().dim_size();
+  out->is_bool = true;
+  return true;
+}
+}  // namespace
+
 int FoldIntConstants(onnx::GraphProto* graph, const InferredTypes& inferred, const Int64sInitializer& int64s,
                      const ScalarInitializer& scalar) {
   constexpr size_t kMaxElements = 4096;   // shapes, sizes and guards' checks, not data
@@ -1149,6 +1183,10 @@ int FoldIntConstants(onnx::GraphProto* graph, const InferredTypes& inferred, con
       }
       if (!all) continue;
       value.rank = 1;
+    } else if (n.input_size() == 2 && n.input(0) == n.input(1) && !known.count(n.input(0)) &&
+               SelfComparison(n.op_type(), inferred(n.input(0)), &value)) {
+      // A value compared with itself (kv_length > q_length when both are the same dim): an int
+      // or bool equals itself, whatever it is.
     } else {
       in.clear();
       bool all = n.input_size() > 0;
