@@ -1,7 +1,8 @@
 """Capture-to-ONNX for transformers models, beside torch's exporters, measured in the same run.
 
 For each model (random weights, no hub): ivytrace.export (record one call and export it with
-the CLI; no plan), ivytrace's longer path (freeze, i.e. trace + plan export + load_plan, then save
+the CLI; no plan; also with static=True, the recorded shapes, as the torch exporters export by
+default), ivytrace's longer path (freeze, i.e. trace + plan export + load_plan, then save
 the trace and `ivytrace export --to onnx`), torch.onnx.export with the TorchScript exporter (dynamo=False) and the dynamo exporter
 (dynamo=True, needs onnxscript), and torch.export.export (capture only, no ONNX); time (best of
 --repeat) and ONNX node counts, also after onnx-simplifier (onnxsim) on each ONNX file.
@@ -109,6 +110,12 @@ def run(name, repeat, tmp):
         with torch.no_grad():
             ivytrace.export(wrapped, out_direct, args=args, allow_specialized=True)
 
+    out_static = tmp / f"{name}_ivytrace_static.onnx"
+
+    def ivy_static():   # the recorded shapes, as the torch exporters' (dynamic_shapes not given)
+        with torch.no_grad():
+            ivytrace.export(wrapped, out_static, args=args, allow_specialized=True, static=True)
+
     def torch_export(path, dynamo):
         def export():
             with warnings.catch_warnings(), torch.no_grad():
@@ -123,6 +130,7 @@ def run(name, repeat, tmp):
     tools = {
         "ivytrace freeze + save + export": (ivy, out),
         "ivytrace.export": (ivy_direct, out_direct),
+        "ivytrace.export(static=True)": (ivy_static, out_static),
         "torch.onnx.export (TorchScript)": (torch_export(tmp / f"{name}_ts.onnx", False), tmp / f"{name}_ts.onnx"),
         "torch.onnx.export (dynamo)": (torch_export(tmp / f"{name}_dynamo.onnx", True), tmp / f"{name}_dynamo.onnx"),
         "torch.export.export (capture only)": (texport, None),
@@ -153,6 +161,14 @@ def run(name, repeat, tmp):
         n = nodes(path) if path else "-"
         s = simplified_nodes(path) if path else "-"
         print(f"  {label:38s} {t:8.2f} {t / base:18.2f} {str(n):>11s} {str(s if s is not None else 'n/a'):>14s}")
+    dynamo = rows.get("torch.onnx.export (dynamo)")
+    if dynamo and "ivytrace.export(static=True)" in rows:
+        # dynamo's model has the recorded shapes (no dynamic_shapes given): the like-for-like
+        # count is ivytrace's static export, against onnxsim's output of dynamo's (the target).
+        target = simplified_nodes(dynamo[1]) or nodes(dynamo[1])
+        mine = nodes(rows["ivytrace.export(static=True)"][1])
+        print(f"  static nodes: ivytrace {mine} vs dynamo+onnxsim {target}: "
+              f"{'met' if mine <= target else 'NOT met'} (target: no more)")
     exporters = [t for label, (t, _) in rows.items() if label.startswith("torch.onnx.export")]
     print(f"  I/O floor: {written / 1e6:.0f} MB written (trace {trace_bytes / 1e6:.0f} MB + model) in {floor:.2f} s "
           f"({written / floor / 1e9:.2f} GB/s); ivytrace.export is {base / floor:.2f}x the floor (target <= 2x)")
