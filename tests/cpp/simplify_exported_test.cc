@@ -693,6 +693,41 @@ TEST(FoldIntConstants, AnIntComparedWithItselfIsKnown) {
   EXPECT_EQ(w, 2);
 }
 
+TEST(FuseParallelMatMuls, QueryKeyAndValueProjectionsBecomeOneMatMulAndASplit) {
+  onnx::GraphProto g;
+  Input(&g, "x", {"batch", "2"});
+  FloatInit(&g, "wq", {2, 3});   // [[0 1 2] [3 4 5]]
+  FloatInit(&g, "wk", {2, 1});   // [[0] [1]]
+  FloatInit(&g, "bq", {3});
+  FloatInit(&g, "bk", {1});
+  FloatInit(&g, "wo", {2, 2});   // also read elsewhere: not fused
+  Add(&g, "Relu", {"x"}, {"h"});
+  Add(&g, "MatMul", {"h", "wq"}, {"q0"});
+  Add(&g, "Add", {"q0", "bq"}, {"q"});
+  Add(&g, "Neg", {"q"}, {"nq"});                    // reads q before k is computed
+  Add(&g, "MatMul", {"h", "wk"}, {"k0"});
+  Add(&g, "Add", {"bk", "k0"}, {"k"});
+  Add(&g, "MatMul", {"h", "wo"}, {"o"});
+  Add(&g, "Identity", {"wo"}, {"wo_seen"});
+  Add(&g, "Concat", {"nq", "k", "o"}, {"out"});
+  g.add_output()->set_name("out");
+  std::vector<std::vector<int64_t>> made;
+  EXPECT_EQ(FuseParallelMatMuls(&g, [&](const std::vector<int64_t>& v) { made.push_back(v); return "sizes"; }), 1);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Relu", "MatMul", "Add", "Split", "Neg", "MatMul", "Identity", "Concat"}));
+  EXPECT_EQ(made, (std::vector<std::vector<int64_t>>{{3, 1}}));
+  EXPECT_EQ(g.node(3).output(0), "q");   // the Split defines the Adds' outputs, before their readers
+  EXPECT_EQ(g.node(3).output(1), "k");
+  const onnx::TensorProto* joined = nullptr;
+  for (const auto& t : g.initializer()) {
+    if (t.name() == g.node(1).input(1)) joined = &t;
+  }
+  ASSERT_NE(joined, nullptr);
+  EXPECT_EQ(std::vector<int64_t>(joined->dims().begin(), joined->dims().end()), (std::vector<int64_t>{2, 4}));
+  std::vector<float> w(8);
+  std::memcpy(w.data(), joined->raw_data().data(), sizeof(float) * 8);
+  EXPECT_EQ(w, (std::vector<float>{0, 1, 2, 0, 3, 4, 5, 1}));   // row by row: wq's row, then wk's
+}
+
 TEST(DropMultipliesByOne, AProductWithOnesThatKeepsTheShapeIsTheOtherInput) {
   onnx::GraphProto g;
   Ones(&g, "w", {4});           // an RMSNorm weight at its random init

@@ -621,6 +621,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     onnx_export::DropRedundantGates(og);
     onnx_export::RemoveUnreadNodes(og);
     onnx_export::FoldInitializerTransposes(og);
+    onnx_export::FuseParallelMatMuls(og, int64s);
     onnx_export::RemoveUnreadInitializers(og);
   }
 

@@ -228,6 +228,194 @@ int DropMultipliesByOne(onnx::GraphProto* graph, const InferredTypes& inferred) 
   return dropped;
 }
 
+namespace {
+// Puts the nodes in the order `order` (a permutation of their indices) by swapping pointers.
+void PermuteNodes(google::protobuf::RepeatedPtrField<onnx::NodeProto>* nodes, const std::vector<int>& order) {
+  std::vector<int> at(order.size()), where(order.size());
+  for (size_t i = 0; i < order.size(); ++i) at[i] = where[i] = static_cast<int>(i);
+  for (int p = 0; p < static_cast<int>(order.size()); ++p) {
+    const int q = where[static_cast<size_t>(order[static_cast<size_t>(p)])];
+    if (q == p) continue;
+    nodes->SwapElements(p, q);
+    std::swap(at[static_cast<size_t>(p)], at[static_cast<size_t>(q)]);
+    where[static_cast<size_t>(at[static_cast<size_t>(p)])] = p;
+    where[static_cast<size_t>(at[static_cast<size_t>(q)])] = q;
+  }
+}
+}  // namespace
+
+int FuseParallelMatMuls(onnx::GraphProto* graph, const Int64sInitializer& int64s) {
+  std::unordered_map<std::string, onnx::TensorProto*> inits;
+  for (auto& t : *graph->mutable_initializer()) inits.emplace(t.name(), &t);
+  if (inits.empty()) return 0;
+  std::unordered_map<std::string, int> readers;
+  std::unordered_map<std::string, int> reader_of;   // a value's last reader (meaningful when it has one)
+  auto* nodes = graph->mutable_node();
+  for (int i = 0; i < nodes->size(); ++i) {
+    for (const auto& in : nodes->Get(i).input()) {
+      ++readers[in];
+      reader_of[in] = i;
+    }
+  }
+  std::unordered_set<std::string> names;   // every value name, for the new ones
+  for (const auto& o : graph->output()) ++readers[o.name()];
+  for (const auto& n : *nodes) names.insert(n.output().begin(), n.output().end());
+  for (const auto& t : graph->initializer()) names.insert(t.name());
+  for (const auto& in : graph->input()) names.insert(in.name());
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names.count(name); ++k) name = base + "." + std::to_string(k);
+    names.insert(name);
+    return name;
+  };
+  // A weight a MatMul alone reads: 2-D, its bytes in the model.
+  auto weight = [&](const onnx::NodeProto& n) -> onnx::TensorProto* {
+    if (n.op_type() != "MatMul" || !n.domain().empty() || n.input_size() != 2 || n.output_size() != 1) return nullptr;
+    auto w = inits.find(n.input(1));
+    if (w == inits.end() || readers[n.input(1)] != 1) return nullptr;
+    onnx::TensorProto* t = w->second;
+    if (t->dims_size() != 2 || !t->has_raw_data() || t->dims(0) <= 0 || t->dims(1) <= 0) return nullptr;
+    return t;
+  };
+  // The Add of a 1-d bias (an initializer only it reads) that alone reads MatMul node i's output.
+  auto bias_add = [&](int i, const onnx::TensorProto& w) -> int {
+    const std::string& out = nodes->Get(i).output(0);
+    if (readers[out] != 1) return -1;
+    const int a = reader_of[out];
+    const onnx::NodeProto& add = nodes->Get(a);
+    if (add.op_type() != "Add" || !add.domain().empty() || add.input_size() != 2 || add.output_size() != 1) return -1;
+    const std::string& other = add.input(0) == out ? add.input(1) : add.input(0);
+    auto b = inits.find(other);
+    if (b == inits.end() || readers[other] != 1 || b->second->dims_size() != 1 ||
+        b->second->dims(0) != w.dims(1) || b->second->data_type() != w.data_type() || !b->second->has_raw_data()) {
+      return -1;
+    }
+    return a;
+  };
+  // Groups: MatMuls of one input by weights of one row count and type, in node order.
+  std::unordered_map<std::string, std::vector<int>> by_input;
+  std::vector<std::string> inputs_in_order;
+  for (int i = 0; i < nodes->size(); ++i) {
+    const onnx::NodeProto& n = nodes->Get(i);
+    const onnx::TensorProto* w = weight(n);
+    if (!w) continue;
+    auto& g = by_input[n.input(0)];
+    if (g.empty()) inputs_in_order.push_back(n.input(0));
+    const onnx::TensorProto* first = g.empty() ? nullptr : inits[nodes->Get(g[0]).input(1)];
+    if (!first || (first->dims(0) == w->dims(0) && first->data_type() == w->data_type())) g.push_back(i);
+  }
+  const int before = nodes->size();
+  std::vector<bool> drop(static_cast<size_t>(before), false);
+  std::unordered_map<int, std::vector<int>> insert_before;   // old index -> new nodes placed before it
+  int fused = 0;
+  for (const auto& x : inputs_in_order) {
+    const std::vector<int>& group = by_input[x];
+    if (group.size() < 2) continue;
+    std::vector<onnx::TensorProto*> ws;
+    std::vector<int> adds;
+    for (int i : group) {
+      ws.push_back(inits[nodes->Get(i).input(1)]);
+      adds.push_back(bias_add(i, *ws.back()));
+    }
+    const bool with_bias = std::all_of(adds.begin(), adds.end(), [](int a) { return a >= 0; });
+    const int64_t rows = ws[0]->dims(0);
+    int64_t cols = 0;
+    std::vector<int64_t> splits;
+    bool ok = true;
+    for (const auto* w : ws) {
+      splits.push_back(w->dims(1));
+      cols += w->dims(1);
+      ok = ok && w->raw_data().size() % static_cast<size_t>(rows * w->dims(1)) == 0;
+    }
+    if (!ok) continue;
+    const size_t elem = ws[0]->raw_data().size() / static_cast<size_t>(rows * ws[0]->dims(1));
+    // [K, N1] ... [K, Nm] side by side: [K, N1 + ... + Nm], row by row.
+    std::string joined(static_cast<size_t>(rows * cols) * elem, '\0');
+    size_t col = 0;
+    for (const auto* w : ws) {
+      const size_t width = static_cast<size_t>(w->dims(1)) * elem;
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(joined.data() + (static_cast<size_t>(r * cols) * elem + col), w->raw_data().data() + r * width, width);
+      }
+      col += width;
+    }
+    onnx::TensorProto* fw = graph->add_initializer();
+    fw->set_name(fresh(ws[0]->name() + ".fused"));
+    fw->set_data_type(ws[0]->data_type());
+    fw->add_dims(rows);
+    fw->add_dims(cols);
+    fw->set_raw_data(std::move(joined));
+    const onnx::NodeProto& first = nodes->Get(group[0]);
+    std::vector<int> made;
+    onnx::NodeProto* mm = nodes->Add();
+    mm->set_op_type("MatMul");
+    mm->set_name(first.name() + ".fused");
+    mm->add_input(x);
+    mm->add_input(fw->name());
+    mm->add_output(fresh(first.output(0) + ".fused"));
+    made.push_back(nodes->size() - 1);
+    std::string joined_out = mm->output(0);
+    if (with_bias) {
+      std::string b;
+      for (size_t k = 0; k < adds.size(); ++k) {
+        const onnx::NodeProto& add = nodes->Get(adds[k]);
+        const std::string& name = add.input(0) == nodes->Get(group[k]).output(0) ? add.input(1) : add.input(0);
+        b += inits[name]->raw_data();
+      }
+      onnx::TensorProto* fb = graph->add_initializer();
+      fb->set_name(fresh(fw->name() + ".bias"));
+      fb->set_data_type(ws[0]->data_type());
+      fb->add_dims(cols);
+      fb->set_raw_data(std::move(b));
+      onnx::NodeProto* add = nodes->Add();
+      add->set_op_type("Add");
+      add->set_name(first.name() + ".fused_bias");
+      add->add_input(joined_out);
+      add->add_input(fb->name());
+      add->add_output(fresh(joined_out + ".bias"));
+      joined_out = add->output(0);
+      made.push_back(nodes->size() - 1);
+    }
+    onnx::NodeProto* split = nodes->Add();
+    split->set_op_type("Split");
+    split->set_name(first.name() + ".split");
+    split->add_input(joined_out);
+    split->add_input(int64s(splits));
+    auto* axis = split->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(-1);
+    for (size_t k = 0; k < group.size(); ++k) {
+      split->add_output(with_bias ? nodes->Get(adds[k]).output(0) : nodes->Get(group[k]).output(0));
+      drop[static_cast<size_t>(group[k])] = true;
+      if (with_bias) drop[static_cast<size_t>(adds[k])] = true;
+    }
+    made.push_back(nodes->size() - 1);
+    insert_before[group[0]] = std::move(made);
+    ++fused;
+  }
+  if (!fused) return 0;
+  // The new nodes where the group's first MatMul was (its input and the weights are defined
+  // there; every reader of the outputs comes after it), the replaced ones dropped.
+  std::vector<int> order;
+  std::vector<bool> drop_at;
+  order.reserve(static_cast<size_t>(nodes->size()));
+  for (int i = 0; i < before; ++i) {
+    auto it = insert_before.find(i);
+    if (it != insert_before.end()) {
+      for (int k : it->second) {
+        order.push_back(k);
+        drop_at.push_back(false);
+      }
+    }
+    order.push_back(i);
+    drop_at.push_back(drop[static_cast<size_t>(i)]);
+  }
+  PermuteNodes(nodes, order);
+  DropNodes(nodes, drop_at);
+  return fused;
+}
+
 int FoldInitializerTransposes(onnx::GraphProto* graph) {
   {  // Most graphs have no Transpose of an initializer: said without hashing every name.
     std::unordered_set<std::string_view> init_names;

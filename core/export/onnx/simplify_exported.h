@@ -104,6 +104,14 @@ int DropRedundantGates(onnx::GraphProto* graph);
 // then every activation) are known to the next ReplaceKnownDimReads. Returns how many.
 int AnnotateRangeLengths(onnx::GraphProto* graph);
 
+// MatMuls of one input by 2-d weights of the same row count and type, each weight read by its
+// MatMul alone (attention's query, key and value projections), become one MatMul by the weights
+// side by side and a Split of its result into the outputs (with each MatMul's own 1-d bias Add,
+// when every one has one, joined too). The weights' bytes are copied once into the joined
+// initializer; the old ones are left for RemoveUnreadInitializers. `int64s` names the split
+// sizes. Returns how many groups were fused.
+int FuseParallelMatMuls(onnx::GraphProto* graph, const Int64sInitializer& int64s);
+
 // Drops initializers that no node reads and that are not graph outputs (a scalar a lowering made
 // for a node that was later merged or dropped). Returns how many.
 int RemoveUnreadInitializers(onnx::GraphProto* graph);
