@@ -728,6 +728,24 @@ TEST(FuseParallelMatMuls, QueryKeyAndValueProjectionsBecomeOneMatMulAndASplit) {
   EXPECT_EQ(w, (std::vector<float>{0, 1, 2, 0, 3, 4, 5, 1}));   // row by row: wq's row, then wk's
 }
 
+TEST(FoldIntConstants, AnOutputGatedOnChecksThatAllFoldedIsAnIdentity) {
+  onnx::GraphProto g;
+  ScalarInit(&g, "n", 3);
+  Add(&g, "Equal", {"n", "n"}, {"gate"});              // the checks' count, all folded
+  Add(&g, "Relu", {"x"}, {"h"});
+  Add(&g, "Where", {"gate", "h", "h"}, {"out"});       // GateOn writing the output itself
+  Add(&g, "Greater", {"x", "h"}, {"b"});
+  Add(&g, "And", {"gate", "b"}, {"flag"});
+  g.add_output()->set_name("out");
+  g.add_output()->set_name("flag");
+  EXPECT_EQ(Fold(&g), 2);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Equal", "Relu", "Identity", "Greater", "Identity"}));
+  EXPECT_EQ(std::vector<std::string>(g.node(2).input().begin(), g.node(2).input().end()),
+            (std::vector<std::string>{"h"}));
+  EXPECT_EQ(g.node(4).input(0), "b");
+  EXPECT_EQ(g.node(2).output(0), "out");
+}
+
 TEST(DropMultipliesByOne, AProductWithOnesThatKeepsTheShapeIsTheOtherInput) {
   onnx::GraphProto g;
   Ones(&g, "w", {4});           // an RMSNorm weight at its random init

@@ -1334,10 +1334,23 @@ int FoldIntConstants(onnx::GraphProto* graph, const InferredTypes& inferred, con
       auto r = renamed.find(name);
       if (r != renamed.end()) name = r->second;
     }
-    if (!n.domain().empty() || n.output_size() != 1 || !kOps.count(n.op_type()) ||
-        graph_outputs.count(n.output(0))) {
+    if (n.domain().empty() && n.output_size() == 1 && graph_outputs.count(n.output(0))) {
+      // A graph output gated on checks that all folded: Where(true, v, v) or And(true, b) is an
+      // Identity of v (the output keeps its name).
+      auto c = n.input_size() >= 2 ? known.find(n.input(0)) : known.end();
+      const bool gate = c != known.end() && c->second.is_bool && c->second.v.size() == 1 &&
+                        ((n.op_type() == "Where" && n.input_size() == 3 && n.input(1) == n.input(2)) ||
+                         (n.op_type() == "And" && n.input_size() == 2 && c->second.v[0] == 1));
+      if (gate) {
+        const std::string v = n.input(1);
+        n.set_op_type("Identity");
+        n.clear_input();
+        n.add_input(v);
+        ++folded;
+      }
       continue;
     }
+    if (!n.domain().empty() || n.output_size() != 1 || !kOps.count(n.op_type())) continue;
     IntConst value;
     if (n.op_type() == "Where" && n.input_size() == 3 && n.input(1) == n.input(2)) {
       // Where(c, v, v) is v whatever c is, once c is known (a gate whose checks are all constant:
