@@ -204,3 +204,26 @@ def test_numpy_functions_export(tmp_path):
     assert [(i.name, i.shape) for i in sess.get_inputs()] == [("a", ["batch", 4]), ("b", [4, 5])]
     a6 = rng.rand(6, 4).astype(np.float32)
     np.testing.assert_allclose(sess.run(None, {"a": a6, "b": b})[0], score(a6, b), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("masked_row", [False, True])
+def test_attention_with_a_constant_mask_zeroes_masked_rows_only_when_it_has_one(tmp_path, masked_row):
+    # torch's SDPA gives 0 for a query row every key is masked out of; the ONNX model does the
+    # same with a row-max check, which a mask that is a constant of the model (a static export's
+    # position bias) needs only when one of its rows is fully masked.
+    bias = torch.randn(1, 1, 5, 5)
+    if masked_row:
+        bias[..., 2, :] = float("-inf")
+
+    def attend(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+
+    q, k, v = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    path = ivytrace.export(attend, tmp_path / "a.onnx", args=(q, k, v), static=True)
+    ops = [n.op_type for n in onnx.load(path).graph.node]
+    assert ("ReduceMax" in ops) == masked_row, ops
+    q2, k2, v2 = (torch.randn(2, 3, 5, 4) for _ in range(3))
+    _, (got,) = _run(path, [q2.numpy(), k2.numpy(), v2.numpy()])
+    want = attend(q2, k2, v2).numpy()
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -246,8 +246,19 @@ std::string LoweringContext::ConstantInitializer(ValueId v) {
     init->set_raw_data(t.data());
   }
   constant_inits_[value.constant] = name;
+  constant_init_protos_[value.constant] = init;
   value_names_[v] = names_.Store(name);
   return name;
+}
+
+const std::string* LoweringContext::ConstantBytes(ValueId v) const {
+  if (v >= graph_.values.size() || graph_.values[v].kind != v1::CONSTANT_VALUE) return nullptr;
+  const int32_t c = graph_.values[v].constant;
+  auto it = constant_init_protos_.find(c);
+  if (it != constant_init_protos_.end()) return &it->second->raw_data();
+  if (c < 0 || static_cast<size_t>(c) >= graph_.constants.size()) return nullptr;
+  const std::string& data = graph_.constants[static_cast<size_t>(c)].data();
+  return data.empty() ? nullptr : &data;
 }
 
 std::string LoweringContext::Out(ValueId v) {

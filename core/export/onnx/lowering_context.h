@@ -79,6 +79,10 @@ class LoweringContext {
   bool IsDefined(ValueId v) const;
   // A fresh name for an intermediate result of the current node.
   std::string Temp(std::string_view hint);
+  // The bytes of constant value `v` (as its dtype, row-major, the recorded shape), wherever they
+  // are now (the graph's constant, or the initializer that took them); null when `v` is not a
+  // constant with data.
+  const std::string* ConstantBytes(ValueId v) const;
 
   // --- emitting ----------------------------------------------------------------------------
   onnx::NodeProto* Emit(std::string_view op_type, const std::vector<std::string>& inputs,
@@ -131,6 +135,7 @@ class LoweringContext {
   std::vector<bool> plain_result_name_;
   std::map<ValueId, std::string> output_names_;     // node outputs that are graph outputs
   std::map<int32_t, std::string> constant_inits_;   // constant index -> initializer
+  std::map<int32_t, const onnx::TensorProto*> constant_init_protos_;   // ... and the initializer itself
   std::map<std::string, std::string> scalar_inits_; // dtype + bytes -> initializer
   std::map<std::vector<int64_t>, std::string> int64s_inits_;
   std::string node_prefix_;

@@ -2,6 +2,7 @@
 // N-d convolutions and transposed convolutions, N-d pooling, group/instance/RMS norm, normalize,
 // pad (every mode), interpolate, scaled_dot_product_attention.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -823,6 +824,43 @@ Status LowerInterpolate(const Node& node, const BoundCall& call, LoweringContext
 // --- attention --------------------------------------------------------------------------------------
 
 // softmax(q k^T * scale + mask) v, with is_causal a lower-triangular mask built from the run-time
+
+namespace {
+// Whether an attention mask that is a constant of the model (a static export's causal mask or
+// position bias) leaves every query row at least one key: no row of its last dim is all -inf (a
+// float mask, added to the scores) or all false (a bool mask). A row of one element broadcasts
+// over the keys. False when the mask is not a constant, or its type is not one of these.
+bool NoRowFullyMasked(const LoweringContext& ctx, ValueId mask) {
+  const std::string* bytes = ctx.ConstantBytes(mask);
+  const auto& shape = ctx.Shape(mask);
+  if (!bytes || shape.empty() || shape.back() <= 0) return false;
+  const size_t row = static_cast<size_t>(shape.back());
+  const v1::DType d = ctx.DType(mask);
+  const size_t elem = d == v1::FLOAT32 ? 4 : d == v1::FLOAT64 ? 8 : d == v1::BOOL ? 1 : 0;
+  if (!elem || bytes->size() % (row * elem) != 0) return false;
+  const char* p = bytes->data();
+  for (size_t r = 0; r < bytes->size() / (row * elem); ++r) {
+    bool all_masked = true;
+    for (size_t k = 0; k < row && all_masked; ++k) {
+      const char* e = p + (r * row + k) * elem;
+      if (d == v1::BOOL) {
+        all_masked = *e == 0;
+      } else if (d == v1::FLOAT32) {
+        float f;
+        std::memcpy(&f, e, sizeof f);
+        all_masked = std::isinf(f) && f < 0;
+      } else {
+        double f;
+        std::memcpy(&f, e, sizeof f);
+        all_masked = std::isinf(f) && f < 0;
+      }
+    }
+    if (all_masked) return false;
+  }
+  return true;
+}
+}  // namespace
+
 // sequence lengths (Trilu over ones of shape (L, S)).
 Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId q, k, v, result;
@@ -907,7 +945,7 @@ Status LowerScaledDotProductAttention(const Node& node, const BoundCall& call, L
   onnx::NodeProto* sm = nullptr;
   std::string probs = ctx.EmitTemp("Softmax", {scores}, &sm);
   SetAttr(sm, "axis", int64_t{-1});
-  if (!call.IsNone("attn_mask")) {
+  if (!call.IsNone("attn_mask") && !NoRowFullyMasked(ctx, *call.Tensor("attn_mask"))) {
     // A query row that every key is masked out of (a fully padded row of a batch): torch's SDPA
     // gives 0 there (its _safe_softmax), a plain Softmax of all -inf gives NaN (0/0). So do as
     // torch does: zero the rows whose scores are all -inf, i.e. whose largest score is -inf (a
