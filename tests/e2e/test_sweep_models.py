@@ -407,3 +407,36 @@ def test_dinov2_at_another_image_size_fails_in_its_guard_not_in_a_broadcast(tmp_
     for b, n in ((3, 56), (4, 48), (2, 40)):
         with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_dinov2.py"):
             _ort(sess, images(b, n, n))
+
+
+def test_levit_reshape_as_exports_and_runs_at_other_batches(tmp_path):
+    # LeViT's MLPLayerWithBN: batch_norm(h.flatten(0, 1)).reshape_as(h). reshape_as's shape comes
+    # from its `other` tensor; the lowering read a `shape` it does not have and emitted a Reshape
+    # to [] (a 0-d value), on which libonnx's shape inference crashed the CLI (SIGSEGV).
+    torch.manual_seed(0)
+    cfg = transformers.LevitConfig(image_size=32, hidden_sizes=[16, 32], num_attention_heads=[2, 4], depths=[1, 1],
+                                   key_dim=[8, 8], drop_path_rate=0, mlp_ratio=[2, 2], attention_ratio=[2, 2],
+                                   down_ops=[["Subsample", 8, 2, 2, 2, 2], [""]])
+    model = transformers.LevitModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    sess = _session(ivytrace.export(forward, tmp_path / "levit.onnx", args=(x,)))
+    for b in (2, 3, 1):
+        xb = torch.randn(b, 3, 32, 32, generator=g)
+        _check(_ort(sess, xb), forward(xb), f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("method", ["view_as", "reshape_as"])
+def test_reshape_as_follows_the_other_tensors_shape(method, tmp_path):
+    def f(x, y):
+        return getattr(x.flatten(), method)(y) * 2.0 + y
+
+    for i, (x, y) in enumerate([(torch.randn(2, 3, 4), torch.randn(6, 4)),
+                                (torch.randn(1, 1, 1), torch.randn(1, 1))]):   # one element: not a 0-d
+        sess = _session(ivytrace.export(f, tmp_path / f"r{i}.onnx", args=(x, y)))
+        _check(_ort(sess, x, y), f(x, y), f"{method} of {tuple(x.shape)} as {tuple(y.shape)}")
