@@ -440,3 +440,38 @@ def test_reshape_as_follows_the_other_tensors_shape(method, tmp_path):
                                 (torch.randn(1, 1, 1), torch.randn(1, 1))]):   # one element: not a 0-d
         sess = _session(ivytrace.export(f, tmp_path / f"r{i}.onnx", args=(x, y)))
         _check(_ort(sess, x, y), f(x, y), f"{method} of {tuple(x.shape)} as {tuple(y.shape)}")
+
+
+def test_autoencoder_tiny_byte_quantization_replays_and_exports(tmp_path):
+    # diffusers' AutoencoderTiny.forward quantizes its latents with `.mul_(255).round_().byte()`:
+    # torch.Tensor.byte (and .char/.short) were not in the schemas: trace_graph and export refused.
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.AutoencoderTiny(in_channels=3, out_channels=3, encoder_block_out_channels=(8, 8),
+                                      decoder_block_out_channels=(8, 8), num_encoder_blocks=(1, 1),
+                                      num_decoder_blocks=(1, 1), latent_channels=4).eval()
+
+    def forward(sample):
+        with torch.no_grad():
+            return model(sample).sample
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 16, 16, generator=g)
+    graph = ivytrace.trace_graph(forward, args=(x,))
+    sess = _session(ivytrace.export(forward, tmp_path / "taesd.onnx", args=(x,)))
+    for b in (2, 3):
+        xb = torch.randn(b, 3, 16, 16, generator=g)
+        want = forward(xb)
+        _check(graph(xb), want, f"replay at batch {b}")
+        _check(_ort(sess, xb), want, f"onnx at batch {b}")
+
+
+def test_integer_casts_byte_char_short(tmp_path):
+    def f(x):
+        return x.byte().float() + x.char().float() * 2 + x.short().float() * 3
+
+    x = torch.tensor([1.5, 200.7, 0.4, 127.9, -100.0, 4.0, 255.0])
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "c.onnx", args=(x,)))
+    _check(graph(x), f(x), "replay")
+    _check(_ort(sess, x), f(x), "onnx")
