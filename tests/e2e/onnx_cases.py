@@ -212,6 +212,10 @@ def _torch_cases():
     # The width is read as a shape, so the model's width is dynamic: the window must follow it.
     case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 1)) * x.shape[-1],
          f32(1, 2, 4, "B"), variant="window")
+    case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(x, 1), f32("B", 3, 4))
+    # The length (2B) is read as a shape, so it is dynamic: the window must follow it.
+    case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(torch.cat([x, x * 2], -1), 2) * x.shape[-1],
+         f32(2, 3, "B"), variant="window")
     case("torch", "batch_norm", lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3),
          f32("B", 3, 4), f32(3), pos(3), f32(3), f32(3))
     case("torch", "layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), X, f32(4), f32(4))

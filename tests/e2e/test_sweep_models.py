@@ -10,6 +10,7 @@ eager, exported to ONNX and run in onnxruntime against eager at other batch size
   (`torch.tensor(min(seq_len, m))`) had no ONNX lowering.
 - jnp.take_along_axis: its lax.gather (batching dims) had no ONNX lowering.
 """
+import copy
 import os
 
 import numpy as np
@@ -475,3 +476,47 @@ def test_integer_casts_byte_char_short(tmp_path):
     sess = _session(ivytrace.export(f, tmp_path / "c.onnx", args=(x,)))
     _check(graph(x), f(x), "replay")
     _check(_ort(sess, x), f(x), "onnx")
+
+
+def test_swin_pooler_adaptive_avg_pool1d_replays_and_exports(tmp_path):
+    # Swin's pooler is nn.AdaptiveAvgPool1d(1): torch.nn.functional.adaptive_avg_pool1d was not in
+    # the schemas, so the model's pooled output could be neither replayed nor exported.
+    torch.manual_seed(0)
+    cfg = transformers.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+                                  window_size=4)
+    model = transformers.SwinModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).pooler_output
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    traced = ivytrace.trace_graph(copy.deepcopy(model), kwargs={"pixel_values": x})   # replaces its forward
+    sess = _session(ivytrace.export(forward, tmp_path / "swin.onnx", args=(x,)))
+    for b in (2, 3):
+        xb = torch.randn(b, 3, 32, 32, generator=g)
+        want = forward(xb)
+        _check(traced(pixel_values=xb).pooler_output, want, f"module replay at batch {b}")
+        _check(_ort(sess, xb), want, f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("size", [1, 4, (2,)])
+def test_adaptive_avg_pool1d_exports(size, tmp_path):
+    F = torch.nn.functional
+
+    def f(x):
+        return F.adaptive_avg_pool1d(x, size) * 2.0
+
+    for x in (torch.randn(2, 3, 8), torch.randn(3, 8)):   # batched and unbatched
+        sess = _session(ivytrace.export(f, tmp_path / f"p{x.dim()}.onnx", args=(x,)))
+        _check(ivytrace.trace_graph(f, args=(x,))(x), f(x), f"replay, rank {x.dim()}")
+        _check(_ort(sess, x), f(x), f"onnx, rank {x.dim()}")
+
+
+def test_adaptive_avg_pool1d_that_does_not_divide_is_refused(tmp_path):
+    def f(x):
+        return torch.nn.functional.adaptive_avg_pool1d(x, 3)
+
+    with pytest.raises(ivytrace.CLIError, match="divide"):
+        ivytrace.export(f, tmp_path / "p.onnx", args=(torch.randn(2, 3, 8),))

@@ -25,6 +25,7 @@ const CanonicalLowering kTable[] = {
     {"abs",                          "Abs",                          LowerUnary},
     {"acos",                         "Acos",                         LowerUnary},
     {"acosh",                        "Acosh",                        LowerUnary},
+    {"adaptive_avg_pool1d",          "ReduceMean",                   LowerAdaptiveAvgPool1d},
     {"adaptive_avg_pool2d",          "GlobalAveragePool|AveragePool", LowerAdaptiveAvgPool2d},
     {"add",                          "Add",                          LowerBinary},
     {"addmm",                        "Gemm|MatMul+Mul+Add",          LowerAddmm},
