@@ -520,3 +520,41 @@ def test_adaptive_avg_pool1d_that_does_not_divide_is_refused(tmp_path):
 
     with pytest.raises(ivytrace.CLIError, match="divide"):
         ivytrace.export(f, tmp_path / "p.onnx", args=(torch.randn(2, 3, 8),))
+
+
+def test_falcon_alibi_bfloat16_product_runs_in_onnxruntime(tmp_path):
+    # Falcon's build_alibi_tensor multiplies bfloat16 slopes by the positions (int64):
+    # onnxruntime's CPU provider has no bfloat16 Mul, so the exported model did not load.
+    torch.manual_seed(0)
+    cfg = transformers.FalconConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                    use_cache=False, alibi=True)
+    model = transformers.FalconModel(cfg).eval()
+
+    def forward(input_ids, attention_mask):
+        with torch.no_grad():
+            return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def inputs(b, s, seed):
+        mask = torch.ones(b, s, dtype=torch.long)
+        mask[0, -2:] = 0
+        return _ids(b, s, seed), mask
+
+    sess = _session(ivytrace.export(forward, tmp_path / "falcon.onnx", args=inputs(2, 8, 0)))
+    for b, s in ((2, 8), (3, 5), (4, 16)):
+        a = inputs(b, s, b + s)
+        _check(_ort(sess, *a), forward(*a), f"onnx at {b}x{s}")
+
+
+def test_bfloat16_arithmetic_rounds_as_torch(tmp_path):
+    # torch rounds each tensor operand to bfloat16, computes in float32 and rounds once; a Python
+    # number (and alpha) is rounded to bfloat16 for add/sub/pow, not for mul/div. Same bits here.
+    def f(xf, yf, n):
+        x, y = xf.bfloat16(), yf.bfloat16()
+        return torch.stack([x * n, x + 0.1, torch.add(x, y, alpha=0.3), x - y, x / y,
+                            y ** 1.7, x * 0.3, x / 0.3, x - 0.7, x * y]).float()
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(4, 33, generator=g) * 50, torch.rand(4, 33, generator=g) + 0.5,
+            torch.randint(-300, 300, (4, 33), generator=g))
+    sess = _session(ivytrace.export(f, tmp_path / "bf.onnx", args=args))
+    np.testing.assert_array_equal(_ort(sess, *args), f(*args).numpy())
