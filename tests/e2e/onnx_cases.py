@@ -309,6 +309,20 @@ def _torch_cases():
     case("torch", "setitem", setitem_mask, X, variant="mask")
     case("torch", "take", lambda x, i: torch.index_select(x, 2, i), X, i64(3, hi=4))
     case("torch", "gather", lambda x, i: torch.gather(x, 2, i), X, i64("B", 3, 2, hi=4))
+    # Unique indices (argsort) for scatter, whose duplicates torch leaves unspecified; src is larger
+    # than the index (torch reads the part the index covers).
+    case("torch", "scatter_elements", lambda x, s: x.scatter(2, torch.argsort(s, dim=2)[..., :2], s), X, X)
+    case("torch", "scatter_elements", lambda x, s: torch.scatter(x, 1, torch.argsort(s, dim=1)[:, :2], 1.5), X, X,
+         variant="value")
+    case("torch", "bucketize", lambda x: torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.5, 1.0])), X)
+    case("torch", "bucketize", lambda x, b: torch.bucketize(x, b.sort().values, right=True, out_int32=True), X, f32(5),
+         variant="right")
+    case("torch", "grid_sample", lambda x, g: F.grid_sample(x, g, align_corners=False), f32("B", 2, 5, 6),
+         f32("B", 3, 4, 2, lo=-1.2, hi=1.2))
+    case("torch", "grid_sample", lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="border",
+                                                            align_corners=True), f32("B", 2, 5, 6),
+         f32("B", 3, 4, 2, lo=-1.2, hi=1.2), variant="bicubic")
+    case("torch", "scatter_elements_add", lambda x, i, s: x.scatter_add(2, i, s), X, i64("B", 3, 6, hi=4), f32("B", 3, 7))
     case("torch", "tril", lambda x: torch.tril(x, diagonal=1), X)
     case("torch", "triu", lambda x: torch.triu(x), X)
     case("torch", "one_hot", lambda x: F.one_hot(x, 6), i64("B", 3))

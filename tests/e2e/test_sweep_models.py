@@ -558,3 +558,64 @@ def test_bfloat16_arithmetic_rounds_as_torch(tmp_path):
             torch.randint(-300, 300, (4, 33), generator=g))
     sess = _session(ivytrace.export(f, tmp_path / "bf.onnx", args=args))
     np.testing.assert_array_equal(_ort(sess, *args), f(*args).numpy())
+
+
+def test_torch_scatter_and_scatter_add_replay_and_export(tmp_path):
+    # torch.scatter / Tensor.scatter / scatter_add were not in the schemas (the sweep's torch_fops
+    # program): trace_graph and the export refused them. src larger than the index: torch reads
+    # only the part the index covers.
+    def f(x, s, i):
+        perm = torch.argsort(s[:, :6], dim=1)[:, :3]   # unique per row: scatter's duplicates are unspecified
+        return torch.cat([torch.zeros_like(x).scatter(1, perm, s), x.scatter(1, perm, value=2.5),
+                          torch.scatter_add(x, 1, i, s), x.scatter_add(0, i[:2] % 2, s[:2] * 3)], 1)
+
+    def inputs(b, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 6, generator=g), torch.randn(b, 7, generator=g), torch.randint(0, 6, (b, 4), generator=g)
+
+    graph = ivytrace.trace_graph(f, args=inputs(4, 0))
+    sess = _session(ivytrace.export(f, tmp_path / "scatter.onnx", args=inputs(4, 0)))
+    for b in (4, 2, 9):
+        a = inputs(b, b)
+        _check(graph(*a), f(*a), f"replay at batch {b}")
+        _check(_ort(sess, *a), f(*a), f"onnx at batch {b}")
+
+
+def test_scatter_with_reduce_is_refused_in_export(tmp_path):
+    def f(x, i):
+        return x.scatter(1, i, 2.0, reduce="multiply")
+
+    with pytest.raises(ivytrace.CLIError, match="reduce"):
+        ivytrace.export(f, tmp_path / "r.onnx", args=(torch.randn(2, 4), torch.randint(0, 4, (2, 2))))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_replays_and_exports_with_nan_and_ties(right, tmp_path):
+    # torch.bucketize was not in the schemas (the sweep's torch_fops program). A NaN falls past
+    # every boundary, and a value equal to a boundary goes left or right as `right` says.
+    def f(x):
+        return torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.5, 1.0]), right=right) * 10 + x.shape[0]
+
+    x = torch.tensor([[float("nan"), -5.0, 0.0, 0.5, 1.0, 7.0], [float("inf"), -float("inf"), -1.0, 0.2, 0.7, 2.0]])
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "b.onnx", args=(x,)))
+    for xb in (x, torch.cat([x, torch.randn(3, 6)])):
+        _check(graph(xb), f(xb), "replay")
+        _check(_ort(sess, xb), f(xb), "onnx")
+
+
+def test_grid_sample_replays_and_exports(tmp_path):
+    F = torch.nn.functional
+
+    def f(x, grid):
+        return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False) + \
+            F.grid_sample(x, grid.flip(-1), mode="bilinear", padding_mode="reflection", align_corners=True)
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(2, 3, 5, 6, generator=g), torch.rand(2, 4, 3, 2, generator=g) * 2.4 - 1.2)
+    graph = ivytrace.trace_graph(f, args=args)
+    sess = _session(ivytrace.export(f, tmp_path / "g.onnx", args=args))
+    for b in (2, 3):
+        a = (torch.randn(b, 3, 5, 6, generator=g), torch.rand(b, 4, 3, 2, generator=g) * 2.4 - 1.2)
+        _check(graph(*a), f(*a), f"replay at batch {b}")
+        _check(_ort(sess, *a), f(*a), f"onnx at batch {b}")

@@ -889,6 +889,92 @@ Status LowerGather(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+// torch.scatter(input, dim, index, src | value) and scatter_add(input, dim, index, src) ->
+// ScatterElements. torch reads only the part of src that index covers (src may be larger): src is
+// sliced to index's run-time shape; a number is expanded to it. scatter_add accumulates duplicate
+// indices (reduction "add", opset 16); scatter's `reduce` argument is refused.
+Status LowerScatterElements(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const bool add = ctx.canonical() == "scatter_elements_add";
+  if (!add && !call.IsNone("reduce")) return Status::Unsupported("scatter with reduce=");
+  if (add && ctx.opset() < 16) return Status::Unsupported("scatter_add needs opset 16 (ScatterElements reduction)");
+  const int rank = ctx.Rank(x);
+  if (rank == 0 || ctx.Rank(index) != rank) return Status::Unsupported("scatter of a 0-d input or an index of another rank");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  const std::string idx = ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64);
+  const std::string idx_shape = ctx.EmitTemp("Shape", {idx});
+  const v1::Arg* src = call.IsNone("src") ? call.Get("value") : call.Get("src");
+  if (!src || IsNone(*src)) return Status::Unsupported("scatter without src or value");
+  std::string updates;
+  if (src->kind_case() == v1::Arg::kTensor) {
+    const ValueId s = src->tensor().value();
+    if (ctx.Rank(s) != rank) return Status::Unsupported("scatter src of another rank than the index");
+    std::vector<int64_t> zeros(static_cast<size_t>(rank), 0), axes(static_cast<size_t>(rank));
+    for (int i = 0; i < rank; ++i) axes[static_cast<size_t>(i)] = i;
+    updates = ctx.EmitTemp("Slice", {ctx.CastTo(ctx.In(s), ctx.DType(s), d), ctx.Int64s(zeros), idx_shape,
+                                     ctx.Int64s(axes)});
+  } else if (src->kind_case() == v1::Arg::kF || AsInt(*src)) {
+    const Number n = src->kind_case() == v1::Arg::kF ? Number::Float(src->f()) : Number::Int(*AsInt(*src));
+    const Number v = IsFloating(d) ? Number::Float(n.AsDouble()) : Number::Int(static_cast<int64_t>(n.AsDouble()));
+    updates = ctx.EmitTemp("Expand", {ctx.Scalar(v, d), idx_shape});
+  } else {
+    return Status::Unsupported("scatter src " + ArgToString(*src, true));
+  }
+  auto* n = ctx.Emit("ScatterElements", {ctx.In(x), idx, updates}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  if (add) SetAttr(n, "reduction", std::string("add"));
+  return Status::Ok();
+}
+
+// bucketize(x, boundaries): how many boundaries lie below x (right=False: b < x; right=True:
+// b <= x), counted as Not(x <= b) / Not(x < b) so that a NaN x counts every boundary, as in torch.
+Status LowerBucketize(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "boundaries", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(b) != 1) return Status::Unsupported("bucketize with boundaries that are not 1-D");
+  const v1::DType dx = ctx.DType(x), db = ctx.DType(b);
+  const v1::DType d = IsFloating(dx) ? dx : IsFloating(db) ? db : v1::INT64;
+  const int rank = ctx.Rank(x);
+  const std::string xe = ctx.Unsqueeze(ctx.CastTo(ctx.In(x), dx, d), {rank});
+  const std::string bs = ctx.CastTo(ctx.In(b), db, d);
+  const bool right = call.Bool("right").value_or(false);
+  const std::string below = ctx.EmitTemp("Not", {ctx.EmitTemp(right ? "Less" : "LessOrEqual", {xe, bs})});
+  auto* sum = ctx.Emit("ReduceSum", {ctx.CastTo(below, v1::BOOL, v1::INT64), ctx.Int64s({rank})},
+                       {ctx.Temp("bucket")});
+  SetAttr(sum, "keepdims", int64_t{0});
+  const std::string count = sum->output(0);
+  ctx.Emit("Identity", {ctx.CastTo(count, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// grid_sample(x, grid, mode, padding_mode, align_corners) -> GridSample (opset 16, 4-D input).
+Status LowerGridSample(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, grid, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "grid", &grid));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.opset() < 16 || ctx.Rank(x) != 4) return Status::Unsupported("grid_sample of a non-4-D input (or opset < 16)");
+  const v1::Arg* mode = call.Get("mode");
+  const v1::Arg* pad = call.Get("padding_mode");
+  const std::string m = mode && mode->kind_case() == v1::Arg::kS ? mode->s() : "bilinear";
+  const std::string p = pad && pad->kind_case() == v1::Arg::kS ? pad->s() : "zeros";
+  if (m != "bilinear" && m != "bicubic") return Status::Unsupported("grid_sample mode '" + m + "'");
+  if (p != "zeros" && p != "border" && p != "reflection") return Status::Unsupported("grid_sample padding '" + p + "'");
+  auto* n = ctx.Emit("GridSample", {ctx.In(x), ctx.CastTo(ctx.In(grid), ctx.DType(grid), ctx.DType(x))},
+                     {ctx.Out(result)});
+  SetAttr(n, "mode", m);
+  SetAttr(n, "padding_mode", p);
+  SetAttr(n, "align_corners", int64_t{call.Bool("align_corners").value_or(false) ? 1 : 0});
+  return Status::Ok();
+}
+
 Status LowerEmbedding(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId ids, weight, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &ids));
