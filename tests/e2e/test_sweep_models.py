@@ -619,3 +619,34 @@ def test_grid_sample_replays_and_exports(tmp_path):
         a = (torch.randn(b, 3, 5, 6, generator=g), torch.rand(b, 4, 3, 2, generator=g) * 2.4 - 1.2)
         _check(graph(*a), f(*a), f"replay at batch {b}")
         _check(_ort(sess, *a), f(*a), f"onnx at batch {b}")
+
+
+def test_swin_shifted_windows_roll_exports_at_other_batches(tmp_path):
+    # Swin rolls its feature map by shift_size = window_size // 2 when the window is smaller than
+    # the resolution: torch.roll had no ONNX lowering, so Swin at any real image size did not export.
+    torch.manual_seed(0)
+    cfg = transformers.SwinConfig(image_size=64, patch_size=4, embed_dim=16, depths=[2, 1], num_heads=[2, 4],
+                                  window_size=4)
+    model = transformers.SwinModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 64, 64, generator=g)
+    sess = _session(ivytrace.export(forward, tmp_path / "swin.onnx", args=(x,)))
+    for b in (2, 3):
+        xb = torch.randn(b, 3, 64, 64, generator=g)
+        _check(_ort(sess, xb), forward(xb), f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("shifts,dims", [(3, 1), ((1, -2), (1, 2)), (-13, -1), (4, None)])
+def test_roll_follows_the_run_time_length(shifts, dims, tmp_path):
+    def f(x):
+        return torch.roll(x, shifts, dims) * x.shape[1]   # the length is read: dynamic in the model
+
+    sess = _session(ivytrace.export(f, tmp_path / "roll.onnx", args=(torch.randn(2, 5, 3),)))
+    for shape in ((2, 5, 3), (3, 7, 3), (1, 2, 3)):
+        x = torch.randn(*shape)
+        _check(_ort(sess, x), f(x), f"roll {shifts} over {dims} of {shape}")

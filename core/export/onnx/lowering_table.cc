@@ -164,6 +164,7 @@ const CanonicalLowering kTable[] = {
     {"repeat_interleave",            "Unsqueeze+Expand+Reshape",     LowerRepeatInterleave},
     {"reshape",                      "Reshape",                      LowerReshape},
     {"rms_norm",                     "ReduceMean+Sqrt decomposition", LowerRmsNorm},
+    {"roll",                         "Slice+Concat",                 LowerRoll},
     {"round",                        "Round",                        LowerUnary},
     {"rsqrt",                        "Sqrt+Reciprocal",              LowerUnary},
     {"scaled_dot_product_attention", "MatMul+Softmax+MatMul (+Trilu mask)", LowerScaledDotProductAttention},
