@@ -879,6 +879,8 @@ CASES = {
     "resnet_train_bn": _resnet_train_bn,
     "swin": _image_case("SwinModel", "SwinConfig", 32, image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
                         num_heads=[2, 4], window_size=4),
+    "swin_shift": _image_case("SwinModel", "SwinConfig", 64, image_size=64, patch_size=4, embed_dim=16,
+                              depths=[2, 1], num_heads=[2, 4], window_size=4),
     "swinv2": _image_case("Swinv2Model", "Swinv2Config", 32, image_size=32, patch_size=4, embed_dim=16,
                           depths=[1, 1], num_heads=[2, 4], window_size=4),
     "levit": _image_case("LevitModel", "LevitConfig", 32, image_size=32, hidden_sizes=[16, 32], num_attention_heads=[2, 4],
