@@ -650,3 +650,20 @@ def test_roll_follows_the_run_time_length(shifts, dims, tmp_path):
     for shape in ((2, 5, 3), (3, 7, 3), (1, 2, 3)):
         x = torch.randn(*shape)
         _check(_ort(sess, x), f(x), f"roll {shifts} over {dims} of {shape}")
+
+
+def test_logsumexp_replays_and_exports_with_infinities(tmp_path):
+    # torch.logsumexp had no canonical op (the sweep's torch_fops program): no ONNX lowering. Large
+    # values must not overflow, a row of -inf gives -inf and a row holding +inf gives +inf.
+    def f(x):
+        return torch.cat([torch.logsumexp(x * 100, dim=1), x.logsumexp(-1, keepdim=True).flatten(),
+                          torch.logsumexp(x, (0, 1)).reshape(1)])
+
+    x = torch.randn(3, 4)
+    x[1] = -float("inf")
+    x[2, 1] = float("inf")
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "lse.onnx", args=(x,)))
+    for xb in (x, torch.randn(3, 4)):
+        _check(graph(xb), f(xb), "replay")
+        _check(_ort(sess, xb), f(xb), "onnx")

@@ -125,6 +125,7 @@ const CanonicalLowering kTable[] = {
     {"logical_not",                  "Not",                          LowerUnary},
     {"logical_or",                   "Or",                           LowerElementwiseBinary},
     {"logical_xor",                  "Xor",                          LowerElementwiseBinary},
+    {"logsumexp",                    "ReduceMax+Exp+ReduceSum+Log",  LowerLogSumExp},
     {"masked_fill",                  "Where",                        LowerMaskedFill},
     {"matmul",                       "MatMul",                       LowerMatmul},
     {"max",                          "ReduceMax",                    LowerReduce},

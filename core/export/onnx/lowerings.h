@@ -35,6 +35,7 @@ IVY_LOWERING(LowerScatterElements);
 IVY_LOWERING(LowerBucketize);
 IVY_LOWERING(LowerGridSample);
 IVY_LOWERING(LowerRoll);
+IVY_LOWERING(LowerLogSumExp);
 IVY_LOWERING(LowerAdaptiveAvgPool2d);
 IVY_LOWERING(LowerBatchNorm);
 IVY_LOWERING(LowerLayerNorm);

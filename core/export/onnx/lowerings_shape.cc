@@ -105,6 +105,42 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+// logsumexp(x, dim, keepdim) as torch computes it: m = max over dim (0 where it is infinite, so
+// that a row of -inf gives -inf and one holding +inf gives +inf, not NaN), log(sum(exp(x - m))) + m.
+Status LowerLogSumExp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
+  if (axes.empty()) {
+    axes.resize(rank);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("logsumexp with a non-float result");
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  if (rank == 0) {
+    ctx.Emit("Identity", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  onnx::NodeProto* mx = nullptr;
+  const std::string m = ctx.EmitTemp("ReduceMax", {in}, &mx);
+  SetAttr(mx, "axes", axes);
+  SetAttr(mx, "keepdims", int64_t{1});
+  const std::string finite = ctx.EmitTemp("Where", {ctx.EmitTemp("IsInf", {m}), ctx.Scalar(Number::Float(0.0), d), m});
+  onnx::NodeProto* sum = nullptr;
+  const std::string s = ctx.EmitTemp("ReduceSum", {ctx.EmitTemp("Exp", {ctx.EmitTemp("Sub", {in, finite})}),
+                                                   ctx.Int64s(axes)}, &sum);
+  SetAttr(sum, "keepdims", int64_t{1});
+  const std::string r = ctx.EmitTemp("Add", {ctx.EmitTemp("Log", {s}), finite});
+  if (keepdim) ctx.Emit("Identity", {r}, {ctx.Out(result)});
+  else ctx.Emit("Squeeze", {r, ctx.Int64s(axes)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 // std/var: mean of squared deviations, with a correction (torch `correction`/`unbiased`, NumPy `ddof`).
 Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
