@@ -667,3 +667,35 @@ def test_logsumexp_replays_and_exports_with_infinities(tmp_path):
     for xb in (x, torch.randn(3, 4)):
         _check(graph(xb), f(xb), "replay")
         _check(_ort(sess, xb), f(xb), "onnx")
+
+
+def test_a_write_to_a_captured_tensor_is_a_state_warning_not_silence():
+    # The sweep's resnet_train_bn row: a function closing over a ResNet in train() mode. Its
+    # BatchNorm writes the module's buffers, which the graph of the function does not write back:
+    # replays matched eager's outputs but left the running statistics behind, saying nothing.
+    torch.manual_seed(0)
+    cfg = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic")
+    model = transformers.ResNetModel(cfg).train()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    x = torch.randn(2, 3, 32, 32)
+    with pytest.warns(ivytrace.StateWarning, match=r"wrote model\..* in place"):
+        ivytrace.trace_graph(forward, args=(x,))
+
+    counter = torch.zeros(3)
+
+    def accumulate(v):
+        counter.add_(v.sum(0))
+        return v * 2
+
+    with pytest.warns(ivytrace.StateWarning, match="wrote counter in place"):
+        ivytrace.trace_graph(accumulate, args=(torch.randn(2, 3),))
+
+    model.eval()   # nothing written: no warning
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ivytrace.StateWarning)
+        ivytrace.trace_graph(forward, args=(x,))
