@@ -375,6 +375,311 @@ def _np_boolmask():
     return forward, inputs
 
 
+# ------------------------------------------------------------------------------- round 2 cases
+def _seq2seq_case(cls_name, cfg_name, **cfg):
+    """An encoder-decoder called with input_ids and decoder_input_ids (half as long, + 1)."""
+    case, _ = _hf(cls_name, cfg_name, **cfg)
+
+    def build():
+        import torch
+        model = case()
+
+        def forward(input_ids, decoder_input_ids):
+            with torch.no_grad():
+                return _torch_first(model(input_ids=input_ids, decoder_input_ids=decoder_input_ids))
+
+        def inputs(b, s, seed):
+            g = torch.Generator().manual_seed(seed)
+            return torch.randint(3, 99, (b, s), generator=g), torch.randint(3, 99, (b, s // 2 + 1), generator=g)
+        forward.model = model
+        return forward, inputs
+    return build
+
+
+def _whisper_full():
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.WhisperConfig(vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
+                                     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                                     decoder_ffn_dim=64, num_mel_bins=16, max_source_positions=32,
+                                     max_target_positions=32, pad_token_id=1, bos_token_id=1, eos_token_id=2,
+                                     decoder_start_token_id=1, use_cache=False)
+    model = transformers.WhisperModel(cfg).eval()
+
+    def forward(input_features, decoder_input_ids):
+        with torch.no_grad():
+            return model(input_features=input_features, decoder_input_ids=decoder_input_ids).last_hidden_state
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 16, 64, generator=g), torch.randint(3, 99, (b, s), generator=g)
+    forward.model = model
+    return forward, inputs
+
+
+def _llama_structured():
+    """output_hidden_states / output_attentions: a structured output, all of it compared (stacked)."""
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=64, use_cache=False,
+                                   attn_implementation="eager")
+    model = transformers.LlamaModel(cfg).eval()
+
+    def forward(input_ids, attention_mask):
+        with torch.no_grad():
+            out = model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
+                        output_attentions=True)
+            return torch.cat([t.flatten() for t in out.hidden_states + out.attentions])
+
+    def inputs(b, s, seed):
+        ids = torch.randint(3, 99, (b, s), generator=torch.Generator().manual_seed(seed))
+        mask = torch.ones(b, s, dtype=torch.long)
+        mask[0, -2:] = 0
+        return ids, mask
+    return forward, inputs
+
+
+def _bert_train_mode():
+    """A model left in train() mode with dropout p=0 (BatchNorm-free): dropout calls recorded as ops."""
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                  intermediate_size=64, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = transformers.BertModel(cfg).train()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    def inputs(b, s, seed):
+        return (torch.randint(3, 99, (b, s), generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _resnet_train_bn():
+    """ResNet in train() mode: BatchNorm uses the batch's statistics and updates running stats."""
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic")
+    model = transformers.ResNetModel(cfg).train()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    def inputs(b, s, seed):
+        return (torch.randn(b, 3, 32, 32, generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _unet1d():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.UNet1DModel(block_out_channels=(8, 8, 16, 16), in_channels=4, out_channels=4,
+                                  time_embedding_type="positional", use_timestep_embedding=True,
+                                  flip_sin_to_cos=False, freq_shift=1.0, out_block_type="OutConv1DBlock",
+                                  mid_block_type="MidResTemporalBlock1D", down_block_types=("DownResnetBlock1D",) * 4,
+                                  up_block_types=("UpResnetBlock1D",) * 3, act_fn="swish", norm_num_groups=8,
+                                  layers_per_block=1, extra_in_channels=0).eval()
+
+    def forward(sample, timestep):
+        with torch.no_grad():
+            return model(sample, timestep).sample
+
+    def inputs(b, s, seed):   # the length follows s (2x, a multiple of the 3 down-samplings' 8)
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 4, 16 * (s // 4 if s % 4 == 0 else 2), generator=g), torch.rand(b, generator=g) * 10
+    return forward, inputs
+
+
+def _unet2d():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.UNet2DModel(sample_size=16, in_channels=3, out_channels=3, block_out_channels=(8, 16),
+                                  layers_per_block=1, down_block_types=("DownBlock2D", "AttnDownBlock2D"),
+                                  up_block_types=("AttnUpBlock2D", "UpBlock2D"), norm_num_groups=4,
+                                  attention_head_dim=4).eval()
+
+    def forward(sample, timestep):
+        with torch.no_grad():
+            return model(sample, timestep).sample
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 3, 16, 16, generator=g), torch.full((b,), float(s))
+    return forward, inputs
+
+
+def _vae_tiny():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.AutoencoderTiny(in_channels=3, out_channels=3, encoder_block_out_channels=(8, 8),
+                                      decoder_block_out_channels=(8, 8), num_encoder_blocks=(1, 1),
+                                      num_decoder_blocks=(1, 1), latent_channels=4).eval()
+
+    def forward(sample):
+        with torch.no_grad():
+            return model(sample).sample
+
+    def inputs(b, s, seed):
+        return (torch.randn(b, 3, 16, 16, generator=torch.Generator().manual_seed(seed)),)
+    return forward, inputs
+
+
+def _transformer2d():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.Transformer2DModel(num_attention_heads=2, attention_head_dim=8, in_channels=16,
+                                         num_layers=1, norm_num_groups=4, cross_attention_dim=16).eval()
+
+    def forward(hidden_states, encoder_hidden_states):
+        with torch.no_grad():
+            return model(hidden_states, encoder_hidden_states=encoder_hidden_states).sample
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 16, 4, 4, generator=g), torch.randn(b, s, 16, generator=g)
+    return forward, inputs
+
+
+def _vit_mae():
+    """ViTMAE shuffles its patches by argsort(noise): the noise is an input (else eager is random)."""
+    import torch
+    import transformers
+    torch.manual_seed(0)
+    cfg = transformers.ViTMAEConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                    image_size=32, patch_size=8, mask_ratio=0.5)
+    model = transformers.ViTMAEModel(cfg).eval()
+
+    def forward(pixel_values, noise):
+        with torch.no_grad():
+            out = model(pixel_values=pixel_values, noise=noise)
+            return torch.cat([out.last_hidden_state.flatten(1), out.mask, out.ids_restore.float()], 1)
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 3, 32, 32, generator=g), torch.rand(b, 16, generator=g)
+    return forward, inputs
+
+
+def _torch_fops2():
+    """The torch_fops ops that have schemas (interpolate modes, einsum, pads, tril/triu, topk, ...)."""
+    import torch
+    import torch.nn.functional as F
+
+    def forward(x, idx):
+        b, c, h, w = x.shape
+        u = F.unfold(x, kernel_size=2, stride=2)
+        up = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+        dn = F.interpolate(up, size=(h, w), mode="nearest")
+        bc = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True)[..., ::2, ::2]
+        ar = F.interpolate(x, size=(h + 3, w + 1), mode="bilinear", align_corners=True)[..., :h, :w]
+        nx = F.interpolate(x, scale_factor=1.5, mode="nearest-exact")[..., :h, :w]
+        e = torch.einsum("bchw,bcxw->bhx", x, x * 0.5)
+        cs = torch.cumsum(x, dim=-1)
+        tk = torch.topk(x.flatten(2), 3, dim=-1)
+        g = torch.gather(x.flatten(2), 2, tk.indices)
+        mf = x.masked_fill(x > 0.5, -1.0)
+        p1 = F.pad(x, (1, 2, 0, 1), mode="reflect")[..., :h, :w]
+        p2 = F.pad(x, (1, 1, 1, 1), mode="replicate")[..., 1:-1, 1:-1]
+        p3 = F.pad(x, (1, 1, 2, 0), mode="circular")[..., 2:, 1:-1]
+        p4 = F.pad(x, (0, 1, 1, 0), value=0.5)[..., 1:, :-1]
+        t = torch.tril(x, diagonal=-1) + torch.triu(x, diagonal=2)
+        bo = ((x > 0) & ~(x > 1) | (x < -2)).float() + torch.logical_xor(x > 0, idx.float()[:, None, None, None] > 1).float()
+        am = x.amax(dim=(2, 3), keepdim=True) - x.amin(dim=(2, 3), keepdim=True)
+        sel = torch.index_select(x, 0, idx)
+        mp = F.max_pool2d(x, 3, stride=1, padding=1) + F.avg_pool2d(x, 3, stride=1, padding=1, count_include_pad=False)
+        ad = F.adaptive_avg_pool2d(x, (2, 4)).mean()
+        out = dn + bc + ar + nx + cs + mf + p1 + p2 + p3 + p4 + t + bo + am + sel + mp + ad
+        return torch.cat([out.flatten(1), e.flatten(1), u.flatten(1), g.flatten(1), tk.values.flatten(1),
+                          tk.indices.flatten(1).float()], 1)
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 3, s, s, generator=g), torch.randint(0, b, (b,), generator=g)
+    return forward, inputs
+
+
+def _flax_cnn_bn():
+    """flax.linen CNN with BatchNorm in training mode: batch_stats mutable, returned with the output."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import flax.linen as nn
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x, train):
+            x = nn.Conv(8, (3, 3), padding="SAME")(x)
+            x = nn.BatchNorm(use_running_average=not train, momentum=0.9)(x)
+            x = nn.relu(x)
+            x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            x = nn.Conv(8, (3, 3), strides=(2, 2))(x)
+            x = nn.BatchNorm(use_running_average=not train)(x)
+            return nn.Dense(4)(x.mean(axis=(1, 2)))
+
+    m = CNN()
+    variables = m.init(jax.random.PRNGKey(0), jnp.zeros((2, 8, 8, 3)), train=False)
+
+    def forward(x):
+        y, upd = m.apply(variables, x, train=True, mutable=["batch_stats"])
+        stats = jax.tree_util.tree_leaves(upd["batch_stats"])
+        return jnp.concatenate([y.ravel()] + [s.ravel() for s in stats])
+
+    def inputs(b, s, seed):
+        return (jnp.asarray(np.random.RandomState(seed).randn(b, s, s, 3).astype(np.float32)),)
+    return forward, inputs
+
+
+def _torch_fops():
+    """torch.nn.functional ops unusual enough to miss schemas."""
+    import torch
+    import torch.nn.functional as F
+
+    def forward(x, idx):
+        b, c, h, w = x.shape
+        u = F.unfold(x, kernel_size=2, stride=2)                                     # (b, c*4, L)
+        f = F.fold(u * 2.0, output_size=(h, w), kernel_size=2, stride=2)
+        up = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+        dn = F.interpolate(up, size=(h, w), mode="nearest")
+        bc = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=True)[..., ::2, ::2]
+        e = torch.einsum("bchw,bcxw->bhx", x, f)                                    # (b, h, h)
+        cs = torch.cumsum(x, dim=-1) + torch.cumprod(torch.sigmoid(x), dim=2)
+        tk = torch.topk(x.flatten(2), 3, dim=-1)
+        g = torch.gather(x.flatten(2), 2, tk.indices)                              # == values
+        sc = torch.zeros_like(x.flatten(2)).scatter(2, tk.indices, 1.0)
+        sa = torch.zeros_like(x.flatten(2)).scatter_add(2, tk.indices, g)
+        mf = x.masked_fill(x > 0.5, -1.0)
+        p1 = F.pad(x, (1, 2, 0, 1), mode="reflect")[..., :h, :w]
+        p2 = F.pad(x, (1, 1, 1, 1), mode="replicate")[..., 1:-1, 1:-1]
+        p3 = F.pad(x, (1, 1, 2, 0), mode="circular")[..., 2:, 1:-1]
+        r = torch.roll(x, shifts=(1, -2), dims=(2, 3))
+        t = torch.tril(x, diagonal=-1) + torch.triu(x, diagonal=2)
+        bk = torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.5, 1.0])).float()
+        bo = ((x > 0) & ~(x > 1) | (x < -2)).float() + torch.logical_xor(x > 0, idx.float()[:, None, None, None] > 1).float()
+        lse = torch.logsumexp(x, dim=1, keepdim=True)
+        am = x.amax(dim=(2, 3), keepdim=True) - x.amin(dim=(2, 3), keepdim=True)
+        grid = torch.tanh(x[:, :2].permute(0, 2, 3, 1))
+        gs = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        sel = torch.index_select(x, 0, idx)
+        out = (f + dn + bc + cs + mf + p1 + p2 + p3 + r + t + bk + bo + lse + am + gs + sel)
+        return torch.cat([out.flatten(1), e.flatten(1), sc.flatten(1), sa.flatten(1), tk.values.flatten(1)], 1)
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 3, s, s, generator=g), torch.randint(0, b, (b,), generator=g)
+    return forward, inputs
+
+
 CASES = {
     "distilbert": _text_mask_case("DistilBertModel", "DistilBertConfig", vocab_size=100, dim=32, n_layers=2, n_heads=4,
                                   hidden_dim=64, max_position_embeddings=64),
@@ -521,6 +826,82 @@ CASES = {
     "np_intmath": _np_intmath,
     "torch_intmath": _torch_intmath,
     "np_boolmask": _np_boolmask,
+    # ---- round 2 (session 10)
+    "bart": _seq2seq_case("BartModel", "BartConfig", vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
+                          encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                          decoder_ffn_dim=64, max_position_embeddings=64, use_cache=False),
+    "mbart": _seq2seq_case("MBartModel", "MBartConfig", vocab_size=100, d_model=32, encoder_layers=1,
+                           decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+                           encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64, use_cache=False),
+    "marian": _seq2seq_case("MarianMTModel", "MarianConfig", vocab_size=100, d_model=32, encoder_layers=1,
+                            decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+                            encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64, use_cache=False,
+                            pad_token_id=0, decoder_start_token_id=0),
+    "pegasus": _seq2seq_case("PegasusModel", "PegasusConfig", vocab_size=100, d_model=32, encoder_layers=1,
+                             decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+                             encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64, use_cache=False),
+    "m2m100": _seq2seq_case("M2M100Model", "M2M100Config", vocab_size=100, d_model=32, encoder_layers=1,
+                            decoder_layers=1, encoder_attention_heads=4, decoder_attention_heads=4,
+                            encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64, use_cache=False,
+                            pad_token_id=1),
+    "blenderbot_small": _seq2seq_case("BlenderbotSmallModel", "BlenderbotSmallConfig", vocab_size=100, d_model=32,
+                                      encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                                      decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                      max_position_embeddings=64, use_cache=False),
+    "whisper_full": _whisper_full,
+    "gptj": _text_case("GPTJModel", "GPTJConfig", vocab_size=100, n_embd=32, n_layer=1, n_head=4, rotary_dim=4,
+                       n_positions=64, use_cache=False),
+    "falcon": _text_mask_case("FalconModel", "FalconConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                              num_attention_heads=4, use_cache=False, new_decoder_architecture=False,
+                              multi_query=True, alibi=False),
+    "falcon_alibi": _text_mask_case("FalconModel", "FalconConfig", vocab_size=100, hidden_size=32,
+                                    num_hidden_layers=1, num_attention_heads=4, use_cache=False, alibi=True),
+    "biogpt": _text_mask_case("BioGptModel", "BioGptConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                              num_attention_heads=4, intermediate_size=64, max_position_embeddings=64,
+                              use_cache=False),
+    "xglm": _text_mask_case("XGLMModel", "XGLMConfig", vocab_size=100, d_model=32, num_layers=1,
+                            attention_heads=4, ffn_dim=64, max_position_embeddings=64, use_cache=False),
+    "ctrl": _text_case("CTRLModel", "CTRLConfig", vocab_size=100, n_embd=32, n_layer=1, n_head=4, dff=64,
+                       n_positions=64, use_cache=False),
+    "bigbird": _text_mask_case("BigBirdModel", "BigBirdConfig", vocab_size=100, hidden_size=32,
+                               num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                               max_position_embeddings=64, attention_type="block_sparse", block_size=2,
+                               num_random_blocks=1),
+    "longformer": _text_mask_case("LongformerModel", "LongformerConfig", vocab_size=100, hidden_size=32,
+                                  num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                  max_position_embeddings=80, attention_window=4),
+    "led": _seq2seq_case("LEDModel", "LEDConfig", vocab_size=100, d_model=32, encoder_layers=1, decoder_layers=1,
+                         encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                         decoder_ffn_dim=64, max_encoder_position_embeddings=64,
+                         max_decoder_position_embeddings=64, attention_window=4, use_cache=False),
+    "llama_structured": _llama_structured,
+    "bert_train_mode": _bert_train_mode,
+    "resnet_train_bn": _resnet_train_bn,
+    "swin": _image_case("SwinModel", "SwinConfig", 32, image_size=32, patch_size=4, embed_dim=16, depths=[1, 1],
+                        num_heads=[2, 4], window_size=4),
+    "swin_shift": _image_case("SwinModel", "SwinConfig", 64, image_size=64, patch_size=4, embed_dim=16,
+                              depths=[2, 1], num_heads=[2, 4], window_size=4),
+    "swinv2": _image_case("Swinv2Model", "Swinv2Config", 32, image_size=32, patch_size=4, embed_dim=16,
+                          depths=[1, 1], num_heads=[2, 4], window_size=4),
+    "levit": _image_case("LevitModel", "LevitConfig", 32, image_size=32, hidden_sizes=[16, 32], num_attention_heads=[2, 4],
+                         depths=[1, 1], key_dim=[8, 8], drop_path_rate=0, mlp_ratio=[2, 2], attention_ratio=[2, 2],
+                         down_ops=[["Subsample", 8, 2, 2, 2, 2]] + [[""]]),
+    "mobilenet_v1": _image_case("MobileNetV1Model", "MobileNetV1Config", 32, vary=True, depth_multiplier=0.25,
+                                image_size=32),
+    "mobilenet_v2": _image_case("MobileNetV2Model", "MobileNetV2Config", 32, vary=True, depth_multiplier=0.25,
+                                image_size=32),
+    "resnet": _image_case("ResNetModel", "ResNetConfig", 32, vary=True, embedding_size=8, hidden_sizes=[8, 16],
+                          depths=[1, 1], layer_type="bottleneck"),
+    "vit_mae": _vit_mae,
+    "yolos": _image_case("YolosModel", "YolosConfig", 32, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                         intermediate_size=64, image_size=[32, 32], patch_size=8, num_detection_tokens=4),
+    "unet1d": _unet1d,
+    "unet2d": _unet2d,
+    "vae_tiny": _vae_tiny,
+    "transformer2d": _transformer2d,
+    "flax_cnn_bn": _flax_cnn_bn,
+    "torch_fops": _torch_fops,
+    "torch_fops2": _torch_fops2,
 }
 
 

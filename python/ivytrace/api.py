@@ -996,6 +996,11 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         holders = _stateful_objects(fn, args, kwargs, stateful, arg_stateful_idxs, kwarg_stateful_idxs)
         before = [(which, obj, _attrs(obj)) for which, obj in holders]
         module_state = _module_state(fn) if is_module else []
+        # Tensors a plain function reaches through its closure or globals (not inputs, not state
+        # it was told about): a write to one is not replayed, which must not be silent.
+        handled = {id(v) for _, obj, attrs in before for v in list(attrs.values()) + [obj]}
+        captured = [(n, t, t._version) for n, t in ([] if is_module else _captured_tensors(fn))
+                    if id(t) not in handled]
         modes = [(qn, m, m.training) for qn, m in fn.named_modules()] if is_module else None
         sym_args = {}
         # JAX: which input dims the program's shapes follow, proven by tracing it with JAX's
@@ -1075,6 +1080,14 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                                       f"the graph reads it as a constant, so replays do not update it (call "
                                       f"module.train() before tracing to make buffers live state)",
                                       StateWarning, stacklevel=_user_level()[0])
+            input_ids = {id(v) for _, v in inputs}
+            written = [qn for qn, t, version in captured if t._version != version and id(t) not in input_ids]
+            if written:
+                shown = ", ".join(written[:4]) + (f" and {len(written) - 4} more" if len(written) > 4 else "")
+                warnings.warn(f"ivytrace: {name} wrote {shown} in place: tensors it reaches through its closure "
+                              f"or globals, which the graph does not write, so replays do not update them (trace "
+                              f"the module itself, or name the object holding them with stateful=[...])",
+                              StateWarning, stacklevel=_user_level()[0])
             for (which, obj, old) in before:
                 new = _attrs(obj)
                 for a, v in new.items():
@@ -1139,6 +1152,32 @@ def _put_back_plain_ints(stand_ins) -> dict:
 def _is_sym(v) -> bool:
     from ivytrace.recorder.sym import SymValue
     return isinstance(v, SymValue)
+
+
+def _captured_tensors(fn):
+    """(name, tensor) for the torch tensors a plain function reaches through its closure cells and
+    the globals its code names, with the parameters and buffers of modules found there."""
+    torch = sys.modules.get("torch")
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    if torch is None or code is None:
+        return []
+    values = []
+    for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
+        try:
+            values.append((n, cell.cell_contents))
+        except ValueError:   # an empty cell
+            pass
+    g = getattr(f, "__globals__", None) or {}
+    values += [(n, g[n]) for n in code.co_names if n in g]
+    out = []
+    for n, v in values:
+        if isinstance(v, torch.Tensor):
+            out.append((n, v))
+        elif isinstance(v, torch.nn.Module):
+            out += [(f"{n}.{qn}", t) for qn, t in v.named_parameters()]
+            out += [(f"{n}.{qn}", t) for qn, t in v.named_buffers()]
+    return out
 
 
 def _holds(slots, qn) -> bool:

@@ -212,6 +212,10 @@ def _torch_cases():
     # The width is read as a shape, so the model's width is dynamic: the window must follow it.
     case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 1)) * x.shape[-1],
          f32(1, 2, 4, "B"), variant="window")
+    case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(x, 1), f32("B", 3, 4))
+    # The length (2B) is read as a shape, so it is dynamic: the window must follow it.
+    case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(torch.cat([x, x * 2], -1), 2) * x.shape[-1],
+         f32(2, 3, "B"), variant="window")
     case("torch", "batch_norm", lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b, training=False, eps=1e-3),
          f32("B", 3, 4), f32(3), pos(3), f32(3), f32(3))
     case("torch", "layer_norm", lambda x, w, b: F.layer_norm(x, (4,), w, b), X, f32(4), f32(4))
@@ -305,6 +309,23 @@ def _torch_cases():
     case("torch", "setitem", setitem_mask, X, variant="mask")
     case("torch", "take", lambda x, i: torch.index_select(x, 2, i), X, i64(3, hi=4))
     case("torch", "gather", lambda x, i: torch.gather(x, 2, i), X, i64("B", 3, 2, hi=4))
+    # Unique indices (argsort) for scatter, whose duplicates torch leaves unspecified; src is larger
+    # than the index (torch reads the part the index covers).
+    case("torch", "scatter_elements", lambda x, s: x.scatter(2, torch.argsort(s, dim=2)[..., :2], s), X, X)
+    case("torch", "scatter_elements", lambda x, s: torch.scatter(x, 1, torch.argsort(s, dim=1)[:, :2], 1.5), X, X,
+         variant="value")
+    case("torch", "bucketize", lambda x: torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.5, 1.0])), X)
+    case("torch", "bucketize", lambda x, b: torch.bucketize(x, b.sort().values, right=True, out_int32=True), X, f32(5),
+         variant="right")
+    case("torch", "grid_sample", lambda x, g: F.grid_sample(x, g, align_corners=False), f32("B", 2, 5, 6),
+         f32("B", 3, 4, 2, lo=-1.2, hi=1.2))
+    case("torch", "grid_sample", lambda x, g: F.grid_sample(x, g, mode="bicubic", padding_mode="border",
+                                                            align_corners=True), f32("B", 2, 5, 6),
+         f32("B", 3, 4, 2, lo=-1.2, hi=1.2), variant="bicubic")
+    case("torch", "logsumexp", lambda x: torch.logsumexp(x * 40, dim=-1) + x.logsumexp((0, 2), keepdim=True).sum(), X)
+    case("torch", "roll", lambda x: torch.roll(x, shifts=(1, -2), dims=(1, 2)) + x.roll(7, 0), X)
+    case("torch", "roll", lambda x: torch.roll(x, 5), X, variant="flat")
+    case("torch", "scatter_elements_add", lambda x, i, s: x.scatter_add(2, i, s), X, i64("B", 3, 6, hi=4), f32("B", 3, 7))
     case("torch", "tril", lambda x: torch.tril(x, diagonal=1), X)
     case("torch", "triu", lambda x: torch.triu(x), X)
     case("torch", "one_hot", lambda x: F.one_hot(x, 6), i64("B", 3))

@@ -10,6 +10,7 @@ eager, exported to ONNX and run in onnxruntime against eager at other batch size
   (`torch.tensor(min(seq_len, m))`) had no ONNX lowering.
 - jnp.take_along_axis: its lax.gather (batching dims) had no ONNX lowering.
 """
+import copy
 import os
 
 import numpy as np
@@ -407,3 +408,294 @@ def test_dinov2_at_another_image_size_fails_in_its_guard_not_in_a_broadcast(tmp_
     for b, n in ((3, 56), (4, 48), (2, 40)):
         with pytest.raises(Exception, match=r"ivytrace guard \d+: .*modeling_dinov2.py"):
             _ort(sess, images(b, n, n))
+
+
+def test_levit_reshape_as_exports_and_runs_at_other_batches(tmp_path):
+    # LeViT's MLPLayerWithBN: batch_norm(h.flatten(0, 1)).reshape_as(h). reshape_as's shape comes
+    # from its `other` tensor; the lowering read a `shape` it does not have and emitted a Reshape
+    # to [] (a 0-d value), on which libonnx's shape inference crashed the CLI (SIGSEGV).
+    torch.manual_seed(0)
+    cfg = transformers.LevitConfig(image_size=32, hidden_sizes=[16, 32], num_attention_heads=[2, 4], depths=[1, 1],
+                                   key_dim=[8, 8], drop_path_rate=0, mlp_ratio=[2, 2], attention_ratio=[2, 2],
+                                   down_ops=[["Subsample", 8, 2, 2, 2, 2], [""]])
+    model = transformers.LevitModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    sess = _session(ivytrace.export(forward, tmp_path / "levit.onnx", args=(x,)))
+    for b in (2, 3, 1):
+        xb = torch.randn(b, 3, 32, 32, generator=g)
+        _check(_ort(sess, xb), forward(xb), f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("method", ["view_as", "reshape_as"])
+def test_reshape_as_follows_the_other_tensors_shape(method, tmp_path):
+    def f(x, y):
+        return getattr(x.flatten(), method)(y) * 2.0 + y
+
+    for i, (x, y) in enumerate([(torch.randn(2, 3, 4), torch.randn(6, 4)),
+                                (torch.randn(1, 1, 1), torch.randn(1, 1))]):   # one element: not a 0-d
+        sess = _session(ivytrace.export(f, tmp_path / f"r{i}.onnx", args=(x, y)))
+        _check(_ort(sess, x, y), f(x, y), f"{method} of {tuple(x.shape)} as {tuple(y.shape)}")
+
+
+def test_autoencoder_tiny_byte_quantization_replays_and_exports(tmp_path):
+    # diffusers' AutoencoderTiny.forward quantizes its latents with `.mul_(255).round_().byte()`:
+    # torch.Tensor.byte (and .char/.short) were not in the schemas: trace_graph and export refused.
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.AutoencoderTiny(in_channels=3, out_channels=3, encoder_block_out_channels=(8, 8),
+                                      decoder_block_out_channels=(8, 8), num_encoder_blocks=(1, 1),
+                                      num_decoder_blocks=(1, 1), latent_channels=4).eval()
+
+    def forward(sample):
+        with torch.no_grad():
+            return model(sample).sample
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 16, 16, generator=g)
+    graph = ivytrace.trace_graph(forward, args=(x,))
+    sess = _session(ivytrace.export(forward, tmp_path / "taesd.onnx", args=(x,)))
+    for b in (2, 3):
+        xb = torch.randn(b, 3, 16, 16, generator=g)
+        want = forward(xb)
+        _check(graph(xb), want, f"replay at batch {b}")
+        _check(_ort(sess, xb), want, f"onnx at batch {b}")
+
+
+def test_integer_casts_byte_char_short(tmp_path):
+    def f(x):
+        return x.byte().float() + x.char().float() * 2 + x.short().float() * 3
+
+    x = torch.tensor([1.5, 200.7, 0.4, 127.9, -100.0, 4.0, 255.0])
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "c.onnx", args=(x,)))
+    _check(graph(x), f(x), "replay")
+    _check(_ort(sess, x), f(x), "onnx")
+
+
+def test_swin_pooler_adaptive_avg_pool1d_replays_and_exports(tmp_path):
+    # Swin's pooler is nn.AdaptiveAvgPool1d(1): torch.nn.functional.adaptive_avg_pool1d was not in
+    # the schemas, so the model's pooled output could be neither replayed nor exported.
+    torch.manual_seed(0)
+    cfg = transformers.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[1, 1], num_heads=[2, 4],
+                                  window_size=4)
+    model = transformers.SwinModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).pooler_output
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 32, 32, generator=g)
+    traced = ivytrace.trace_graph(copy.deepcopy(model), kwargs={"pixel_values": x})   # replaces its forward
+    sess = _session(ivytrace.export(forward, tmp_path / "swin.onnx", args=(x,)))
+    for b in (2, 3):
+        xb = torch.randn(b, 3, 32, 32, generator=g)
+        want = forward(xb)
+        _check(traced(pixel_values=xb).pooler_output, want, f"module replay at batch {b}")
+        _check(_ort(sess, xb), want, f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("size", [1, 4, (2,)])
+def test_adaptive_avg_pool1d_exports(size, tmp_path):
+    F = torch.nn.functional
+
+    def f(x):
+        return F.adaptive_avg_pool1d(x, size) * 2.0
+
+    for x in (torch.randn(2, 3, 8), torch.randn(3, 8)):   # batched and unbatched
+        sess = _session(ivytrace.export(f, tmp_path / f"p{x.dim()}.onnx", args=(x,)))
+        _check(ivytrace.trace_graph(f, args=(x,))(x), f(x), f"replay, rank {x.dim()}")
+        _check(_ort(sess, x), f(x), f"onnx, rank {x.dim()}")
+
+
+def test_adaptive_avg_pool1d_that_does_not_divide_is_refused(tmp_path):
+    def f(x):
+        return torch.nn.functional.adaptive_avg_pool1d(x, 3)
+
+    with pytest.raises(ivytrace.CLIError, match="divide"):
+        ivytrace.export(f, tmp_path / "p.onnx", args=(torch.randn(2, 3, 8),))
+
+
+def test_falcon_alibi_bfloat16_product_runs_in_onnxruntime(tmp_path):
+    # Falcon's build_alibi_tensor multiplies bfloat16 slopes by the positions (int64):
+    # onnxruntime's CPU provider has no bfloat16 Mul, so the exported model did not load.
+    torch.manual_seed(0)
+    cfg = transformers.FalconConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                    use_cache=False, alibi=True)
+    model = transformers.FalconModel(cfg).eval()
+
+    def forward(input_ids, attention_mask):
+        with torch.no_grad():
+            return model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    def inputs(b, s, seed):
+        mask = torch.ones(b, s, dtype=torch.long)
+        mask[0, -2:] = 0
+        return _ids(b, s, seed), mask
+
+    sess = _session(ivytrace.export(forward, tmp_path / "falcon.onnx", args=inputs(2, 8, 0)))
+    for b, s in ((2, 8), (3, 5), (4, 16)):
+        a = inputs(b, s, b + s)
+        _check(_ort(sess, *a), forward(*a), f"onnx at {b}x{s}")
+
+
+def test_bfloat16_arithmetic_rounds_as_torch(tmp_path):
+    # torch rounds each tensor operand to bfloat16, computes in float32 and rounds once; a Python
+    # number (and alpha) is rounded to bfloat16 for add/sub/pow, not for mul/div. Same bits here.
+    def f(xf, yf, n):
+        x, y = xf.bfloat16(), yf.bfloat16()
+        return torch.stack([x * n, x + 0.1, torch.add(x, y, alpha=0.3), x - y, x / y,
+                            y ** 1.7, x * 0.3, x / 0.3, x - 0.7, x * y]).float()
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(4, 33, generator=g) * 50, torch.rand(4, 33, generator=g) + 0.5,
+            torch.randint(-300, 300, (4, 33), generator=g))
+    sess = _session(ivytrace.export(f, tmp_path / "bf.onnx", args=args))
+    np.testing.assert_array_equal(_ort(sess, *args), f(*args).numpy())
+
+
+def test_torch_scatter_and_scatter_add_replay_and_export(tmp_path):
+    # torch.scatter / Tensor.scatter / scatter_add were not in the schemas (the sweep's torch_fops
+    # program): trace_graph and the export refused them. src larger than the index: torch reads
+    # only the part the index covers.
+    def f(x, s, i):
+        perm = torch.argsort(s[:, :6], dim=1)[:, :3]   # unique per row: scatter's duplicates are unspecified
+        return torch.cat([torch.zeros_like(x).scatter(1, perm, s), x.scatter(1, perm, value=2.5),
+                          torch.scatter_add(x, 1, i, s), x.scatter_add(0, i[:2] % 2, s[:2] * 3)], 1)
+
+    def inputs(b, seed):
+        g = torch.Generator().manual_seed(seed)
+        return torch.randn(b, 6, generator=g), torch.randn(b, 7, generator=g), torch.randint(0, 6, (b, 4), generator=g)
+
+    graph = ivytrace.trace_graph(f, args=inputs(4, 0))
+    sess = _session(ivytrace.export(f, tmp_path / "scatter.onnx", args=inputs(4, 0)))
+    for b in (4, 2, 9):
+        a = inputs(b, b)
+        _check(graph(*a), f(*a), f"replay at batch {b}")
+        _check(_ort(sess, *a), f(*a), f"onnx at batch {b}")
+
+
+def test_scatter_with_reduce_is_refused_in_export(tmp_path):
+    def f(x, i):
+        return x.scatter(1, i, 2.0, reduce="multiply")
+
+    with pytest.raises(ivytrace.CLIError, match="reduce"):
+        ivytrace.export(f, tmp_path / "r.onnx", args=(torch.randn(2, 4), torch.randint(0, 4, (2, 2))))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize_replays_and_exports_with_nan_and_ties(right, tmp_path):
+    # torch.bucketize was not in the schemas (the sweep's torch_fops program). A NaN falls past
+    # every boundary, and a value equal to a boundary goes left or right as `right` says.
+    def f(x):
+        return torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.5, 1.0]), right=right) * 10 + x.shape[0]
+
+    x = torch.tensor([[float("nan"), -5.0, 0.0, 0.5, 1.0, 7.0], [float("inf"), -float("inf"), -1.0, 0.2, 0.7, 2.0]])
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "b.onnx", args=(x,)))
+    for xb in (x, torch.cat([x, torch.randn(3, 6)])):
+        _check(graph(xb), f(xb), "replay")
+        _check(_ort(sess, xb), f(xb), "onnx")
+
+
+def test_grid_sample_replays_and_exports(tmp_path):
+    F = torch.nn.functional
+
+    def f(x, grid):
+        return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False) + \
+            F.grid_sample(x, grid.flip(-1), mode="bilinear", padding_mode="reflection", align_corners=True)
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(2, 3, 5, 6, generator=g), torch.rand(2, 4, 3, 2, generator=g) * 2.4 - 1.2)
+    graph = ivytrace.trace_graph(f, args=args)
+    sess = _session(ivytrace.export(f, tmp_path / "g.onnx", args=args))
+    for b in (2, 3):
+        a = (torch.randn(b, 3, 5, 6, generator=g), torch.rand(b, 4, 3, 2, generator=g) * 2.4 - 1.2)
+        _check(graph(*a), f(*a), f"replay at batch {b}")
+        _check(_ort(sess, *a), f(*a), f"onnx at batch {b}")
+
+
+def test_swin_shifted_windows_roll_exports_at_other_batches(tmp_path):
+    # Swin rolls its feature map by shift_size = window_size // 2 when the window is smaller than
+    # the resolution: torch.roll had no ONNX lowering, so Swin at any real image size did not export.
+    torch.manual_seed(0)
+    cfg = transformers.SwinConfig(image_size=64, patch_size=4, embed_dim=16, depths=[2, 1], num_heads=[2, 4],
+                                  window_size=4)
+    model = transformers.SwinModel(cfg).eval()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 64, 64, generator=g)
+    sess = _session(ivytrace.export(forward, tmp_path / "swin.onnx", args=(x,)))
+    for b in (2, 3):
+        xb = torch.randn(b, 3, 64, 64, generator=g)
+        _check(_ort(sess, xb), forward(xb), f"onnx at batch {b}")
+
+
+@pytest.mark.parametrize("shifts,dims", [(3, 1), ((1, -2), (1, 2)), (-13, -1), (4, None)])
+def test_roll_follows_the_run_time_length(shifts, dims, tmp_path):
+    def f(x):
+        return torch.roll(x, shifts, dims) * x.shape[1]   # the length is read: dynamic in the model
+
+    sess = _session(ivytrace.export(f, tmp_path / "roll.onnx", args=(torch.randn(2, 5, 3),)))
+    for shape in ((2, 5, 3), (3, 7, 3), (1, 2, 3)):
+        x = torch.randn(*shape)
+        _check(_ort(sess, x), f(x), f"roll {shifts} over {dims} of {shape}")
+
+
+def test_logsumexp_replays_and_exports_with_infinities(tmp_path):
+    # torch.logsumexp had no canonical op (the sweep's torch_fops program): no ONNX lowering. Large
+    # values must not overflow, a row of -inf gives -inf and a row holding +inf gives +inf.
+    def f(x):
+        return torch.cat([torch.logsumexp(x * 100, dim=1), x.logsumexp(-1, keepdim=True).flatten(),
+                          torch.logsumexp(x, (0, 1)).reshape(1)])
+
+    x = torch.randn(3, 4)
+    x[1] = -float("inf")
+    x[2, 1] = float("inf")
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "lse.onnx", args=(x,)))
+    for xb in (x, torch.randn(3, 4)):
+        _check(graph(xb), f(xb), "replay")
+        _check(_ort(sess, xb), f(xb), "onnx")
+
+
+def test_a_write_to_a_captured_tensor_is_a_state_warning_not_silence():
+    # The sweep's resnet_train_bn row: a function closing over a ResNet in train() mode. Its
+    # BatchNorm writes the module's buffers, which the graph of the function does not write back:
+    # replays matched eager's outputs but left the running statistics behind, saying nothing.
+    torch.manual_seed(0)
+    cfg = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic")
+    model = transformers.ResNetModel(cfg).train()
+
+    def forward(pixel_values):
+        with torch.no_grad():
+            return model(pixel_values=pixel_values).last_hidden_state
+
+    x = torch.randn(2, 3, 32, 32)
+    with pytest.warns(ivytrace.StateWarning, match=r"wrote model\..* in place"):
+        ivytrace.trace_graph(forward, args=(x,))
+
+    counter = torch.zeros(3)
+
+    def accumulate(v):
+        counter.add_(v.sum(0))
+        return v * 2
+
+    with pytest.warns(ivytrace.StateWarning, match="wrote counter in place"):
+        ivytrace.trace_graph(accumulate, args=(torch.randn(2, 3),))
+
+    model.eval()   # nothing written: no warning
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ivytrace.StateWarning)
+        ivytrace.trace_graph(forward, args=(x,))

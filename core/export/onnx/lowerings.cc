@@ -148,10 +148,33 @@ Status LowerBinary(const Node& node, const BoundCall& call, LoweringContext& ctx
     if (!al) return Status::Unsupported("alpha " + ArgToString(*call.Get("alpha"), true) + " is not a number");
     alpha = *al;
   }
+  // bfloat16: torch rounds each tensor operand to bfloat16, computes in float32 and rounds the
+  // result once; onnxruntime's CPU provider has no bfloat16 kernel for any of these ops (Falcon's
+  // ALiBi multiplies bfloat16 slopes). A Python number operand (and alpha) is rounded to bfloat16
+  // too for add, sub and pow, and kept in float32 for mul and div, as torch's CPU kernels do.
+  const bool via_float = dtype == v1::BFLOAT16;
+  const v1::DType compute = via_float ? v1::FLOAT32 : dtype;
+  const bool round_numbers = canonical == "add" || canonical == "sub" || canonical == "pow";
+  auto operand = [&](const v1::Arg& arg, double scale, std::string* out) -> Status {
+    if (!via_float) return Operand(ctx, arg, compute, scale, out);
+    if (arg.kind_case() != v1::Arg::kTensor) {
+      IVY_RETURN_IF_ERROR(Operand(ctx, arg, round_numbers ? dtype : compute, scale, out));
+      if (round_numbers) *out = ctx.CastTo(*out, dtype, compute);
+      return Status::Ok();
+    }
+    IVY_RETURN_IF_ERROR(Operand(ctx, arg, dtype, 1.0, out));
+    *out = ctx.CastTo(*out, dtype, compute);
+    if (scale != 1.0) {
+      const std::string s = ctx.Scalar(Number::Float(scale), round_numbers ? dtype : compute);
+      *out = ctx.EmitTemp("Mul", {*out, round_numbers ? ctx.CastTo(s, dtype, compute) : s});
+    }
+    return Status::Ok();
+  };
   std::string lhs, rhs;
-  IVY_RETURN_IF_ERROR(Operand(ctx, *a, dtype, 1.0, &lhs));
-  IVY_RETURN_IF_ERROR(Operand(ctx, *b, dtype, alpha, &rhs));
-  const std::string out = ctx.Out(result);
+  IVY_RETURN_IF_ERROR(operand(*a, 1.0, &lhs));
+  IVY_RETURN_IF_ERROR(operand(*b, alpha, &rhs));
+  const std::string result_name = ctx.Out(result);
+  const std::string out = via_float ? ctx.Temp("bf16_via_f32") : result_name;
 
   if (rounding.empty()) {
     ctx.Emit(op_type, {lhs, rhs}, {out});
@@ -168,6 +191,10 @@ Status LowerBinary(const Node& node, const BoundCall& call, LoweringContext& ctx
   } else {  // floor division of integers: (a - a mod b) / b, where Mod(fmod=0) has b's sign
     std::string mod = ctx.EmitTemp("Mod", {lhs, rhs});
     ctx.Emit("Div", {ctx.EmitTemp("Sub", {lhs, mod}), rhs}, {out});
+  }
+  if (via_float) {
+    auto* cast = ctx.Emit("Cast", {out}, {result_name});
+    SetAttr(cast, "to", static_cast<int64_t>(OnnxElemType(dtype)));
   }
   return Status::Ok();
 }

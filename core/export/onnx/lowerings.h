@@ -30,6 +30,12 @@ IVY_LOWERING(LowerCast);
 IVY_LOWERING(LowerMinMaxOverload);
 // lowerings_nn.cc
 IVY_LOWERING(LowerLinear);
+IVY_LOWERING(LowerAdaptiveAvgPool1d);
+IVY_LOWERING(LowerScatterElements);
+IVY_LOWERING(LowerBucketize);
+IVY_LOWERING(LowerGridSample);
+IVY_LOWERING(LowerRoll);
+IVY_LOWERING(LowerLogSumExp);
 IVY_LOWERING(LowerAdaptiveAvgPool2d);
 IVY_LOWERING(LowerBatchNorm);
 IVY_LOWERING(LowerLayerNorm);

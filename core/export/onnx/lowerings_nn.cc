@@ -71,6 +71,50 @@ Status LowerLinear(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+// adaptive_avg_pool1d(x, output_size) over the last axis of a (C, L) or (N, C, L) input. To 1 (Swin's
+// pooler): the mean over L. To n: as adaptive_avg_pool2d, [..., L] -> [..., n, L / n] averaged over the
+// last axis, L read when the model runs; an L that n does not divide fails in the Reshape (torch's
+// windows would overlap there), and a recorded L it does not divide is refused.
+Status LowerAdaptiveAvgPool1d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const auto& shape = ctx.Shape(x);
+  if (shape.size() != 2 && shape.size() != 3) {
+    return Status::Unsupported("adaptive_avg_pool1d expects a 2-D or 3-D input, got rank " +
+                               std::to_string(shape.size()));
+  }
+  const v1::Arg* os = call.Get("output_size");
+  std::optional<int64_t> target = os ? AsInt(*os) : std::nullopt;
+  if (!target && os && (os->kind_case() == v1::Arg::kList || os->kind_case() == v1::Arg::kTuple)) {
+    const v1::ArgList& items = os->kind_case() == v1::Arg::kList ? os->list() : os->tuple();
+    if (items.items_size() == 1) target = AsInt(items.items(0));
+  }
+  if (!target) return Status::Unsupported("output_size " + (os ? ArgToString(*os, true) : std::string("missing")));
+  const int64_t rank = static_cast<int64_t>(shape.size()), length = shape.back();
+  if (*target == 1) {
+    auto* m = ctx.Emit("ReduceMean", {ctx.In(x)}, {ctx.Out(result)});
+    SetAttr(m, "axes", std::vector<int64_t>{rank - 1});
+    SetAttr(m, "keepdims", int64_t{1});
+    return Status::Ok();
+  }
+  if (*target <= 0 || length <= 0 || length % *target != 0) {
+    return Status::Unsupported("adaptive_avg_pool1d to " + std::to_string(*target) + " from " +
+                               std::to_string(length) + " (only sizes that divide the input evenly)");
+  }
+  const std::string in_shape = ctx.EmitTemp("Shape", {ctx.In(x)});
+  const std::string n = ctx.Int64s({*target});
+  const std::string lead = ctx.EmitTemp("Slice", {in_shape, ctx.Int64s({0}), ctx.Int64s({rank - 1})});
+  const std::string last = ctx.EmitTemp("Slice", {in_shape, ctx.Int64s({rank - 1}), ctx.Int64s({rank})});
+  onnx::NodeProto* c = nullptr;
+  const std::string split = ctx.EmitTemp("Concat", {lead, n, ctx.EmitTemp("Div", {last, n})}, &c);
+  SetAttr(c, "axis", int64_t{0});
+  auto* m = ctx.Emit("ReduceMean", {ctx.EmitTemp("Reshape", {ctx.In(x), split})}, {ctx.Out(result)});
+  SetAttr(m, "axes", std::vector<int64_t>{rank});
+  SetAttr(m, "keepdims", int64_t{0});
+  return Status::Ok();
+}
+
 Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));

@@ -105,6 +105,42 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+// logsumexp(x, dim, keepdim) as torch computes it: m = max over dim (0 where it is infinite, so
+// that a row of -inf gives -inf and one holding +inf gives +inf, not NaN), log(sum(exp(x - m))) + m.
+Status LowerLogSumExp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
+  if (axes.empty()) {
+    axes.resize(rank);
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("logsumexp with a non-float result");
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  if (rank == 0) {
+    ctx.Emit("Identity", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  onnx::NodeProto* mx = nullptr;
+  const std::string m = ctx.EmitTemp("ReduceMax", {in}, &mx);
+  SetAttr(mx, "axes", axes);
+  SetAttr(mx, "keepdims", int64_t{1});
+  const std::string finite = ctx.EmitTemp("Where", {ctx.EmitTemp("IsInf", {m}), ctx.Scalar(Number::Float(0.0), d), m});
+  onnx::NodeProto* sum = nullptr;
+  const std::string s = ctx.EmitTemp("ReduceSum", {ctx.EmitTemp("Exp", {ctx.EmitTemp("Sub", {in, finite})}),
+                                                   ctx.Int64s(axes)}, &sum);
+  SetAttr(sum, "keepdims", int64_t{1});
+  const std::string r = ctx.EmitTemp("Add", {ctx.EmitTemp("Log", {s}), finite});
+  if (keepdim) ctx.Emit("Identity", {r}, {ctx.Out(result)});
+  else ctx.Emit("Squeeze", {r, ctx.Int64s(axes)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 // std/var: mean of squared deviations, with a correction (torch `correction`/`unbiased`, NumPy `ddof`).
 Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
@@ -886,6 +922,140 @@ Status LowerGather(const Node& node, const BoundCall& call, LoweringContext& ctx
   auto* n = ctx.Emit("GatherElements", {ctx.In(x), ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64)},
                      {ctx.Out(result)});
   SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// torch.scatter(input, dim, index, src | value) and scatter_add(input, dim, index, src) ->
+// ScatterElements. torch reads only the part of src that index covers (src may be larger): src is
+// sliced to index's run-time shape; a number is expanded to it. scatter_add accumulates duplicate
+// indices (reduction "add", opset 16); scatter's `reduce` argument is refused.
+Status LowerScatterElements(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const bool add = ctx.canonical() == "scatter_elements_add";
+  if (!add && !call.IsNone("reduce")) return Status::Unsupported("scatter with reduce=");
+  if (add && ctx.opset() < 16) return Status::Unsupported("scatter_add needs opset 16 (ScatterElements reduction)");
+  const int rank = ctx.Rank(x);
+  if (rank == 0 || ctx.Rank(index) != rank) return Status::Unsupported("scatter of a 0-d input or an index of another rank");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  const std::string idx = ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64);
+  const std::string idx_shape = ctx.EmitTemp("Shape", {idx});
+  const v1::Arg* src = call.IsNone("src") ? call.Get("value") : call.Get("src");
+  if (!src || IsNone(*src)) return Status::Unsupported("scatter without src or value");
+  std::string updates;
+  if (src->kind_case() == v1::Arg::kTensor) {
+    const ValueId s = src->tensor().value();
+    if (ctx.Rank(s) != rank) return Status::Unsupported("scatter src of another rank than the index");
+    std::vector<int64_t> zeros(static_cast<size_t>(rank), 0), axes(static_cast<size_t>(rank));
+    for (int i = 0; i < rank; ++i) axes[static_cast<size_t>(i)] = i;
+    updates = ctx.EmitTemp("Slice", {ctx.CastTo(ctx.In(s), ctx.DType(s), d), ctx.Int64s(zeros), idx_shape,
+                                     ctx.Int64s(axes)});
+  } else if (src->kind_case() == v1::Arg::kF || AsInt(*src)) {
+    const Number n = src->kind_case() == v1::Arg::kF ? Number::Float(src->f()) : Number::Int(*AsInt(*src));
+    const Number v = IsFloating(d) ? Number::Float(n.AsDouble()) : Number::Int(static_cast<int64_t>(n.AsDouble()));
+    updates = ctx.EmitTemp("Expand", {ctx.Scalar(v, d), idx_shape});
+  } else {
+    return Status::Unsupported("scatter src " + ArgToString(*src, true));
+  }
+  auto* n = ctx.Emit("ScatterElements", {ctx.In(x), idx, updates}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  if (add) SetAttr(n, "reduction", std::string("add"));
+  return Status::Ok();
+}
+
+// bucketize(x, boundaries): how many boundaries lie below x (right=False: b < x; right=True:
+// b <= x), counted as Not(x <= b) / Not(x < b) so that a NaN x counts every boundary, as in torch.
+Status LowerBucketize(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "boundaries", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(b) != 1) return Status::Unsupported("bucketize with boundaries that are not 1-D");
+  const v1::DType dx = ctx.DType(x), db = ctx.DType(b);
+  const v1::DType d = IsFloating(dx) ? dx : IsFloating(db) ? db : v1::INT64;
+  const int rank = ctx.Rank(x);
+  const std::string xe = ctx.Unsqueeze(ctx.CastTo(ctx.In(x), dx, d), {rank});
+  const std::string bs = ctx.CastTo(ctx.In(b), db, d);
+  const bool right = call.Bool("right").value_or(false);
+  const std::string below = ctx.EmitTemp("Not", {ctx.EmitTemp(right ? "Less" : "LessOrEqual", {xe, bs})});
+  auto* sum = ctx.Emit("ReduceSum", {ctx.CastTo(below, v1::BOOL, v1::INT64), ctx.Int64s({rank})},
+                       {ctx.Temp("bucket")});
+  SetAttr(sum, "keepdims", int64_t{0});
+  const std::string count = sum->output(0);
+  ctx.Emit("Identity", {ctx.CastTo(count, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// grid_sample(x, grid, mode, padding_mode, align_corners) -> GridSample (opset 16, 4-D input).
+Status LowerGridSample(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, grid, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "grid", &grid));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.opset() < 16 || ctx.Rank(x) != 4) return Status::Unsupported("grid_sample of a non-4-D input (or opset < 16)");
+  const v1::Arg* mode = call.Get("mode");
+  const v1::Arg* pad = call.Get("padding_mode");
+  const std::string m = mode && mode->kind_case() == v1::Arg::kS ? mode->s() : "bilinear";
+  const std::string p = pad && pad->kind_case() == v1::Arg::kS ? pad->s() : "zeros";
+  if (m != "bilinear" && m != "bicubic") return Status::Unsupported("grid_sample mode '" + m + "'");
+  if (p != "zeros" && p != "border" && p != "reflection") return Status::Unsupported("grid_sample padding '" + p + "'");
+  auto* n = ctx.Emit("GridSample", {ctx.In(x), ctx.CastTo(ctx.In(grid), ctx.DType(grid), ctx.DType(x))},
+                     {ctx.Out(result)});
+  SetAttr(n, "mode", m);
+  SetAttr(n, "padding_mode", p);
+  SetAttr(n, "align_corners", int64_t{call.Bool("align_corners").value_or(false) ? 1 : 0});
+  return Status::Ok();
+}
+
+// roll(x, shifts, dims): per dim, the last (shift mod n) entries moved to the front, n read when
+// the model runs (Swin's shifted windows roll by a literal over a dim that follows the image):
+// Concat(Slice(x, n - k, n), Slice(x, 0, n - k)). Without dims, the flattened x, reshaped back.
+Status LowerRoll(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* sh = call.Get("shifts");
+  std::optional<std::vector<int64_t>> shifts;
+  if (sh && AsInt(*sh)) shifts = std::vector<int64_t>{*AsInt(*sh)};
+  else if (sh) shifts = AsIntList(*sh);
+  if (!shifts || shifts->empty()) return Status::Unsupported("roll shifts that are not ints");
+  const bool flat = call.IsNone("dims");
+  std::vector<int64_t> dims;
+  if (flat) {
+    if (shifts->size() != 1) return Status::Unsupported("roll without dims takes one shift");
+    dims = {0};
+  } else {
+    const v1::Arg* d = call.Get("dims");
+    auto list = AsInt(*d) ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{*AsInt(*d)}) : AsIntList(*d);
+    if (!list || list->size() != shifts->size()) return Status::Unsupported("roll dims that do not pair with shifts");
+    dims = *list;
+  }
+  const int rank = flat ? 1 : ctx.Rank(x);
+  if (rank == 0) return Status::Unsupported("roll of a 0-d tensor");
+  std::string cur = flat ? ctx.EmitTemp("Reshape", {ctx.In(x), ctx.Int64s({-1})}) : ctx.In(x);
+  const std::string shape = ctx.EmitTemp("Shape", {cur});
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d;
+    IVY_RETURN_IF_ERROR(NormalizeAxis(dims[i], rank, &d));
+    const std::string n = ctx.EmitTemp("Slice", {shape, ctx.Int64s({d}), ctx.Int64s({d + 1})});
+    // shift mod n with n's sign (n >= 0; an empty dim divides by 1 and rolls nothing)
+    auto* mod = ctx.Emit("Mod", {ctx.Int64s({(*shifts)[i]}), ctx.EmitTemp("Max", {n, ctx.Int64s({1})})},
+                         {ctx.Temp("roll_k")});
+    SetAttr(mod, "fmod", int64_t{0});
+    const std::string split = ctx.EmitTemp("Sub", {n, mod->output(0)});
+    const std::string axes = ctx.Int64s({d});
+    const std::string tail = ctx.EmitTemp("Slice", {cur, split, n, axes});
+    const std::string head = ctx.EmitTemp("Slice", {cur, ctx.Int64s({0}), split, axes});
+    onnx::NodeProto* c = nullptr;
+    cur = ctx.EmitTemp("Concat", {tail, head}, &c);
+    SetAttr(c, "axis", d);
+  }
+  if (flat) cur = ctx.EmitTemp("Reshape", {cur, ctx.EmitTemp("Shape", {ctx.In(x)})});
+  ctx.Emit("Identity", {cur}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -112,8 +112,15 @@ Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ct
   if (const v1::Arg* order = call.Get("order"); order && order->kind_case() == v1::Arg::kS && order->s() != "C") {
     return Status::Unsupported("reshape in order '" + order->s() + "' (ONNX Reshape reads and writes in C order)");
   }
+  if (auto other = call.Tensor("other")) {   // view_as / reshape_as: the other tensor's run-time shape
+    ctx.Emit("Reshape", {ctx.In(x), ctx.EmitTemp("Shape", {ctx.In(*other)})}, {ctx.Out(result)});
+    return Status::Ok();
+  }
   const v1::Arg* s = call.Get("shape");
-  if (s && IsSymbolicArg(ctx, *s)) {
+  // No shape at all is not "reshape to a 0-d": refused rather than a Reshape to [] (which made
+  // reshape_as a 0-d value, or a Reshape that fails in shape inference).
+  if (!s) return Status::Unsupported("reshape without a shape");
+  if (IsSymbolicArg(ctx, *s)) {
     if (auto copied = CopiedDimsShape(ctx, *s, x)) {
       EmitReshape(ctx, ctx.In(x), *copied, false, ctx.Out(result));
       return Status::Ok();
@@ -126,7 +133,7 @@ Status LowerReshape(const Node& node, const BoundCall& call, LoweringContext& ct
     if (ctx.opset() >= 14) SetAttr(n, "allowzero", int64_t{1});
     return Status::Ok();
   }
-  auto target = s ? AsIntList(*s) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+  auto target = AsIntList(*s);
   if (!target) return Status::Unsupported("shape " + ArgToString(*s, true) + " is not a list of ints");
   const auto& in_shape = ctx.Shape(x);
   const bool has_zero = std::count(target->begin(), target->end(), 0) > 0;
