@@ -73,6 +73,11 @@ const std::vector<Rename>& Renames() {
       {"numpy", "logical_and_reduce", "all", {}},
       {"numpy", "logical_or_reduce", "any", {}},
       {"numpy", "add_accumulate", "cumsum", {}},
+      {"numpy", "tril", "tril", {{"k", "diagonal"}}},
+      {"numpy", "triu", "triu", {{"k", "diagonal"}}},
+      {"numpy", "roll", "roll", {{"shift", "shifts"}, {"axis", "dims"}}},
+      {"numpy", "flip", "flip", {{"axis", "dims"}}},
+      {"numpy", "take_along_axis", "take_along_axis", {{"indices", "index"}}},
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
