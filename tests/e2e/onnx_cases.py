@@ -538,6 +538,11 @@ def _numpy_cases():
     case("numpy", "linspace", lambda x: x * np.linspace(x.min(), x.max(), 4), X, variant="float32_bounds")
     case("numpy", "permute_dims", lambda x: x.transpose(1, 0, 2) + x.transpose((1, 0, 2)), X, variant="varargs")
     case("numpy", "permute_dims", lambda x: x.transpose(), X, variant="reversed")
+    # np.fmax/fmin take the other operand where one is NaN (Max/Min would give NaN).
+    case("numpy", "fmax", lambda x, y: np.fmax(np.where(x > 1, np.nan, x), np.where(y < 0, np.nan, y)), X, f32(4),
+         variant="nan")
+    case("numpy", "fmin", lambda x: np.fmin(np.where(x > 1, np.nan, x), np.float32(np.nan)), X, variant="nan")
+    case("numpy", "concat", lambda x, y: np.concatenate([x, y], axis=None), X, f32(4), variant="axis_none")
 
 
 # --- JAX -----------------------------------------------------------------------------------------------

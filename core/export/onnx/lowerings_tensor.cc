@@ -201,6 +201,18 @@ Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx
   if (!items || items->items_size() == 0) return Status::Unsupported("concat of something that is not a list of tensors");
   const int rank = ctx.Rank(result);
   int64_t axis;
+  // np.concatenate(arrays, axis=None): the arrays flattened, one after the other.
+  if (node.op == "numpy.concatenate" && call.Has("dim") && call.IsNone("dim")) {
+    std::vector<std::string> flat;
+    for (const auto& it : items->items()) {
+      if (it.kind_case() != v1::Arg::kTensor) return Status::Unsupported("concat of a non-tensor item");
+      const ValueId v = it.tensor().value();
+      flat.push_back(ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(v), ctx.DType(v), ctx.DType(result)), ctx.Int64s({-1})}));
+    }
+    auto* n = ctx.Emit("Concat", flat, {ctx.Out(result)});
+    SetAttr(n, "axis", int64_t{0});
+    return Status::Ok();
+  }
   // torch.cat(tensors, axis=k): torch's alias of dim.
   const char* dim_param = call.Has("axis") && !call.IsNone("axis") ? "axis" : "dim";
   IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int(dim_param).value_or(0), rank, &axis));

@@ -106,6 +106,10 @@ _METHODS = ("reshape", "astype", "transpose", "sum", "mean", "max", "min", "prod
             "swapaxes", "cumsum", "cumprod", "any", "all", "round", "take", "repeat", "diagonal",
             "__getitem__", "__setitem__")
 _WRITING_METHODS = {"__setitem__": 0, "fill": 0}   # method -> index (in args incl. self) it writes
+# Array functions that write into an argument (not through out=): function -> index it writes.
+# Unlisted, their write would go unseen and a replay would read the array as it was before.
+_WRITING_FUNCTIONS = {"numpy.put_along_axis": 0, "numpy.put": 0, "numpy.putmask": 0, "numpy.place": 0,
+                      "numpy.copyto": 0, "numpy.fill_diagonal": 0}
 # np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
 # recorded: they would show up as ops and guards on the user's line.
 _UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
@@ -604,6 +608,9 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
     def _written(self, name, args, kwargs, out):
         """The arrays this call writes (out=, in-place methods)."""
         ws = []
+        i = _WRITING_FUNCTIONS.get(name)
+        if i is not None and len(args) > i and isinstance(args[i], np.ndarray):
+            ws.append(args[i])
         if out is not None:
             for o in (out if isinstance(out, tuple) else (out,)):
                 if isinstance(o, np.ndarray):

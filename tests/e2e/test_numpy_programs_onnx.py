@@ -75,6 +75,44 @@ def test_replay_and_onnx_match_numpy_at_new_batch_sizes(name, tmp_path):
             _close(sess.run(None, {sess.get_inputs()[0].name: x})[0], want)
 
 
+# --- functions that write into an argument: the replay must see the write --------------------------
+
+def _put_along_axis(x):
+    y = _b(x).copy()
+    np.put_along_axis(y, np.argmax(y, axis=1)[:, None], -1.0, axis=1)
+    return y
+
+
+def _copyto(x):
+    y = np.zeros_like(_b(x))
+    np.copyto(y, _b(x) * 2, where=_b(x) > 0)
+    return y
+
+
+def _putmask_put_place(x):
+    y = _b(x).copy()
+    np.putmask(y, y < 0, 7.0)
+    np.put(y, [0, 3], [5.0, 6.0])
+    np.place(y, y > 1, [9.0, 8.0])
+    return y
+
+
+def _fill_diagonal(x):
+    y = _b(x)[:, :2].copy()
+    np.fill_diagonal(y, 3.0)
+    return y
+
+
+@pytest.mark.parametrize("fn", [_put_along_axis, _copyto, _putmask_put_place, _fill_diagonal], ids=lambda f: f.__name__)
+def test_replay_sees_writes_into_arguments(fn):
+    replay = ivytrace.trace_graph(fn, args=_inputs(4, 0))
+    for b, seed in ((4, 1), (3, 2), (5, 3)):
+        (x,) = _inputs(b, seed)
+        want = fn(x)
+        assert not np.array_equal(want, _b(x)[:, : want.shape[1]])   # the write changes the result
+        np.testing.assert_array_equal(replay(x), want)
+
+
 # --- negative-step slices against NumPy, at batch sizes the trace never saw ------------------------
 
 _BOUNDS = [None, -9, -6, -5, -3, -1, 0, 1, 2, 4, 5, 8]
