@@ -543,6 +543,14 @@ def _numpy_cases():
          variant="nan")
     case("numpy", "fmin", lambda x: np.fmin(np.where(x > 1, np.nan, x), np.float32(np.nan)), X, variant="nan")
     case("numpy", "concat", lambda x, y: np.concatenate([x, y], axis=None), X, f32(4), variant="axis_none")
+    case("numpy", "hstack", lambda x, y: np.hstack([x, x[:, :1]]).sum(1) + np.hstack([y, y[::-1], y[0]]).sum(), X, f32(4))
+    case("numpy", "vstack", lambda x, y: np.vstack([x[:, 0], y[:4], x[:, 1]]) + np.vstack([y[0], y[1]]).sum(), X, f32(4))
+    case("numpy", "dstack", lambda x, y: (np.dstack([x[0], x[-1]]), np.dstack([y, y]), np.dstack([x[:, 0], x[:, 2]])), X,
+         f32(4))
+    case("numpy", "meshgrid", lambda x, y: sum(g * (k + 1) for k, g in enumerate(np.meshgrid(x[:, 0, 0], y))), X, f32(4))
+    case("numpy", "meshgrid", lambda x, y: np.meshgrid(x[:, 0, 0], y, x[0, :, 1], indexing="ij"), X, f32(4), variant="ij3")
+    case("numpy", "argmax", lambda x: np.argmax(x, axis=1, keepdims=True) + np.argmin(x, axis=-1, keepdims=True)[:, :1],
+         X, variant="keepdims")
 
 
 # --- JAX -----------------------------------------------------------------------------------------------

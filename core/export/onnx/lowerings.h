@@ -95,6 +95,7 @@ IVY_LOWERING(LowerTakeAlongAxis);
 IVY_LOWERING(LowerPtp);
 IVY_LOWERING(LowerNanToNum);
 IVY_LOWERING(LowerLinspace);
+IVY_LOWERING(LowerNumpyStacks);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -326,5 +326,42 @@ Status LowerLinspace(const Node& node, const BoundCall& call, LoweringContext& c
   return Status::Ok();
 }
 
+// np.hstack / np.vstack / np.dstack: each array made at least 1-D / 2-D / 3-D as NumPy does
+// ((n,) -> (1, n) for vstack, (n,) -> (1, n, 1) and (m, n) -> (m, n, 1) for dstack), then
+// concatenated along axis 1 (0 when all are 1-D) / 0 / 2.
+Status LowerNumpyStacks(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("tensors");
+  auto items = a ? SequenceItems(*a) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("a stack of no arrays");
+  const std::string& c = ctx.canonical();
+  const int want = c == "hstack" ? 1 : c == "vstack" ? 2 : 3;
+  bool all_1d = true;
+  for (const v1::Arg* it : *items) {
+    if (it->kind_case() != v1::Arg::kTensor) return Status::Unsupported(c + " of a non-array item");
+    all_1d = all_1d && ctx.Rank(it->tensor().value()) <= 1;
+  }
+  const int64_t axis = c == "hstack" ? (all_1d ? 0 : 1) : c == "vstack" ? 0 : 2;
+  std::vector<std::string> ins;
+  for (const v1::Arg* it : *items) {
+    const ValueId v = it->tensor().value();
+    std::string in = ctx.CastTo(ctx.In(v), ctx.DType(v), ctx.DType(result));
+    const int r = ctx.Rank(v);
+    if (r < want) {
+      std::vector<int64_t> axes;  // atleast_1d: (1,); atleast_2d: (1, .); atleast_3d: (1, ., 1) / (., ., 1)
+      if (r == 0) for (int k = 0; k < want; ++k) axes.push_back(k);
+      else if (want == 2) axes = {0};
+      else if (r == 1) axes = {0, 2};
+      else axes = {2};
+      in = ctx.Unsqueeze(in, axes);
+    }
+    ins.push_back(in);
+  }
+  auto* n = ctx.Emit("Concat", ins, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace

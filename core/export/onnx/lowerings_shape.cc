@@ -250,6 +250,9 @@ Status LowerArgReduce(const Node& node, const BoundCall& call, LoweringContext& 
   if (d == v1::BOOL) in = ctx.CastTo(in, d, v1::INT32);
   int64_t axis = 0;
   const bool keepdim = call.Bool("keepdim").value_or(false);
+  if (keepdim && call.IsNone("dim") && ctx.Rank(x) > 1) {
+    return Status::Unsupported("argmax/argmin over every axis with keepdims");
+  }
   if (call.IsNone("dim")) {  // over the flattened input
     in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
   } else {
@@ -394,6 +397,7 @@ Status LowerMeshgrid(const Node& node, const BoundCall& call, LoweringContext& c
     }
     xy = ix->s() == "xy";
   }
+  if (call.Bool("sparse").value_or(false)) return Status::Unsupported("np.meshgrid(sparse=True)");
   const int n = static_cast<int>(ins.size());
   std::vector<int> dim_of(n);  // the output dim input k runs along
   for (int k = 0; k < n; ++k) dim_of[k] = (xy && n >= 2 && k < 2) ? 1 - k : k;
