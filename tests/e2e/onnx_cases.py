@@ -531,11 +531,11 @@ def _numpy_cases():
     case("numpy", "eye", lambda x: np.where(np.eye(x.shape[0], 4, k=-1, dtype=bool), x[:, 0], 0.0), X, variant="bool")
     case("numpy", "eye", lambda x: x * np.identity(4, dtype=np.float64)[:3].astype(np.float32), X,
          variant="identity_dtype")
-    case("numpy", "linspace", lambda x: x * np.linspace(0.0, 1.0, x.shape[0], dtype=np.float32)[:, None, None], X)
-    case("numpy", "linspace", lambda x: x * np.linspace(-1, 2, x.shape[0], endpoint=False)[:, None, None].astype(np.float32),
+    case("numpy", "numpy_linspace", lambda x: x * np.linspace(0.0, 1.0, x.shape[0], dtype=np.float32)[:, None, None], X)
+    case("numpy", "numpy_linspace", lambda x: x * np.linspace(-1, 2, x.shape[0], endpoint=False)[:, None, None].astype(np.float32),
          X, variant="no_endpoint")
-    case("numpy", "linspace", lambda x: x[:, 0] + np.linspace(-3.5, 7, 4, dtype=np.int64), X, variant="int")
-    case("numpy", "linspace", lambda x: x * np.linspace(x.min(), x.max(), 4), X, variant="float32_bounds")
+    case("numpy", "numpy_linspace", lambda x: x[:, 0] + np.linspace(-3.5, 7, 4, dtype=np.int64), X, variant="int")
+    case("numpy", "numpy_linspace", lambda x: x * np.linspace(x.min(), x.max(), 4), X, variant="float32_bounds")
     case("numpy", "permute_dims", lambda x: x.transpose(1, 0, 2) + x.transpose((1, 0, 2)), X, variant="varargs")
     case("numpy", "permute_dims", lambda x: x.transpose(), X, variant="reversed")
     # np.fmax/fmin take the other operand where one is NaN (Max/Min would give NaN).
@@ -549,6 +549,10 @@ def _numpy_cases():
          f32(4))
     case("numpy", "meshgrid", lambda x, y: sum(g * (k + 1) for k, g in enumerate(np.meshgrid(x[:, 0, 0], y))), X, f32(4))
     case("numpy", "meshgrid", lambda x, y: np.meshgrid(x[:, 0, 0], y, x[0, :, 1], indexing="ij"), X, f32(4), variant="ij3")
+    case("numpy", "isclose", lambda x, y: (np.isclose(x, np.round(x, 1), atol=0.02), np.isclose(x, y, rtol=0.5),
+                                            np.isclose(np.where(x > 1, np.inf, x), np.where(x > 1.5, np.inf, x))), X, f32(4))
+    case("numpy", "isclose", lambda x: np.isclose(np.where(x > 1, np.nan, x), np.where(x > 1.5, np.nan, x), equal_nan=True),
+         X, variant="equal_nan")
     case("numpy", "argmax", lambda x: np.argmax(x, axis=1, keepdims=True) + np.argmin(x, axis=-1, keepdims=True)[:, :1],
          X, variant="keepdims")
 

@@ -96,6 +96,7 @@ IVY_LOWERING(LowerPtp);
 IVY_LOWERING(LowerNanToNum);
 IVY_LOWERING(LowerLinspace);
 IVY_LOWERING(LowerNumpyStacks);
+IVY_LOWERING(LowerIsclose);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -262,9 +262,6 @@ Status LowerNanToNum(const Node& node, const BoundCall& call, LoweringContext& c
 Status LowerLinspace(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId result;
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  if (node.op.rfind("numpy.", 0) != 0) {
-    return Status::Unsupported("linspace is lowered as NumPy computes it; " + node.op + " computes otherwise");
-  }
   if (call.Bool("retstep").value_or(false)) return Status::Unsupported("linspace with retstep=True");
   const v1::Arg* start = call.Get("start");
   const v1::Arg* stop = call.Get("stop");
@@ -360,6 +357,43 @@ Status LowerNumpyStacks(const Node& node, const BoundCall& call, LoweringContext
   }
   auto* n = ctx.Emit("Concat", ins, {ctx.Out(result)});
   SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// np.isclose(a, b, rtol, atol, equal_nan) as NumPy computes it: |a - b| <= atol + rtol |b| where b
+// is finite, or a == b (equal infinities), or both NaN with equal_nan; in the operands' float type
+// (float64 for integers).
+Status LowerIsclose(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b || (!HasTensor(*a) && !HasTensor(*b))) return Status::Unsupported("isclose without an array operand");
+  bool any_int = false, any_float = false;
+  for (const v1::Arg* o : {a, b}) {
+    if (o->kind_case() != v1::Arg::kTensor) continue;
+    const v1::DType d = ctx.DType(o->tensor().value());
+    if (IsFloating(d)) any_float = true;
+    else any_int = true;
+  }
+  if (any_int && any_float) return Status::Unsupported("isclose of an integer and a float array");
+  v1::DType w = PromotedDType(ctx, {a, b});
+  if (!IsFloating(w)) w = v1::FLOAT64;
+  if (w != v1::FLOAT32 && w != v1::FLOAT64) return Status::Unsupported(std::string("isclose in ") + DTypeName(w));
+  std::optional<double> rtol = call.IsNone("rtol") ? 1e-5 : call.Double("rtol");
+  std::optional<double> atol = call.IsNone("atol") ? 1e-8 : call.Double("atol");
+  if (!rtol || !atol) return Status::Unsupported("isclose with array tolerances");
+  std::string x, y;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, w, &x));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, w, &y));
+  const std::string bound = ctx.EmitTemp("Add", {F(ctx, *atol, w), ctx.EmitTemp("Mul", {F(ctx, *rtol, w), ctx.EmitTemp("Abs", {y})})});
+  std::string r = ctx.EmitTemp("LessOrEqual", {ctx.EmitTemp("Abs", {ctx.EmitTemp("Sub", {x, y})}), bound});
+  const std::string finite = ctx.EmitTemp("Not", {ctx.EmitTemp("Or", {ctx.EmitTemp("IsNaN", {y}), ctx.EmitTemp("IsInf", {y})})});
+  r = ctx.EmitTemp("Or", {ctx.EmitTemp("And", {r, finite}), ctx.EmitTemp("Equal", {x, y})});
+  if (call.Bool("equal_nan").value_or(false)) {
+    r = ctx.EmitTemp("Or", {r, ctx.EmitTemp("And", {ctx.EmitTemp("IsNaN", {x}), ctx.EmitTemp("IsNaN", {y})})});
+  }
+  ctx.Emit("Identity", {r}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -73,6 +73,8 @@ const std::vector<Rename>& Renames() {
       {"numpy", "logical_and_reduce", "all", {}},
       {"numpy", "logical_or_reduce", "any", {}},
       {"numpy", "add_accumulate", "cumsum", {}},
+      // torch.linspace computes otherwise (a symmetric formula in the output dtype): only NumPy's lowers.
+      {"numpy", "linspace", "numpy_linspace", {}},
       {"numpy", "tril", "tril", {{"k", "diagonal"}}},
       {"numpy", "triu", "triu", {{"k", "diagonal"}}},
       {"numpy", "roll", "roll", {{"shift", "shifts"}, {"axis", "dims"}}},
