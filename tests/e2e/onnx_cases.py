@@ -549,6 +549,12 @@ def _numpy_cases():
          f32(4))
     case("numpy", "meshgrid", lambda x, y: sum(g * (k + 1) for k, g in enumerate(np.meshgrid(x[:, 0, 0], y))), X, f32(4))
     case("numpy", "meshgrid", lambda x, y: np.meshgrid(x[:, 0, 0], y, x[0, :, 1], indexing="ij"), X, f32(4), variant="ij3")
+    def put_along(x, i, v):
+        y = x.copy()
+        np.put_along_axis(y, i, v, axis=2)
+        np.put_along_axis(y, np.argmax(y, axis=1)[:, None], -1.0, axis=1)
+        return y
+    case("numpy", "put_along_axis", put_along, X, i64("B", 1, 2, lo=-4, hi=4), f32(2))
     case("numpy", "isclose", lambda x, y: (np.isclose(x, np.round(x, 1), atol=0.02), np.isclose(x, y, rtol=0.5),
                                             np.isclose(np.where(x > 1, np.inf, x), np.where(x > 1.5, np.inf, x))), X, f32(4))
     case("numpy", "isclose", lambda x: np.isclose(np.where(x > 1, np.nan, x), np.where(x > 1.5, np.nan, x), equal_nan=True),

@@ -159,6 +159,7 @@ const CanonicalLowering kTable[] = {
     {"pow",                          "Pow",                          LowerBinary},
     {"prod",                         "ReduceProd",                   LowerReduce},
     {"ptp",                          "ReduceMax-ReduceMin",          LowerPtp},
+    {"put_along_axis",               "Expand+ScatterElements",       LowerPutAlongAxis},
     {"reciprocal",                   "Reciprocal",                   LowerUnary},
     {"reduce_window_max",            "Transpose+MaxPool",            LowerReduceWindow},
     {"reduce_window_sum",            "Transpose+AveragePool*n",      LowerReduceWindow},

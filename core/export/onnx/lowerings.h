@@ -97,6 +97,7 @@ IVY_LOWERING(LowerNanToNum);
 IVY_LOWERING(LowerLinspace);
 IVY_LOWERING(LowerNumpyStacks);
 IVY_LOWERING(LowerIsclose);
+IVY_LOWERING(LowerPutAlongAxis);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -397,5 +397,40 @@ Status LowerIsclose(const Node& node, const BoundCall& call, LoweringContext& ct
   return Status::Ok();
 }
 
+// np.put_along_axis(arr, indices, values, axis), in place: ScatterElements into arr, the indices
+// broadcast against arr on every axis but `axis` and the values against the indices, as NumPy's
+// fancy index does. (Repeated indices: onnxruntime writes in order, the last wins, as in NumPy.)
+Status LowerPutAlongAxis(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  if (node.outputs.empty()) return Status::Unsupported("the write defines no new value");
+  const ValueId result = node.outputs.back();
+  const v1::Arg* values = call.Get("values");
+  if (!values) return Status::Unsupported("put_along_axis without values");
+  if (IsFloating(ctx.DType(index)) || ctx.DType(index) == v1::BOOL) {
+    return Status::Unsupported("put_along_axis with indices that are not integers");
+  }
+  const int rank = ctx.Rank(x);
+  if (call.IsNone("dim") || rank == 0 || ctx.Rank(index) != rank) {
+    return Status::Unsupported("put_along_axis other than along one axis with indices of the array's rank");
+  }
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*call.Int("dim"), rank, &axis));
+  const v1::DType d = ctx.DType(x);
+  std::string v;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *values, d, &v));
+  onnx::NodeProto* sc = nullptr;
+  const std::string target =
+      ctx.EmitTemp("ScatterElements", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({axis}), ctx.Int64s({1})}, &sc);
+  SetAttr(sc, "axis", int64_t{0});
+  const std::string idx =
+      ctx.EmitTemp("Expand", {ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64), target});
+  const std::string vals = ctx.EmitTemp("Expand", {v, ctx.EmitTemp("Shape", {idx})});
+  auto* n = ctx.Emit("ScatterElements", {ctx.In(x), idx, vals}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -80,6 +80,7 @@ const std::vector<Rename>& Renames() {
       {"numpy", "roll", "roll", {{"shift", "shifts"}, {"axis", "dims"}}},
       {"numpy", "flip", "flip", {{"axis", "dims"}}},
       {"numpy", "take_along_axis", "take_along_axis", {{"indices", "index"}}},
+      {"numpy", "put_along_axis", "put_along_axis", {{"indices", "index"}}},
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
