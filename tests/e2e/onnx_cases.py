@@ -434,6 +434,11 @@ def _numpy_cases():
     case("numpy", "outer", lambda x, y: np.outer(x, y), f32(3), f32(4))
     case("numpy", "sum", lambda x: np.sum(x, axis=1, keepdims=True), X)
     case("numpy", "sum", lambda x: np.add.reduce(x, axis=2), X, variant="ufunc")
+    case("numpy", "sum", lambda x: np.sum(x, axis=1, where=x > 0) + x.sum(axis=1, where=x < 1), X,
+         variant="where")
+    case("numpy", "sum", lambda x: np.sum(x.astype(np.int32), where=x > 1, axis=(0, 2)), i64("B", 3, 4, hi=4),
+         variant="where_int")
+    case("numpy", "prod", lambda x: np.prod(x, axis=-1, where=np.abs(x) > 0.5, keepdims=True), X, variant="where")
     case("numpy", "mean", lambda x: x.mean(axis=(0, 2)), X)
     case("numpy", "prod", lambda x: np.prod(x, axis=-1), X)
     case("numpy", "prod", lambda x: np.multiply.reduce(x, axis=1), X, variant="ufunc")

@@ -86,6 +86,19 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
                          : (c == "mean" && !IsFloating(rd)) ? v1::FLOAT32 : rd;
   if (c == "any" || c == "all") in = ctx.CastTo(ctx.CastTo(in, d, v1::BOOL), v1::BOOL, work);
   else in = ctx.CastTo(in, d, work);
+  // np.sum/np.prod(where=mask, initial=v): masked-out items count as 0 / 1, then v is added /
+  // multiplied in.
+  if (const v1::Arg* w = call.Get("where"); w && AsBool(*w) != true) {
+    if ((c != "sum" && c != "prod") || w->kind_case() != v1::Arg::kTensor) {
+      return Status::Unsupported(c + " with where=" + ArgToString(*w, true));
+    }
+    const ValueId m = w->tensor().value();
+    const std::string mask = ctx.EmitTemp("Expand", {ctx.CastTo(ctx.In(m), ctx.DType(m), v1::BOOL), ctx.EmitTemp("Shape", {in})});
+    const std::string kept = ctx.Temp("kept");
+    EmitWhere(ctx, mask, in, ctx.Scalar(Number::Int(c == "sum" ? 0 : 1), work), work, kept);
+    in = kept;
+  }
+  if (!call.IsNone("initial")) return Status::Unsupported(c + " with initial=");
   if (rank == 0) {
     ctx.Emit("Identity", {ctx.CastTo(in, work, rd)}, {ctx.Out(result)});
     return Status::Ok();

@@ -185,7 +185,9 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
   }
   if (fw == "numpy") {
     // A ufunc's where= keeps the old values of out= where it is False: not an ONNX op.
-    if (const v1::Arg* w = call->Get("where"); w && AsBool(*w) != true) {
+    // np.sum/np.prod(where=mask) leave the masked items out: the reduction's lowering reads it.
+    const bool masked_reduction = *canonical == "sum" || *canonical == "prod";
+    if (const v1::Arg* w = call->Get("where"); w && AsBool(*w) != true && !masked_reduction) {
       return Status::Unsupported("NumPy where= (a masked ufunc) has no ONNX lowering");
     }
   }
