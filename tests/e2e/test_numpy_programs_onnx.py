@@ -75,6 +75,54 @@ def test_replay_and_onnx_match_numpy_at_new_batch_sizes(name, tmp_path):
             _close(sess.run(None, {sess.get_inputs()[0].name: x})[0], want)
 
 
+# --- replayed only (ONNX refuses them, naming the op): the replay follows new batch sizes ------------
+
+REPLAY_ONLY = {
+    "moveaxis": lambda x: np.moveaxis(_b(x)[:, :, None], 0, -1).sum(1),
+    "rot90": lambda x: np.rot90(_b(x)) + np.rot90(_b(x), 2).sum(),
+    "atleast": lambda x: np.atleast_2d(_b(x)[0]) + np.atleast_3d(_b(x)).sum((0, 2)) + np.atleast_1d(_b(x)[0, 0]),
+    "trace": lambda x: np.trace(_b(x)) + _b(x).trace(offset=1),
+    "copysign_signbit_logaddexp": lambda x: np.copysign(1.5, _b(x)) + np.signbit(_b(x)) + np.logaddexp(_b(x), 0.5 * _b(x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPLAY_ONLY))
+def test_replay_only_programs_follow_new_batch_sizes(name, tmp_path):
+    fn = REPLAY_ONLY[name]
+    replay = ivytrace.trace_graph(fn, args=_inputs(4, 0))
+    for b, seed in ((4, 1), (3, 2), (7, 3)):
+        (x,) = _inputs(b, seed)
+        _close(replay(x), fn(x))
+    with pytest.raises(ivytrace.CLIError, match="no ONNX lowering"):
+        ivytrace.export(fn, str(tmp_path / "m.onnx"), args=_inputs(4, 0), allow_specialized=True)
+
+
+# --- ndarray methods NumPy computes in C without dispatch: recorded, so a replay either matches or
+# is refused; never the trace's values as constants ----------------------------------------------
+
+METHODS = {
+    "sort": lambda x: (lambda y: (y.sort(axis=0), y)[1])(_b(x).copy()),
+    "partition": lambda x: (lambda y: (y.partition(1, axis=0), y[:2])[1])(_b(x).copy()),
+    "put": lambda x: (lambda y: (y.put([0, 2], 5.0), y)[1])(_b(x).copy()),
+    "searchsorted": lambda x: np.sort(_b(x)[:, 0]).searchsorted(_b(x)[:, 1]) * 1.0,
+    "compress": lambda x: _b(x).compress([True, False, True, True, False, False], axis=1),
+    "trace": lambda x: _b(x).trace(offset=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_unlisted_c_methods_are_never_replayed_as_constants(name):
+    fn = METHODS[name]
+    try:
+        replay = ivytrace.trace_graph(fn, args=_inputs(4, 0))
+        results = [(replay(x), fn(x)) for x in (_inputs(4, 1)[0], _inputs(5, 2)[0])]
+    except ivytrace.CLIError as e:
+        assert "cannot be lowered" in str(e) and f"numpy.ndarray.{name}" in str(e)
+        return
+    for got, want in results:
+        _close(got, want)
+
+
 # --- functions that write into an argument: the replay must see the write --------------------------
 
 def _put_along_axis(x):
