@@ -271,6 +271,8 @@ def _torch_cases():
     case("torch", "broadcast_to", lambda x: x.expand(2, -1, -1, -1), X, static=True)
     case("torch", "tile", lambda x: x.repeat(1, 2, 1), X)
     case("torch", "flip", lambda x: torch.flip(x, (1, 2)), X)
+    case("torch", "roll", lambda x: torch.roll(x, shifts=(1, -1), dims=(0, 2)) + torch.roll(x, 5), X)
+    case("torch", "atan2", lambda y, x: torch.atan2(y, x), X, f32(4))
     case("torch", "getitem", lambda x: x[:, 1:, ::2], X)
     case("torch", "getitem", lambda x: x[..., None, -1], X, variant="none")
     case("torch", "getitem", lambda x, i: x[:, i], X, i64(5, hi=3), variant="tensor")
@@ -453,6 +455,11 @@ def _numpy_cases():
     case("numpy", "outer", lambda x, y: np.outer(x, y), f32(3), f32(4))
     case("numpy", "sum", lambda x: np.sum(x, axis=1, keepdims=True), X)
     case("numpy", "sum", lambda x: np.add.reduce(x, axis=2), X, variant="ufunc")
+    case("numpy", "sum", lambda x: np.sum(x, axis=1, where=x > 0) + x.sum(axis=1, where=x < 1), X,
+         variant="where")
+    case("numpy", "sum", lambda x: np.sum(x.astype(np.int32), where=x > 1, axis=(0, 2)), i64("B", 3, 4, hi=4),
+         variant="where_int")
+    case("numpy", "prod", lambda x: np.prod(x, axis=-1, where=np.abs(x) > 0.5, keepdims=True), X, variant="where")
     case("numpy", "mean", lambda x: x.mean(axis=(0, 2)), X)
     case("numpy", "prod", lambda x: np.prod(x, axis=-1), X)
     case("numpy", "prod", lambda x: np.multiply.reduce(x, axis=1), X, variant="ufunc")
@@ -509,6 +516,77 @@ def _numpy_cases():
     case("numpy", "zeros_like", lambda x: np.zeros_like(x) + x, X)
     case("numpy", "ones_like", lambda x: np.ones_like(x) * x, X)
     case("numpy", "full_like", lambda x: np.full_like(x, 3.0) - x, X)
+    # NumPy program coverage: each below is checked at another batch size, so sizes along the
+    # batch (rolls, splits, flips, linspace's num) must be read at run time.
+    case("numpy", "tril", lambda x: np.tril(x, k=-1), X)
+    case("numpy", "triu", lambda x: np.triu(x, 1) + np.triu(x), X)
+    case("numpy", "roll", lambda x: np.roll(x, 1, axis=0) + np.roll(x, -5, axis=2), X)
+    case("numpy", "roll", lambda x: np.roll(x, 7), X, variant="flat")
+    case("numpy", "roll", lambda x: np.roll(x, (1, 2), axis=(0, 2)) + np.roll(x, (1, 1), axis=1), X, variant="pairs")
+    case("numpy", "take_along_axis", lambda x, i: np.take_along_axis(x, i, axis=2), X, i64("B", 3, 2, lo=-4, hi=4))
+    case("numpy", "take_along_axis", lambda x, i: np.take_along_axis(x, i, axis=1), X, i64(1, 2, 4, hi=3),
+         variant="broadcast")   # the indices' dim 0 (1) broadcasts against the batch
+    case("numpy", "take_along_axis", lambda x: np.take_along_axis(x, np.argsort(x, axis=1)[:, ::-1], axis=1), X,
+         variant="argsort")
+    case("numpy", "ptp", lambda x: np.ptp(x, axis=1)[:, None, :] + np.ptp(x, axis=(0, 2), keepdims=True), X)
+    case("numpy", "ptp", lambda x: np.ptp(x, axis=0), i64("B", 3, hi=9), variant="int")
+    case("numpy", "split", lambda x: np.array_split(x, 2, axis=0)[0].sum(0) - np.array_split(x, 2, axis=0)[1].sum(0), X,
+         variant="array_split")   # sizes [1, 1] at batch 2, [2, 1] at batch 3
+    case("numpy", "split", lambda x: np.array_split(x, 3, axis=2), X, variant="array_split_uneven")
+    case("numpy", "split", lambda x: np.hsplit(x, [1]) + np.vsplit(x, [1]) + np.dsplit(x, 2), X, variant="hvd")
+    case("numpy", "split", lambda x: np.hsplit(x[0, 0], 2), X, variant="hsplit_1d")
+    case("numpy", "diff", lambda x: (np.diff(x, axis=1), np.diff(x, n=2)), X)
+    case("numpy", "diff", lambda x: np.diff(x, axis=0, prepend=x[:1], append=x[-1:] * 2), X, variant="prepend_append")
+
+    def specials(x):
+        y = np.where(x > 1.2, np.inf, np.where(x < -1.2, -np.inf, np.where(np.abs(x) < 0.3, np.nan, x)))
+        return np.nan_to_num(y), np.nan_to_num(y, nan=-1.0, posinf=9.0, neginf=-9.0)
+    case("numpy", "nan_to_num", specials, X)
+    case("numpy", "nan_to_num", lambda x: np.nan_to_num(x, nan=3.0), i64("B", 3), variant="int")
+    case("numpy", "flip", lambda x: np.flip(x, axis=1) + np.flip(x, axis=(0, 2)), X)
+    case("numpy", "flip", lambda x: np.flip(x) - np.fliplr(x) + np.flipud(x), X, variant="all_lr_ud")
+    case("numpy", "getitem", lambda x: (x[::-1], x[-2::-2, 1, ::-3], x[-1:-10:-1, :, 3:0:-1]), X, variant="negative_step")
+    # A start below -n takes nothing going backward (Slice would clamp it to the first item).
+    case("numpy", "getitem", lambda x: (x[-3::-1], x[-3:0:-1], x[1:-4:-1]), X, variant="negative_step_clamp")
+    case("numpy", "atan2", lambda y, x: np.arctan2(y, x) + np.arctan2(y, 0.5) - np.arctan2(-2.0, x), X, f32(4))
+    # Signed zeros in both operands (float32: onnxruntime has no float64 Atan kernel).
+    case("numpy", "atan2", lambda y: np.arctan2(np.where(y > 0, y, np.float32(-0.0)), np.where(y < 1, np.float32(0.0), np.float32(-0.0)) * y), X,
+         variant="zeros")
+    case("numpy", "eye", lambda x: x @ np.eye(x.shape[2], dtype=x.dtype) + np.eye(3, 4, k=1, dtype=np.float32), X,
+         variant="dtype")
+    case("numpy", "eye", lambda x: np.where(np.eye(x.shape[0], 4, k=-1, dtype=bool), x[:, 0], 0.0), X, variant="bool")
+    case("numpy", "eye", lambda x: x * np.identity(4, dtype=np.float64)[:3].astype(np.float32), X,
+         variant="identity_dtype")
+    case("numpy", "numpy_linspace", lambda x: x * np.linspace(0.0, 1.0, x.shape[0], dtype=np.float32)[:, None, None], X)
+    case("numpy", "numpy_linspace", lambda x: x * np.linspace(-1, 2, x.shape[0], endpoint=False)[:, None, None].astype(np.float32),
+         X, variant="no_endpoint")
+    case("numpy", "numpy_linspace", lambda x: x[:, 0] + np.linspace(-3.5, 7, 4, dtype=np.int64), X, variant="int")
+    case("numpy", "numpy_linspace", lambda x: x * np.linspace(x.min(), x.max(), 4), X, variant="float32_bounds")
+    case("numpy", "permute_dims", lambda x: x.transpose(1, 0, 2) + x.transpose((1, 0, 2)), X, variant="varargs")
+    case("numpy", "permute_dims", lambda x: x.transpose(), X, variant="reversed")
+    # np.fmax/fmin take the other operand where one is NaN (Max/Min would give NaN).
+    case("numpy", "fmax", lambda x, y: np.fmax(np.where(x > 1, np.nan, x), np.where(y < 0, np.nan, y)), X, f32(4),
+         variant="nan")
+    case("numpy", "fmin", lambda x: np.fmin(np.where(x > 1, np.nan, x), np.float32(np.nan)), X, variant="nan")
+    case("numpy", "concat", lambda x, y: np.concatenate([x, y], axis=None), X, f32(4), variant="axis_none")
+    case("numpy", "hstack", lambda x, y: np.hstack([x, x[:, :1]]).sum(1) + np.hstack([y, y[::-1], y[0]]).sum(), X, f32(4))
+    case("numpy", "vstack", lambda x, y: np.vstack([x[:, 0], y[:4], x[:, 1]]) + np.vstack([y[0], y[1]]).sum(), X, f32(4))
+    case("numpy", "dstack", lambda x, y: (np.dstack([x[0], x[-1]]), np.dstack([y, y]), np.dstack([x[:, 0], x[:, 2]])), X,
+         f32(4))
+    case("numpy", "meshgrid", lambda x, y: sum(g * (k + 1) for k, g in enumerate(np.meshgrid(x[:, 0, 0], y))), X, f32(4))
+    case("numpy", "meshgrid", lambda x, y: np.meshgrid(x[:, 0, 0], y, x[0, :, 1], indexing="ij"), X, f32(4), variant="ij3")
+    def put_along(x, i, v):
+        y = x.copy()
+        np.put_along_axis(y, i, v, axis=2)
+        np.put_along_axis(y, np.argmax(y, axis=1)[:, None], -1.0, axis=1)
+        return y
+    case("numpy", "put_along_axis", put_along, X, i64("B", 1, 2, lo=-4, hi=4), f32(2))
+    case("numpy", "isclose", lambda x, y: (np.isclose(x, np.round(x, 1), atol=0.02), np.isclose(x, y, rtol=0.5),
+                                            np.isclose(np.where(x > 1, np.inf, x), np.where(x > 1.5, np.inf, x))), X, f32(4))
+    case("numpy", "isclose", lambda x: np.isclose(np.where(x > 1, np.nan, x), np.where(x > 1.5, np.nan, x), equal_nan=True),
+         X, variant="equal_nan")
+    case("numpy", "argmax", lambda x: np.argmax(x, axis=1, keepdims=True) + np.argmin(x, axis=-1, keepdims=True)[:, :1],
+         X, variant="keepdims")
 
 
 # --- JAX -----------------------------------------------------------------------------------------------
@@ -576,6 +654,7 @@ def _jax_cases():
     case("jax", "gather", lambda x, i: jnp.take(x, i, axis=2, mode="clip"), X, i32(7, lo=-6, hi=7), variant="clip")
     case("jax", "gather", lambda x, i: x[i], X, i32(3, 2, lo=-3, hi=3), variant="index")
     case("jax", "flip", lambda x: jnp.flip(x, axis=1), X)
+    case("jax", "atan2", lambda y, x: jnp.arctan2(y, x), X, f32(4))
     case("jax", "tile", lambda x: lax.tile(x, (1, 2)) if hasattr(lax, "tile") else jnp.tile(x, (1, 2)), f32("B", 3))
     case("jax", "top_k", lambda x: lax.top_k(x, 2), X)
     case("jax", "stack", lambda x, y: jnp.stack([x, y], axis=1), X, f32("B", 3, 4))

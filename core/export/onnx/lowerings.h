@@ -94,6 +94,16 @@ IVY_LOWERING(LowerArange);
 IVY_LOWERING(LowerIota);
 IVY_LOWERING(LowerOneHot);
 IVY_LOWERING(LowerDiff);
+// lowerings_numpy.cc
+IVY_LOWERING(LowerAtan2);
+IVY_LOWERING(LowerRoll);
+IVY_LOWERING(LowerTakeAlongAxis);
+IVY_LOWERING(LowerPtp);
+IVY_LOWERING(LowerNanToNum);
+IVY_LOWERING(LowerLinspace);
+IVY_LOWERING(LowerNumpyStacks);
+IVY_LOWERING(LowerIsclose);
+IVY_LOWERING(LowerPutAlongAxis);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

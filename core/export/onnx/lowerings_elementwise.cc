@@ -240,6 +240,16 @@ Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringC
     ctx.Emit("Not", {ctx.EmitTemp("Equal", {lhs, rhs})}, {out});
     return Status::Ok();
   }
+  // np.fmax/np.fmin ignore a NaN operand (the other one is the result; NaN only where both are):
+  // Max/Min propagate it.
+  if ((c == "fmax" || c == "fmin") && IsFloating(d)) {
+    const std::string m = ctx.EmitTemp(c == "fmax" ? "Max" : "Min", {lhs, rhs});
+    const std::string lhs_b = ctx.EmitTemp("Expand", {lhs, ctx.EmitTemp("Shape", {m})});
+    const std::string rhs_b = ctx.EmitTemp("Expand", {rhs, ctx.EmitTemp("Shape", {m})});
+    const std::string r = ctx.EmitTemp("Where", {ctx.EmitTemp("IsNaN", {rhs_b}), lhs_b, m});
+    ctx.Emit("Where", {ctx.EmitTemp("IsNaN", {lhs_b}), rhs_b, r}, {out});
+    return Status::Ok();
+  }
   if ((c == "bitwise_and" || c == "bitwise_or" || c == "bitwise_xor") && d != v1::BOOL) {
     return Status::Unsupported(c + " of integers needs opset 18 (Bitwise ops)");
   }

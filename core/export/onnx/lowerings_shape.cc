@@ -86,6 +86,19 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
                          : (c == "mean" && !IsFloating(rd)) ? v1::FLOAT32 : rd;
   if (c == "any" || c == "all") in = ctx.CastTo(ctx.CastTo(in, d, v1::BOOL), v1::BOOL, work);
   else in = ctx.CastTo(in, d, work);
+  // np.sum/np.prod(where=mask, initial=v): masked-out items count as 0 / 1, then v is added /
+  // multiplied in.
+  if (const v1::Arg* w = call.Get("where"); w && AsBool(*w) != true) {
+    if ((c != "sum" && c != "prod") || w->kind_case() != v1::Arg::kTensor) {
+      return Status::Unsupported(c + " with where=" + ArgToString(*w, true));
+    }
+    const ValueId m = w->tensor().value();
+    const std::string mask = ctx.EmitTemp("Expand", {ctx.CastTo(ctx.In(m), ctx.DType(m), v1::BOOL), ctx.EmitTemp("Shape", {in})});
+    const std::string kept = ctx.Temp("kept");
+    EmitWhere(ctx, mask, in, ctx.Scalar(Number::Int(c == "sum" ? 0 : 1), work), work, kept);
+    in = kept;
+  }
+  if (!call.IsNone("initial")) return Status::Unsupported(c + " with initial=");
   if (rank == 0) {
     ctx.Emit("Identity", {ctx.CastTo(in, work, rd)}, {ctx.Out(result)});
     return Status::Ok();
@@ -286,6 +299,9 @@ Status LowerArgReduce(const Node& node, const BoundCall& call, LoweringContext& 
   if (d == v1::BOOL) in = ctx.CastTo(in, d, v1::INT32);
   int64_t axis = 0;
   const bool keepdim = call.Bool("keepdim").value_or(false);
+  if (keepdim && call.IsNone("dim") && ctx.Rank(x) > 1) {
+    return Status::Unsupported("argmax/argmin over every axis with keepdims");
+  }
   if (call.IsNone("dim")) {  // over the flattened input
     in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
   } else {
@@ -430,6 +446,7 @@ Status LowerMeshgrid(const Node& node, const BoundCall& call, LoweringContext& c
     }
     xy = ix->s() == "xy";
   }
+  if (call.Bool("sparse").value_or(false)) return Status::Unsupported("np.meshgrid(sparse=True)");
   const int n = static_cast<int>(ins.size());
   std::vector<int> dim_of(n);  // the output dim input k runs along
   for (int k = 0; k < n; ++k) dim_of[k] = (xy && n >= 2 && k < 2) ? 1 - k : k;
@@ -454,7 +471,12 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   if (results.empty()) return Status::Unsupported("split returns no tensors");
   const int rank = ctx.Rank(x);
   int64_t axis;
-  IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(0), rank, &axis));
+  // np.hsplit (axis 1, 0 for a 1-D array), np.vsplit (0), np.dsplit (2): np.split on a fixed axis.
+  int64_t dim = call.Int("dim").value_or(0);
+  if (node.op == "numpy.hsplit") dim = rank >= 2 ? 1 : 0;
+  else if (node.op == "numpy.vsplit") dim = 0;
+  else if (node.op == "numpy.dsplit") dim = 2;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(dim, rank, &axis));
   const bool unbind = ctx.canonical() == "unbind";
   std::vector<int64_t> sizes;
   std::vector<std::string> outs;
@@ -473,7 +495,31 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   const v1::Arg* points = call.Get("indices_or_sections");
   const bool point_list = points && !unbind &&
                           (points->kind_case() == v1::Arg::kList || points->kind_case() == v1::Arg::kTuple);
-  if (results.size() == 1) {
+  // np.split(x, k) / np.array_split(x, k): k sections of the run-time size n, n // k each
+  // (np.split; a size k does not divide fails in the Split, as NumPy raises), or the first n % k
+  // of them one larger (np.array_split).
+  const bool numpy_sections = node.op.rfind("numpy.", 0) == 0 && points && AsInt(*points).has_value();
+  if (numpy_sections && *AsInt(*points) != static_cast<int64_t>(results.size())) {
+    return Status::Unsupported("np.split into " + std::to_string(*AsInt(*points)) + " sections gave " +
+                               std::to_string(results.size()) + " arrays");
+  }
+  if (numpy_sections && results.size() > 1) {
+    const int64_t k = static_cast<int64_t>(results.size());
+    auto* g = ctx.Emit("Gather", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({axis})}, {ctx.Temp("n")});
+    SetAttr(g, "axis", int64_t{0});
+    const std::string n = g->output(0), kk = ctx.Int64s({k});
+    std::string split = ctx.EmitTemp("Expand", {ctx.EmitTemp("Div", {n, kk}), kk});
+    if (node.op == "numpy.array_split") {
+      std::vector<int64_t> positions(k);
+      std::iota(positions.begin(), positions.end(), 0);
+      onnx::NodeProto* m = nullptr;
+      const std::string r = ctx.EmitTemp("Mod", {n, kk}, &m);
+      SetAttr(m, "fmod", int64_t{0});
+      split = ctx.EmitTemp("Add", {split, ctx.CastTo(ctx.EmitTemp("Less", {ctx.Int64s(positions), r}), v1::BOOL, v1::INT64)});
+    }
+    auto* sp = ctx.Emit("Split", {ctx.In(x), split}, outs);
+    SetAttr(sp, "axis", axis);
+  } else if (results.size() == 1) {
     ctx.Emit("Identity", {ctx.In(x)}, {outs[0]});
   } else if (point_list) {
     for (const auto& it : points->kind_case() == v1::Arg::kList ? points->list().items() : points->tuple().items()) {
@@ -710,7 +756,20 @@ Status LowerFlip(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   std::vector<int64_t> axes;
-  IVY_RETURN_IF_ERROR(Axes(call, call.Has("dims") ? "dims" : "dimensions", ctx.Rank(x), &axes));
+  const int rank = ctx.Rank(x);
+  if (node.op == "numpy.fliplr" || node.op == "numpy.flipud") {
+    const int64_t a = node.op == "numpy.fliplr" ? 1 : 0;
+    if (rank <= a) return Status::Unsupported(node.op + " of an array of rank " + std::to_string(rank));
+    axes = {a};
+  } else if (node.op.rfind("numpy.", 0) == 0 && call.IsNone("dims")) {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);  // np.flip(m): every axis
+  } else {
+    IVY_RETURN_IF_ERROR(Axes(call, call.Has("dims") ? "dims" : "dimensions", rank, &axes));
+  }
+  if (axes.empty()) {
+    ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
   const int64_t kMin = std::numeric_limits<int64_t>::min();
   ctx.Emit("Slice", {ctx.In(x), ctx.Int64s(std::vector<int64_t>(axes.size(), -1)),
                      ctx.Int64s(std::vector<int64_t>(axes.size(), kMin)), ctx.Int64s(axes),
@@ -1162,13 +1221,27 @@ Status LowerEye(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   *size.mutable_list()->add_items() = *nm.back();
   std::string shape;
   IVY_RETURN_IF_ERROR(DynamicInts(ctx, size, &shape));
+  // The result's dtype (np.eye(n, dtype=...)); EyeLike has CPU kernels for a few types only: the
+  // others (bool, float16, small ints) are made as float32 and cast.
   const v1::DType d = ctx.DType(result);
+  const bool direct = d == v1::FLOAT32 || d == v1::FLOAT64 || d == v1::INT32 || d == v1::INT64;
+  const v1::DType w = direct ? d : v1::FLOAT32;
   onnx::TensorProto zero;
-  IVY_RETURN_IF_ERROR(FillValue(nullptr, d, &zero));
+  IVY_RETURN_IF_ERROR(FillValue(nullptr, w, &zero));
   auto* z = static_cast<onnx::NodeProto*>(nullptr);
   const std::string zeros = ctx.EmitTemp("ConstantOfShape", {shape}, &z);
   SetAttr(z, "value", zero);
-  ctx.Emit("EyeLike", {zeros}, {ctx.Out(result)});
+  if (!call.IsNone("k") && !call.Int("k")) return Status::Unsupported("eye with a k that is not an int");
+  const int64_t k = call.Int("k").value_or(0);  // np.eye's diagonal offset
+  onnx::NodeProto* eye = nullptr;
+  if (direct) {
+    eye = ctx.Emit("EyeLike", {zeros}, {ctx.Out(result)});
+  } else {
+    const std::string e = ctx.EmitTemp("EyeLike", {zeros}, &eye);
+    auto* c = ctx.Emit("Cast", {e}, {ctx.Out(result)});
+    SetAttr(c, "to", static_cast<int64_t>(OnnxElemType(d)));
+  }
+  if (k != 0) SetAttr(eye, "k", k);
   return Status::Ok();
 }
 

@@ -208,6 +208,18 @@ Status LowerConcat(const Node& node, const BoundCall& call, LoweringContext& ctx
   if (!items || items->items_size() == 0) return Status::Unsupported("concat of something that is not a list of tensors");
   const int rank = ctx.Rank(result);
   int64_t axis;
+  // np.concatenate(arrays, axis=None): the arrays flattened, one after the other.
+  if (node.op == "numpy.concatenate" && call.Has("dim") && call.IsNone("dim")) {
+    std::vector<std::string> flat;
+    for (const auto& it : items->items()) {
+      if (it.kind_case() != v1::Arg::kTensor) return Status::Unsupported("concat of a non-tensor item");
+      const ValueId v = it.tensor().value();
+      flat.push_back(ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(v), ctx.DType(v), ctx.DType(result)), ctx.Int64s({-1})}));
+    }
+    auto* n = ctx.Emit("Concat", flat, {ctx.Out(result)});
+    SetAttr(n, "axis", int64_t{0});
+    return Status::Ok();
+  }
   // torch.cat(tensors, axis=k): torch's alias of dim.
   const char* dim_param = call.Has("axis") && !call.IsNone("axis") ? "axis" : "dim";
   IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int(dim_param).value_or(0), rank, &axis));
@@ -373,6 +385,12 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   std::vector<int64_t> starts, ends, axes, steps, squeeze, unsqueeze;
   // Slice bounds read from shapes (x[:, :t]), by position in starts/ends: computed at run time.
   std::map<size_t, v1::Arg> sym_starts, sym_ends;
+  struct BackwardStart {
+    size_t position;  // in starts/ends
+    int64_t dim;      // of the input
+    v1::Arg start;    // a negative int or a run-time value
+  };
+  std::vector<BackwardStart> backward_starts;
   int64_t d = 0, o = 0;  // input dim, output dim
   for (const v1::Arg* it : items) {
     if (it->kind_case() == v1::Arg::kNone) {
@@ -398,13 +416,19 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       };
       std::optional<int64_t> start, stop, step;
       bound(s.has_step(), s.step(), 1, &step);
-      bound(s.has_start(), s.start(), 0, &start);
-      bound(s.has_stop(), s.stop(), kEnd, &stop);
+      if (!step) return Status::Unsupported("slice " + ArgToString(*it, true));
+      if (*step == 0) return Status::Unsupported("slice with a step of 0");
+      // A negative step (NumPy, JAX; torch refuses one) walks from start down to stop: omitted,
+      // they are the last item and "past the first" (INT64_MIN: Slice clamps it to -1).
+      const bool backward = *step < 0;
+      bound(s.has_start(), s.start(), backward ? kEnd : 0, &start);
+      bound(s.has_stop(), s.stop(), backward ? std::numeric_limits<int64_t>::min() : kEnd, &stop);
       const bool sym_start = s.has_start() && HasTensor(s.start());
       const bool sym_stop = s.has_stop() && HasTensor(s.stop());
+      // Slice clamps a start below -n to 0 where Python clamps it to -1 (nothing to take): such
+      // starts, known only at run time, get an empty range there (see below).
+      if (backward && (sym_start || (start && *start < 0))) backward_starts.push_back({starts.size(), d, s.start()});
       if (sym_start || sym_stop) {
-        if (!step) return Status::Unsupported("slice " + ArgToString(*it, true));
-        if (*step <= 0) return Status::Unsupported("slice with a step <= 0");
         if (sym_start) sym_starts[starts.size()] = s.start();
         if (sym_stop) sym_ends[ends.size()] = s.stop();
         starts.push_back(start.value_or(0));
@@ -415,8 +439,7 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
         ++o;
         continue;
       }
-      if (!start || !stop || !step) return Status::Unsupported("slice " + ArgToString(*it, true));
-      if (*step <= 0) return Status::Unsupported("slice with a step <= 0");
+      if (!start || !stop) return Status::Unsupported("slice " + ArgToString(*it, true));
       if (!(*start == 0 && *stop == kEnd && *step == 1)) {
         starts.push_back(*start);
         ends.push_back(*stop);
@@ -454,6 +477,23 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     std::string st, en;
     IVY_RETURN_IF_ERROR(bounds(starts, sym_starts, &st));
     IVY_RETURN_IF_ERROR(bounds(ends, sym_ends, &en));
+    // A negative step from a start s with s + n < 0 (n the dim's run-time size) takes nothing in
+    // Python; Slice would start at 0. There the end becomes 0: from 0 down to 0 is empty.
+    for (const BackwardStart& b : backward_starts) {
+      v1::Arg one;
+      *one.mutable_list()->add_items() = b.start;
+      std::string s;
+      IVY_RETURN_IF_ERROR(DynamicInts(ctx, one, &s));
+      onnx::NodeProto* g = nullptr;
+      const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {cur}), ctx.Int64s({b.dim})}, &g);
+      SetAttr(g, "axis", int64_t{0});
+      const std::string none = ctx.EmitTemp("Less", {ctx.EmitTemp("Add", {s, n}), ctx.Int64s({0})});
+      std::vector<int64_t> at(ends.size(), 0);
+      at[b.position] = 1;
+      const std::string here =
+          ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {ctx.Int64s(at), ctx.Int64s({1})}), none});
+      en = ctx.EmitTemp("Where", {here, ctx.Int64s(std::vector<int64_t>(ends.size(), 0)), en});
+    }
     ctx.Emit("Slice", {cur, st, en, ctx.Int64s(axes), ctx.Int64s(steps)}, {out});
     cur = out;
   }

@@ -73,6 +73,14 @@ const std::vector<Rename>& Renames() {
       {"numpy", "logical_and_reduce", "all", {}},
       {"numpy", "logical_or_reduce", "any", {}},
       {"numpy", "add_accumulate", "cumsum", {}},
+      // torch.linspace computes otherwise (a symmetric formula in the output dtype): only NumPy's lowers.
+      {"numpy", "linspace", "numpy_linspace", {}},
+      {"numpy", "tril", "tril", {{"k", "diagonal"}}},
+      {"numpy", "triu", "triu", {{"k", "diagonal"}}},
+      {"numpy", "roll", "roll", {{"shift", "shifts"}, {"axis", "dims"}}},
+      {"numpy", "flip", "flip", {{"axis", "dims"}}},
+      {"numpy", "take_along_axis", "take_along_axis", {{"indices", "index"}}},
+      {"numpy", "put_along_axis", "put_along_axis", {{"indices", "index"}}},
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
@@ -177,7 +185,9 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
   }
   if (fw == "numpy") {
     // A ufunc's where= keeps the old values of out= where it is False: not an ONNX op.
-    if (const v1::Arg* w = call->Get("where"); w && AsBool(*w) != true) {
+    // np.sum/np.prod(where=mask) leave the masked items out: the reduction's lowering reads it.
+    const bool masked_reduction = *canonical == "sum" || *canonical == "prod";
+    if (const v1::Arg* w = call->Get("where"); w && AsBool(*w) != true && !masked_reduction) {
       return Status::Unsupported("NumPy where= (a masked ufunc) has no ONNX lowering");
     }
   }

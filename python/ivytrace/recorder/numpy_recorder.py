@@ -104,8 +104,17 @@ _RANDOM = ("rand", "randn", "randint", "random", "random_sample", "normal", "uni
 _METHODS = ("reshape", "astype", "transpose", "sum", "mean", "max", "min", "prod", "std", "var",
             "argmax", "argmin", "copy", "flatten", "ravel", "squeeze", "clip", "dot", "fill",
             "swapaxes", "cumsum", "cumprod", "any", "all", "round", "take", "repeat", "diagonal",
-            "__getitem__", "__setitem__")
-_WRITING_METHODS = {"__setitem__": 0, "fill": 0}   # method -> index (in args incl. self) it writes
+            "__getitem__", "__setitem__",
+            # Computed in C without NumPy's dispatch: unrecorded, their result would be a constant
+            # of the trace (a silently wrong replay). Recorded, an op without a schema is refused.
+            "trace", "sort", "partition", "argpartition", "put", "searchsorted", "compress", "choose",
+            "nonzero", "resize")
+# method -> index (in args incl. self) it writes
+_WRITING_METHODS = {"__setitem__": 0, "fill": 0, "sort": 0, "partition": 0, "put": 0, "resize": 0}
+# Array functions that write into an argument (not through out=): function -> index it writes.
+# Unlisted, their write would go unseen and a replay would read the array as it was before.
+_WRITING_FUNCTIONS = {"numpy.put_along_axis": 0, "numpy.put": 0, "numpy.putmask": 0, "numpy.place": 0,
+                      "numpy.copyto": 0, "numpy.fill_diagonal": 0}
 # np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
 # recorded: they would show up as ops and guards on the user's line.
 _UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
@@ -604,6 +613,9 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
     def _written(self, name, args, kwargs, out):
         """The arrays this call writes (out=, in-place methods)."""
         ws = []
+        i = _WRITING_FUNCTIONS.get(name)
+        if i is not None and len(args) > i and isinstance(args[i], np.ndarray):
+            ws.append(args[i])
         if out is not None:
             for o in (out if isinstance(out, tuple) else (out,)):
                 if isinstance(o, np.ndarray):

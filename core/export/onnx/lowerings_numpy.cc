@@ -1,0 +1,436 @@
+// Lowerings of ops NumPy programs use that have no single ONNX op: atan2, roll, take_along_axis,
+// ptp, nan_to_num and linspace. Each follows NumPy's own definition (and torch's, where a torch
+// op maps onto the same canonical op: roll, atan2) at any input shape: sizes are read when the
+// model runs, never taken from the recorded shapes.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/export/onnx/lowerings.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+std::string F(LoweringContext& ctx, double v, v1::DType d) { return ctx.Scalar(Number::Float(v), d); }
+
+// Dim `axis` of `x`'s run-time shape as a 1-D int64 of one item.
+std::string DimOf(LoweringContext& ctx, const std::string& x, int64_t axis) {
+  onnx::NodeProto* g = nullptr;
+  std::string d = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {x}), ctx.Int64s({axis})}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  return d;
+}
+
+// Where v's sign bit is set (-0.0 and -inf included), for a float v.
+std::string SignBit(LoweringContext& ctx, const std::string& v, v1::DType d) {
+  const std::string zero = F(ctx, 0.0, d);
+  return ctx.EmitTemp("Or", {ctx.EmitTemp("Less", {v, zero}), ctx.EmitTemp("Less", {ctx.EmitTemp("Div", {F(ctx, 1.0, d), v}), zero})});
+}
+
+}  // namespace
+
+// atan2(y, x) = atan(y / x), moved by ±pi (the sign of y) where x's sign bit is set. y / x is NaN
+// where both are zero or both infinite: there x becomes ±1 (its sign kept), and an infinite y
+// becomes ±1 too (atan2(±inf, ±inf) = ±pi/4, ±3pi/4; atan2(±0, ±0) = ±0, ±pi as IEEE says).
+Status LowerAtan2(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b) return Status::Unsupported("atan2: missing operand");
+  if (!HasTensor(*a) && !HasTensor(*b)) return Status::Unsupported("atan2: neither operand is a tensor");
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(std::string("atan2 giving ") + DTypeName(d));
+  std::string y, x;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &y));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &x));
+  const std::string zero = F(ctx, 0.0, d), one = F(ctx, 1.0, d), minus_one = F(ctx, -1.0, d);
+  const std::string neg_x = SignBit(ctx, x, d), neg_y = SignBit(ctx, y, d);
+  const std::string both_zero =
+      ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {x, zero}), ctx.EmitTemp("Equal", {y, zero})});
+  const std::string both_inf = ctx.EmitTemp("And", {ctx.EmitTemp("IsInf", {x}), ctx.EmitTemp("IsInf", {y})});
+  const std::string x_unit = ctx.EmitTemp("Where", {neg_x, minus_one, one});
+  const std::string y_unit = ctx.EmitTemp("Where", {neg_y, minus_one, one});
+  const std::string x2 = ctx.EmitTemp("Where", {ctx.EmitTemp("Or", {both_zero, both_inf}), x_unit, x});
+  const std::string y2 = ctx.EmitTemp("Where", {both_inf, y_unit, y});
+  const std::string t = ctx.EmitTemp("Atan", {ctx.EmitTemp("Div", {y2, x2})});
+  const std::string shift = ctx.EmitTemp("Where", {neg_y, F(ctx, -M_PI, d), F(ctx, M_PI, d)});
+  // Where, not Add: atan(y / x) + 0 would turn -0 into +0.
+  ctx.Emit("Where", {neg_x, ctx.EmitTemp("Add", {t, shift}), t}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// roll(input, shifts, dims): out[i] = x[(i - s) mod n] along each dim, n read at run time: the
+// last s mod n items, then the others. dims None: the flattened input, then its shape again.
+// NumPy broadcasts one shift over several axes and adds several shifts of one axis.
+Status LowerRoll(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* shifts = call.Get("shifts");
+  if (!shifts) return Status::Unsupported("roll without shifts");
+  std::vector<const v1::Arg*> s = SequenceItems(*shifts).value_or(std::vector<const v1::Arg*>{shifts});
+  const char* dims_param = call.Has("dims") ? "dims" : "dim";
+  const bool flat = call.IsNone(dims_param);
+  std::vector<int64_t> dims;
+  const int rank = ctx.Rank(x);
+  if (flat) {
+    dims = {0};
+  } else {
+    auto d = call.IntList(dims_param);
+    if (!d) return Status::Unsupported("roll dims are not ints");
+    for (int64_t& a : *d) IVY_RETURN_IF_ERROR(NormalizeAxis(a, std::max(rank, 1), &a));
+    dims = *d;
+  }
+  if (s.empty() || dims.empty()) return Status::Unsupported("roll with no shifts or no dims");
+  if (s.size() != dims.size()) {
+    if (s.size() == 1) s.assign(dims.size(), s[0]);
+    else if (dims.size() == 1) dims.assign(s.size(), dims[0]);
+    else return Status::Unsupported("roll with " + std::to_string(s.size()) + " shifts for " +
+                                    std::to_string(dims.size()) + " dims");
+  }
+  std::string cur = ctx.In(x);
+  if (flat) cur = ctx.EmitTemp("Reshape", {cur, ctx.Int64s({-1})});
+  if (rank == 0 && !flat) return Status::Unsupported("roll of a 0-d array along a dim");
+  for (size_t k = 0; k < s.size(); ++k) {
+    v1::Arg one;
+    *one.mutable_list()->add_items() = *s[k];
+    std::string shift;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, one, &shift));
+    const std::string ax = ctx.Int64s({dims[k]});
+    const std::string n = DimOf(ctx, cur, dims[k]);
+    // Python's modulo (Mod fmod=0 takes the divisor's sign); an empty dim is divided by 1.
+    onnx::NodeProto* m = nullptr;
+    const std::string r = ctx.EmitTemp("Mod", {shift, ctx.EmitTemp("Max", {n, ctx.Int64s({1})})}, &m);
+    SetAttr(m, "fmod", int64_t{0});
+    const std::string cut = ctx.EmitTemp("Sub", {n, r});
+    const std::string tail = ctx.EmitTemp("Slice", {cur, cut, ctx.Int64s({std::numeric_limits<int64_t>::max()}), ax});
+    const std::string head = ctx.EmitTemp("Slice", {cur, ctx.Int64s({0}), cut, ax});
+    const bool last = k + 1 == s.size() && !flat;
+    onnx::NodeProto* c = nullptr;
+    if (last) {
+      c = ctx.Emit("Concat", {tail, head}, {ctx.Out(result)});
+    } else {
+      cur = ctx.EmitTemp("Concat", {tail, head}, &c);
+    }
+    SetAttr(c, "axis", dims[k]);
+  }
+  if (flat) ctx.Emit("Reshape", {cur, ctx.EmitTemp("Shape", {ctx.In(x)})}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.take_along_axis(arr, indices, axis): GatherElements, after broadcasting arr and indices
+// against each other on every other axis (NumPy does; GatherElements would instead take the
+// indices' size there). axis None: both flattened.
+Status LowerTakeAlongAxis(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (IsFloating(ctx.DType(index)) || ctx.DType(index) == v1::BOOL) {
+    return Status::Unsupported("take_along_axis with indices that are not integers");
+  }
+  std::string in = ctx.In(x);
+  std::string idx = ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64);
+  int64_t axis = 0;
+  const int rank = ctx.Rank(x);
+  if (call.IsNone("dim")) {
+    if (ctx.Rank(index) != 1) return Status::Unsupported("take_along_axis(axis=None) with indices that are not 1-D");
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    if (ctx.Rank(index) != rank) return Status::Unsupported("take_along_axis with indices of another rank");
+    if (rank == 0) return Status::Unsupported("take_along_axis of a 0-d array");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(-1), rank, &axis));
+    // Broadcasting: needed unless every other dim was recorded equal and not 1 in both (then a
+    // new shape either keeps them equal or is one NumPy itself refuses).
+    bool broadcast = false;
+    for (int k = 0; k < rank; ++k) {
+      if (k == axis) continue;
+      const int64_t a = ctx.Shape(x)[k], b = ctx.Shape(index)[k];
+      broadcast = broadcast || a != b || a == 1;
+    }
+    if (broadcast) {
+      // Expand(v, other's shape with 1 at axis): v's size at axis, the broadcast size elsewhere.
+      auto with_one_at_axis = [&](const std::string& v) {
+        const std::string shape = ctx.EmitTemp("Shape", {v});
+        onnx::NodeProto* sc = nullptr;
+        std::string s = ctx.EmitTemp("ScatterElements", {shape, ctx.Int64s({axis}), ctx.Int64s({1})}, &sc);
+        SetAttr(sc, "axis", int64_t{0});
+        return s;
+      };
+      const std::string idx_target = with_one_at_axis(in), in_target = with_one_at_axis(idx);
+      idx = ctx.EmitTemp("Expand", {idx, idx_target});
+      in = ctx.EmitTemp("Expand", {in, in_target});
+    }
+  }
+  auto* n = ctx.Emit("GatherElements", {in, idx}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// np.ptp(a, axis, keepdims): ReduceMax - ReduceMin over the same axes.
+Status LowerPtp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.IsNone("out")) return Status::Unsupported("ptp with out=");
+  const v1::DType d = ctx.DType(x);
+  if (d == v1::BOOL) return Status::Unsupported("ptp of a bool array (NumPy refuses it)");
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  if (!call.IsNone("dim")) {
+    auto a = call.IntList("dim");
+    if (!a || a->empty()) return Status::Unsupported("ptp axis " + ArgToString(*call.Get("dim"), true));
+    for (int64_t v : *a) {
+      int64_t n;
+      IVY_RETURN_IF_ERROR(NormalizeAxis(v, std::max(rank, 1), &n));
+      axes.push_back(n);
+    }
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  }
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  std::string in = ctx.CastTo(ctx.In(x), d, ctx.DType(result));
+  if (rank == 0) {
+    ctx.Emit("Sub", {in, in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  std::string extremes[2];
+  const char* ops[2] = {"ReduceMax", "ReduceMin"};
+  for (int k = 0; k < 2; ++k) {
+    std::vector<std::string> ins = {in};
+    if (ctx.opset() >= 18 && !axes.empty()) ins.push_back(ctx.Int64s(axes));
+    onnx::NodeProto* r = nullptr;
+    extremes[k] = ctx.EmitTemp(ops[k], ins, &r);
+    if (ctx.opset() < 18 && !axes.empty()) SetAttr(r, "axes", axes);
+    SetAttr(r, "keepdims", int64_t{keepdim ? 1 : 0});
+  }
+  ctx.Emit("Sub", {extremes[0], extremes[1]}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.nan_to_num(x, nan=0.0, posinf=None, neginf=None): NaN, +inf and -inf replaced (infinities
+// by the dtype's largest and lowest finite values unless given); integers and bools unchanged.
+Status LowerNanToNum(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(x);
+  if (!IsFloating(d)) {
+    ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  double big;
+  if (d == v1::FLOAT64) big = std::numeric_limits<double>::max();
+  else if (d == v1::FLOAT32) big = std::numeric_limits<float>::max();
+  else if (d == v1::FLOAT16) big = 65504.0;
+  else return Status::Unsupported(std::string("nan_to_num of a ") + DTypeName(d) + " array");
+  auto value = [&](const char* p, double dflt, double* out) -> Status {
+    *out = dflt;
+    if (call.IsNone(p)) return Status::Ok();
+    auto v = call.Double(p);
+    if (!v) return Status::Unsupported(std::string("nan_to_num ") + p + " is not a number");
+    *out = *v;
+    return Status::Ok();
+  };
+  double nan, posinf, neginf;
+  IVY_RETURN_IF_ERROR(value("nan", 0.0, &nan));
+  IVY_RETURN_IF_ERROR(value("posinf", big, &posinf));
+  IVY_RETURN_IF_ERROR(value("neginf", -big, &neginf));
+  // IsNaN/IsInf on float32 for float16 (onnxruntime's CPU kernels have no float16 IsInf).
+  const v1::DType w = d == v1::FLOAT16 ? v1::FLOAT32 : d;
+  const std::string in = ctx.In(x), wide = ctx.CastTo(in, d, w);
+  onnx::NodeProto* pi = nullptr;
+  onnx::NodeProto* ni = nullptr;
+  const std::string is_pos = ctx.EmitTemp("IsInf", {wide}, &pi);
+  SetAttr(pi, "detect_negative", int64_t{0});
+  const std::string is_neg = ctx.EmitTemp("IsInf", {wide}, &ni);
+  SetAttr(ni, "detect_positive", int64_t{0});
+  std::string v = ctx.EmitTemp("Where", {is_pos, F(ctx, posinf, d), in});
+  v = ctx.EmitTemp("Where", {is_neg, F(ctx, neginf, d), v});
+  ctx.Emit("Where", {ctx.EmitTemp("IsNaN", {wide}), F(ctx, nan, d), v}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.linspace(start, stop, num, endpoint, dtype) as NumPy computes it: in float64 (float32 when
+// start and stop are float32 arrays), y = arange(num) * (stop - start) / div + start with
+// div = num - 1 (num without endpoint), the last item exactly `stop` with the endpoint, floored
+// for an integer dtype, then cast. num may be read from a shape.
+Status LowerLinspace(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (call.Bool("retstep").value_or(false)) return Status::Unsupported("linspace with retstep=True");
+  const v1::Arg* start = call.Get("start");
+  const v1::Arg* stop = call.Get("stop");
+  const v1::Arg* num = call.Get("num");
+  if (!start || !stop || !num) return Status::Unsupported("linspace without start, stop or num");
+  v1::DType w = v1::FLOAT64;
+  bool any_tensor = false, all_f32 = true;
+  for (const v1::Arg* a : {start, stop}) {
+    if (a->kind_case() == v1::Arg::kTensor) {
+      const ValueId v = a->tensor().value();
+      if (ctx.Rank(v) != 0) return Status::Unsupported("linspace with array start or stop");
+      const v1::DType d = ctx.DType(v);
+      if (d == v1::FLOAT16 || d == v1::BFLOAT16) return Status::Unsupported(std::string("linspace of ") + DTypeName(d));
+      any_tensor = true;
+      all_f32 = all_f32 && d == v1::FLOAT32;
+    } else if (!AsDouble(*a)) {
+      return Status::Unsupported("linspace start/stop " + ArgToString(*a, true));
+    }
+  }
+  // NumPy's result type: Python numbers are weak, so two float32 0-d arrays (or one and a
+  // number) compute in float32.
+  if (any_tensor && all_f32) w = v1::FLOAT32;
+  const bool endpoint = call.Bool("endpoint").value_or(true);
+  std::string n;
+  {
+    v1::Arg one;
+    *one.mutable_list()->add_items() = *num;
+    std::string n1;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, one, &n1));
+    n = ctx.Squeeze(n1, {0});  // 0-d int64
+  }
+  std::string s, e;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *start, w, &s));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *stop, w, &e));
+  const std::string i64_0 = ctx.Scalar(Number::Int(0), v1::INT64), i64_1 = ctx.Scalar(Number::Int(1), v1::INT64);
+  const std::string idx = ctx.EmitTemp("Range", {i64_0, n, i64_1});
+  const std::string y = ctx.CastTo(idx, v1::INT64, w);
+  const std::string div_i = endpoint ? ctx.EmitTemp("Sub", {n, i64_1}) : n;
+  const std::string div = ctx.CastTo(div_i, v1::INT64, w);
+  const std::string delta = ctx.EmitTemp("Sub", {e, s});
+  const std::string step = ctx.EmitTemp("Div", {delta, div});
+  // div > 0: y * step, or y / div * delta where step underflows to 0; div <= 0: y * delta.
+  const std::string by_step = ctx.EmitTemp("Mul", {y, step});
+  const std::string by_delta = ctx.EmitTemp("Mul", {ctx.EmitTemp("Div", {y, div}), delta});
+  std::string scaled = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {step, F(ctx, 0.0, w)}), by_delta, by_step});
+  scaled = ctx.EmitTemp("Where", {ctx.EmitTemp("Greater", {div_i, i64_0}), scaled, ctx.EmitTemp("Mul", {y, delta})});
+  std::string out = ctx.EmitTemp("Add", {scaled, s});
+  if (endpoint) {
+    const std::string last = ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {idx, div_i}), ctx.EmitTemp("Greater", {n, i64_1})});
+    out = ctx.EmitTemp("Where", {last, e, out});
+  }
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d) && d != v1::BOOL) out = ctx.EmitTemp("Floor", {out});
+  if (d == w) ctx.Emit("Identity", {out}, {ctx.Out(result)});
+  else {
+    auto* c = ctx.Emit("Cast", {out}, {ctx.Out(result)});
+    SetAttr(c, "to", static_cast<int64_t>(OnnxElemType(d)));
+  }
+  return Status::Ok();
+}
+
+// np.hstack / np.vstack / np.dstack: each array made at least 1-D / 2-D / 3-D as NumPy does
+// ((n,) -> (1, n) for vstack, (n,) -> (1, n, 1) and (m, n) -> (m, n, 1) for dstack), then
+// concatenated along axis 1 (0 when all are 1-D) / 0 / 2.
+Status LowerNumpyStacks(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("tensors");
+  auto items = a ? SequenceItems(*a) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("a stack of no arrays");
+  const std::string& c = ctx.canonical();
+  const int want = c == "hstack" ? 1 : c == "vstack" ? 2 : 3;
+  bool all_1d = true;
+  for (const v1::Arg* it : *items) {
+    if (it->kind_case() != v1::Arg::kTensor) return Status::Unsupported(c + " of a non-array item");
+    all_1d = all_1d && ctx.Rank(it->tensor().value()) <= 1;
+  }
+  const int64_t axis = c == "hstack" ? (all_1d ? 0 : 1) : c == "vstack" ? 0 : 2;
+  std::vector<std::string> ins;
+  for (const v1::Arg* it : *items) {
+    const ValueId v = it->tensor().value();
+    std::string in = ctx.CastTo(ctx.In(v), ctx.DType(v), ctx.DType(result));
+    const int r = ctx.Rank(v);
+    if (r < want) {
+      std::vector<int64_t> axes;  // atleast_1d: (1,); atleast_2d: (1, .); atleast_3d: (1, ., 1) / (., ., 1)
+      if (r == 0) for (int k = 0; k < want; ++k) axes.push_back(k);
+      else if (want == 2) axes = {0};
+      else if (r == 1) axes = {0, 2};
+      else axes = {2};
+      in = ctx.Unsqueeze(in, axes);
+    }
+    ins.push_back(in);
+  }
+  auto* n = ctx.Emit("Concat", ins, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// np.isclose(a, b, rtol, atol, equal_nan) as NumPy computes it: |a - b| <= atol + rtol |b| where b
+// is finite, or a == b (equal infinities), or both NaN with equal_nan; in the operands' float type
+// (float64 for integers).
+Status LowerIsclose(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b || (!HasTensor(*a) && !HasTensor(*b))) return Status::Unsupported("isclose without an array operand");
+  bool any_int = false, any_float = false;
+  for (const v1::Arg* o : {a, b}) {
+    if (o->kind_case() != v1::Arg::kTensor) continue;
+    const v1::DType d = ctx.DType(o->tensor().value());
+    if (IsFloating(d)) any_float = true;
+    else any_int = true;
+  }
+  if (any_int && any_float) return Status::Unsupported("isclose of an integer and a float array");
+  v1::DType w = PromotedDType(ctx, {a, b});
+  if (!IsFloating(w)) w = v1::FLOAT64;
+  if (w != v1::FLOAT32 && w != v1::FLOAT64) return Status::Unsupported(std::string("isclose in ") + DTypeName(w));
+  std::optional<double> rtol = call.IsNone("rtol") ? 1e-5 : call.Double("rtol");
+  std::optional<double> atol = call.IsNone("atol") ? 1e-8 : call.Double("atol");
+  if (!rtol || !atol) return Status::Unsupported("isclose with array tolerances");
+  std::string x, y;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, w, &x));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, w, &y));
+  const std::string bound = ctx.EmitTemp("Add", {F(ctx, *atol, w), ctx.EmitTemp("Mul", {F(ctx, *rtol, w), ctx.EmitTemp("Abs", {y})})});
+  std::string r = ctx.EmitTemp("LessOrEqual", {ctx.EmitTemp("Abs", {ctx.EmitTemp("Sub", {x, y})}), bound});
+  const std::string finite = ctx.EmitTemp("Not", {ctx.EmitTemp("Or", {ctx.EmitTemp("IsNaN", {y}), ctx.EmitTemp("IsInf", {y})})});
+  r = ctx.EmitTemp("Or", {ctx.EmitTemp("And", {r, finite}), ctx.EmitTemp("Equal", {x, y})});
+  if (call.Bool("equal_nan").value_or(false)) {
+    r = ctx.EmitTemp("Or", {r, ctx.EmitTemp("And", {ctx.EmitTemp("IsNaN", {x}), ctx.EmitTemp("IsNaN", {y})})});
+  }
+  ctx.Emit("Identity", {r}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.put_along_axis(arr, indices, values, axis), in place: ScatterElements into arr, the indices
+// broadcast against arr on every axis but `axis` and the values against the indices, as NumPy's
+// fancy index does. (Repeated indices: onnxruntime writes in order, the last wins, as in NumPy.)
+Status LowerPutAlongAxis(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  if (node.outputs.empty()) return Status::Unsupported("the write defines no new value");
+  const ValueId result = node.outputs.back();
+  const v1::Arg* values = call.Get("values");
+  if (!values) return Status::Unsupported("put_along_axis without values");
+  if (IsFloating(ctx.DType(index)) || ctx.DType(index) == v1::BOOL) {
+    return Status::Unsupported("put_along_axis with indices that are not integers");
+  }
+  const int rank = ctx.Rank(x);
+  if (call.IsNone("dim") || rank == 0 || ctx.Rank(index) != rank) {
+    return Status::Unsupported("put_along_axis other than along one axis with indices of the array's rank");
+  }
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*call.Int("dim"), rank, &axis));
+  const v1::DType d = ctx.DType(x);
+  std::string v;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *values, d, &v));
+  onnx::NodeProto* sc = nullptr;
+  const std::string target =
+      ctx.EmitTemp("ScatterElements", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Int64s({axis}), ctx.Int64s({1})}, &sc);
+  SetAttr(sc, "axis", int64_t{0});
+  const std::string idx =
+      ctx.EmitTemp("Expand", {ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64), target});
+  const std::string vals = ctx.EmitTemp("Expand", {v, ctx.EmitTemp("Shape", {idx})});
+  auto* n = ctx.Emit("ScatterElements", {ctx.In(x), idx, vals}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace
