@@ -34,7 +34,6 @@ IVY_LOWERING(LowerAdaptiveAvgPool1d);
 IVY_LOWERING(LowerScatterElements);
 IVY_LOWERING(LowerBucketize);
 IVY_LOWERING(LowerGridSample);
-IVY_LOWERING(LowerRoll);
 IVY_LOWERING(LowerLogSumExp);
 IVY_LOWERING(LowerAdaptiveAvgPool2d);
 IVY_LOWERING(LowerBatchNorm);

@@ -1070,54 +1070,6 @@ Status LowerGridSample(const Node& node, const BoundCall& call, LoweringContext&
   return Status::Ok();
 }
 
-// roll(x, shifts, dims): per dim, the last (shift mod n) entries moved to the front, n read when
-// the model runs (Swin's shifted windows roll by a literal over a dim that follows the image):
-// Concat(Slice(x, n - k, n), Slice(x, 0, n - k)). Without dims, the flattened x, reshaped back.
-Status LowerRoll(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  const v1::Arg* sh = call.Get("shifts");
-  std::optional<std::vector<int64_t>> shifts;
-  if (sh && AsInt(*sh)) shifts = std::vector<int64_t>{*AsInt(*sh)};
-  else if (sh) shifts = AsIntList(*sh);
-  if (!shifts || shifts->empty()) return Status::Unsupported("roll shifts that are not ints");
-  const bool flat = call.IsNone("dims");
-  std::vector<int64_t> dims;
-  if (flat) {
-    if (shifts->size() != 1) return Status::Unsupported("roll without dims takes one shift");
-    dims = {0};
-  } else {
-    const v1::Arg* d = call.Get("dims");
-    auto list = AsInt(*d) ? std::optional<std::vector<int64_t>>(std::vector<int64_t>{*AsInt(*d)}) : AsIntList(*d);
-    if (!list || list->size() != shifts->size()) return Status::Unsupported("roll dims that do not pair with shifts");
-    dims = *list;
-  }
-  const int rank = flat ? 1 : ctx.Rank(x);
-  if (rank == 0) return Status::Unsupported("roll of a 0-d tensor");
-  std::string cur = flat ? ctx.EmitTemp("Reshape", {ctx.In(x), ctx.Int64s({-1})}) : ctx.In(x);
-  const std::string shape = ctx.EmitTemp("Shape", {cur});
-  for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d;
-    IVY_RETURN_IF_ERROR(NormalizeAxis(dims[i], rank, &d));
-    const std::string n = ctx.EmitTemp("Slice", {shape, ctx.Int64s({d}), ctx.Int64s({d + 1})});
-    // shift mod n with n's sign (n >= 0; an empty dim divides by 1 and rolls nothing)
-    auto* mod = ctx.Emit("Mod", {ctx.Int64s({(*shifts)[i]}), ctx.EmitTemp("Max", {n, ctx.Int64s({1})})},
-                         {ctx.Temp("roll_k")});
-    SetAttr(mod, "fmod", int64_t{0});
-    const std::string split = ctx.EmitTemp("Sub", {n, mod->output(0)});
-    const std::string axes = ctx.Int64s({d});
-    const std::string tail = ctx.EmitTemp("Slice", {cur, split, n, axes});
-    const std::string head = ctx.EmitTemp("Slice", {cur, ctx.Int64s({0}), split, axes});
-    onnx::NodeProto* c = nullptr;
-    cur = ctx.EmitTemp("Concat", {tail, head}, &c);
-    SetAttr(c, "axis", d);
-  }
-  if (flat) cur = ctx.EmitTemp("Reshape", {cur, ctx.EmitTemp("Shape", {ctx.In(x)})});
-  ctx.Emit("Identity", {cur}, {ctx.Out(result)});
-  return Status::Ok();
-}
-
 Status LowerEmbedding(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId ids, weight, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &ids));
