@@ -67,9 +67,14 @@ def test_onnx_model_passes_checker_and_names_initializers_after_parameters(recor
                 # fold-conv-bn (default pipeline) replaces each conv's weight by one with its batch norm folded in
                 "cnn": {"conv1.weight.folded_bn", "conv1.bias.folded_bn", "layer1.0.conv1.weight.folded_bn",
                         "layer2.0.downsample.0.weight.folded_bn", "fc.weight"},
-                # a linear weight of a 3-d input is stored transposed for MatMul (FoldInitializerTransposes)
-                "gpt": {"ln1.weight", "ln1.bias", "q.weight.T", "k.weight.T", "v.weight.T", "fc2.bias"}}
+                # a linear weight of a 3-d input is stored transposed for MatMul (FoldInitializerTransposes);
+                # q, k and v, which read one input, are one MatMul by their weights side by side
+                # (FuseParallelMatMuls), named after the first and listing all three
+                "gpt": {"ln1.weight", "ln1.bias", "q.weight.T.fused", "fc2.bias"}}
     assert expected[recorded["name"]] <= names, sorted(names)
+    if recorded["name"] == "gpt":
+        fused = next(i for i in model.graph.initializer if i.name == "q.weight.T.fused")
+        assert "q.weight.T, k.weight.T, v.weight.T" in fused.doc_string
     assert [i.name for i in model.graph.input] == ["x"]
 
 

@@ -345,6 +345,9 @@ int FuseParallelMatMuls(onnx::GraphProto* graph, const Int64sInitializer& int64s
     fw->add_dims(rows);
     fw->add_dims(cols);
     fw->set_raw_data(std::move(joined));
+    std::string parts = "the weights ";
+    for (size_t k = 0; k < ws.size(); ++k) parts += (k ? ", " : "") + ws[k]->name();
+    fw->set_doc_string(parts + " side by side (columns in that order), for one MatMul");
     const onnx::NodeProto& first = nodes->Get(group[0]);
     std::vector<int> made;
     onnx::NodeProto* mm = nodes->Add();
