@@ -42,6 +42,16 @@ Status Axes(const BoundCall& call, const char* param, int rank, std::vector<int6
   return Status::Ok();
 }
 
+// Axes, with none (or an empty list) meaning every axis, spelled out.
+Status AxesOrAll(const BoundCall& call, const char* param, int rank, std::vector<int64_t>* axes) {
+  IVY_RETURN_IF_ERROR(Axes(call, param, rank, axes));
+  if (axes->empty()) {
+    axes->resize(static_cast<size_t>(rank));
+    std::iota(axes->begin(), axes->end(), 0);
+  }
+  return Status::Ok();
+}
+
 // An axis given as a 0-d int64 tensor (CumSum).
 std::string AxisScalar(LoweringContext& ctx, int64_t axis) { return ctx.Scalar(Number::Int(axis), v1::INT64); }
 
@@ -126,11 +136,7 @@ Status LowerLogSumExp(const Node& node, const BoundCall& call, LoweringContext& 
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const int rank = ctx.Rank(x);
   std::vector<int64_t> axes;
-  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
-  if (axes.empty()) {
-    axes.resize(rank);
-    std::iota(axes.begin(), axes.end(), 0);
-  }
+  IVY_RETURN_IF_ERROR(AxesOrAll(call, "dim", rank, &axes));
   const v1::DType d = ctx.DType(result);
   if (!IsFloating(d)) return Status::Unsupported("logsumexp with a non-float result");
   const bool keepdim = call.Bool("keepdim").value_or(false);
@@ -161,11 +167,7 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const int rank = ctx.Rank(x);
   std::vector<int64_t> axes;
-  IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
-  if (axes.empty()) {
-    axes.resize(rank);
-    std::iota(axes.begin(), axes.end(), 0);
-  }
+  IVY_RETURN_IF_ERROR(AxesOrAll(call, "dim", rank, &axes));
   const double ddof = call.Double("ddof").value_or(call.Double("correction").value_or(0.0));
   const v1::DType d = ctx.DType(result);
   if (!IsFloating(d)) return Status::Unsupported("std/var with a non-float result");
