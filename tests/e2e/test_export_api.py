@@ -227,3 +227,29 @@ def test_attention_with_a_constant_mask_zeroes_masked_rows_only_when_it_has_one(
     want = attend(q2, k2, v2).numpy()
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_float_floor_division_is_torchs_and_numpys_not_floor_of_the_quotient(tmp_path):
+    # 1.0 // 0.1 is 9 in torch, NumPy and Python (fmod-based), while floor(1.0 / 0.1) is 10: the
+    # model computes it as they do, on a grid with signs, zeros, infinities and NaN. (Equal values;
+    # not the sign of a zero result: onnxruntime's CPU Where gives +0.0 where it selects a -0.0.)
+    vals = np.array([1.0, -1.0, 7.0, 0.3, -0.3, 0.1, -0.1, 0.7, 2.5, -2.5, 0.0, -0.0, 1e-30, -1e30, 3.0,
+                     np.inf, -np.inf, np.nan], np.float32)
+    a = torch.tensor(np.repeat(vals, len(vals)))
+    b = torch.tensor(np.tile(vals, len(vals)))
+
+    def torch_floor(a, b):
+        return torch.div(a, b, rounding_mode="floor") + 0 * (a // b)
+
+    def numpy_floor(a, b):
+        return np.floor_divide(a, b)
+
+    with np.errstate(all="ignore"):
+        for fn, feeds, want in ((torch_floor, (a, b), torch_floor(a, b).numpy()),
+                                (numpy_floor, (a.numpy(), b.numpy()), numpy_floor(a.numpy(), b.numpy()))):
+            path = ivytrace.export(fn, tmp_path / f"{fn.__name__}.onnx", args=feeds)
+            _, (got,) = _run(path, [np.asarray(f) for f in feeds])
+            both_nan = np.isnan(got) & np.isnan(want)
+            same = got == want
+            bad = ~(both_nan | same)
+            assert not bad.any(), (fn.__name__, list(zip(a.numpy()[bad], b.numpy()[bad], got[bad], want[bad]))[:8])

@@ -181,7 +181,27 @@ Status LowerBinary(const Node& node, const BoundCall& call, LoweringContext& ctx
   } else if (IsFloating(dtype)) {
     std::string q = ctx.EmitTemp("Div", {lhs, rhs});
     if (rounding == "floor") {
-      ctx.Emit("Floor", {q}, {out});
+      // As torch (div_floor_floating) and Python's float // compute it, not floor(a / b): the
+      // rounded quotient can land on the next integer (1.0 // 0.1 is 9, floor(1.0 / 0.1) is 10).
+      //   mod = fmod(a, b); div = (a - mod) / b, less 1 where mod and b differ in sign;
+      //   floor(div), plus 1 where div is more than 0.5 above it; 0 with a / b's sign where
+      //   div is 0; a / b where b is 0.
+      auto f = [&](double v) { return ctx.Scalar(Number::Float(v), compute); };
+      onnx::NodeProto* m = nullptr;
+      const std::string mod = ctx.EmitTemp("Mod", {lhs, rhs}, &m);
+      SetAttr(m, "fmod", int64_t{1});
+      const std::string div0 = ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {lhs, mod}), rhs});
+      const std::string signs_differ = ctx.EmitTemp("Xor", {ctx.EmitTemp("Less", {rhs, f(0)}),
+                                                            ctx.EmitTemp("Less", {mod, f(0)})});
+      const std::string adjust = ctx.EmitTemp("And", {ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {mod, f(0)})}),
+                                                      signs_differ});
+      const std::string div = ctx.EmitTemp("Where", {adjust, ctx.EmitTemp("Sub", {div0, f(1)}), div0});
+      const std::string fl = ctx.EmitTemp("Floor", {div});
+      const std::string up = ctx.EmitTemp("Greater", {ctx.EmitTemp("Sub", {div, fl}), f(0.5)});
+      const std::string rounded = ctx.EmitTemp("Where", {up, ctx.EmitTemp("Add", {fl, f(1)}), fl});
+      const std::string zero = ctx.EmitTemp("Mul", {q, f(0)});   // 0 with q's sign
+      const std::string nonzero_b = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {div, f(0)}), zero, rounded});
+      ctx.Emit("Where", {ctx.EmitTemp("Equal", {rhs, f(0)}), q, nonzero_b}, {out});
     } else {  // trunc(q) = sign(q) * floor(|q|)
       std::string mag = ctx.EmitTemp("Floor", {ctx.EmitTemp("Abs", {q})});
       ctx.Emit("Mul", {ctx.EmitTemp("Sign", {q}), mag}, {out});

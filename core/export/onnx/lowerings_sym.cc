@@ -299,7 +299,8 @@ void EmitWhere(LoweringContext& ctx, const std::string& cond, const std::string&
 }
 
 std::string GateOn(LoweringContext& ctx, const std::string& value, v1::DType dtype, const std::string& gate) {
-  // Where(gate, v, v) is v, bit for bit, with v's static shape (a Reshape to Shape(v) would hide
+  // Where(gate, v, v) is v (bit for bit but for one onnxruntime quirk: its CPU Where gives +0.0
+  // where it selects a -0.0), with v's static shape (a Reshape to Shape(v) would hide
   // the shape from ONNX shape inference), computed only once the gate's checks ran. It copies v:
   // a gate is taken only by values that live across a guard. A bool is And with the true gate;
   // the types onnxruntime's CPU Where has no kernel for go through WhereType and back.
