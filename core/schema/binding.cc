@@ -1,8 +1,28 @@
 #include "core/schema/binding.h"
 
+#include <algorithm>
+
+#include <google/protobuf/util/message_differencer.h>
+
 #include "core/ir/arg.h"
 
 namespace ivytrace {
+namespace {
+
+// A given argument that means the default: the same Arg, the same number in another kind (1.0 for
+// 1), or a list of the default (torch's dilation=(1, 1) for dilation=1).
+bool MeansDefault(const v1::Arg& a, const v1::Arg& def) {
+  if (google::protobuf::util::MessageDifferencer::Equals(a, def)) return true;
+  if (a.kind_case() == v1::Arg::kList || a.kind_case() == v1::Arg::kTuple) {
+    const auto& items = a.kind_case() == v1::Arg::kList ? a.list().items() : a.tuple().items();
+    return !items.empty() && std::all_of(items.begin(), items.end(), [&](const v1::Arg& x) { return MeansDefault(x, def); });
+  }
+  if (HasTensor(a) || HasTensor(def)) return false;
+  const auto x = AsDouble(a), y = AsDouble(def);
+  return x && y && *x == *y && (a.kind_case() == v1::Arg::kB) == (def.kind_case() == v1::Arg::kB);
+}
+
+}  // namespace
 
 Status BoundCall::Bind(const Node& node, BoundCall* out) {
   if (!node.schema) return Status::Unsupported("op '" + node.op + "' has no schema");
@@ -12,6 +32,8 @@ Status BoundCall::Bind(const Node& node, BoundCall* out) {
   out->names_.assign(n, "");
   out->values_.assign(n, v1::Arg());
   out->present_.assign(n, false);
+  out->given_.assign(n, false);
+  out->read_ = std::make_shared<std::vector<bool>>(n, false);
   for (int i = 0; i < n; ++i) out->names_[i] = s.param(i).name();
 
   int pos = 0;
@@ -47,7 +69,9 @@ Status BoundCall::Bind(const Node& node, BoundCall* out) {
   for (const auto& kw : node.kwargs) {
     bool found = false;
     for (int i = 0; i < n; ++i) {
-      if (out->names_[i] == kw.name()) {
+      const auto& aliases = s.param(i).alias();
+      if (out->names_[i] == kw.name() ||
+          std::find(aliases.begin(), aliases.end(), kw.name()) != aliases.end()) {
         out->values_[i] = kw.value();
         out->present_[i] = true;
         found = true;
@@ -58,6 +82,7 @@ Status BoundCall::Bind(const Node& node, BoundCall* out) {
       return Status::InvalidArgument("op '" + node.op + "' has no parameter '" + kw.name() + "'");
     }
   }
+  for (int i = 0; i < n; ++i) out->given_[i] = out->present_[i];
   for (int i = 0; i < n; ++i) {
     if (out->present_[i]) continue;
     if (s.param(i).has_default_()) {
@@ -73,9 +98,24 @@ Status BoundCall::Bind(const Node& node, BoundCall* out) {
 
 const v1::Arg* BoundCall::Get(std::string_view param) const {
   for (size_t i = 0; i < names_.size(); ++i) {
-    if (names_[i] == param) return present_[i] ? &values_[i] : nullptr;
+    if (names_[i] == param) {
+      if (read_ && i < read_->size()) (*read_)[i] = true;
+      return present_[i] ? &values_[i] : nullptr;
+    }
   }
   return nullptr;
+}
+
+std::vector<std::string> BoundCall::UnreadGiven() const {
+  std::vector<std::string> out;
+  if (!schema_) return out;
+  for (size_t i = 0; i < given_.size() && i < static_cast<size_t>(schema_->param_size()); ++i) {
+    if (!given_[i] || (read_ && (*read_)[i])) continue;
+    const v1::Param& p = schema_->param(static_cast<int>(i));
+    if (p.has_default_() && MeansDefault(values_[i], p.default_())) continue;
+    out.push_back(names_[i]);
+  }
+  return out;
 }
 
 std::optional<int64_t> BoundCall::Int(std::string_view param) const {

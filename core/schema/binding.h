@@ -2,6 +2,7 @@
 // would: lowerings and passes then ask for parameters by name instead of by position.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,11 +37,20 @@ class BoundCall {
 
   const v1::OpSchema& schema() const { return *schema_; }
 
+  // The parameters the call gave a value other than their default that nothing has asked for
+  // (Get and the helpers above count as asking). The ONNX exporter refuses a lowering that left one
+  // unread: an argument a lowering does not read would otherwise be dropped without a word.
+  std::vector<std::string> UnreadGiven() const;
+
  private:
   const v1::OpSchema* schema_ = nullptr;
   std::vector<std::string> names_;
   std::vector<v1::Arg> values_;  // owned copies: variadics are assembled here
   std::vector<bool> present_;
+  std::vector<bool> given_;        // the call passed it (not the schema's default, not Set)
+  // Shared by copies: a lowering that copies the call (to Set a parameter) and reads the copy has
+  // read the original's parameters.
+  std::shared_ptr<std::vector<bool>> read_;
 };
 
 }  // namespace ivytrace

@@ -75,5 +75,49 @@ TEST(BoundCall, PositionalKeywordDefaultsAndVariadics) {
   EXPECT_NE(st.message().find("nope"), std::string::npos);
 }
 
+TEST(BoundCall, AliasesBindTheFrameworksKeywordNames) {
+  const auto& reg = SchemaRegistry::Default();
+  Node clip;
+  clip.op = "numpy.clip";
+  clip.schema = reg.Find(clip.op);
+  clip.args = {Tensor(0)};
+  v1::KwArg lo, hi;
+  lo.set_name("a_min");
+  *lo.mutable_value() = Int(-1);
+  hi.set_name("a_max");
+  *hi.mutable_value() = Int(2);
+  clip.kwargs = {lo, hi};
+  BoundCall call;
+  ASSERT_TRUE(BoundCall::Bind(clip, &call).ok());
+  EXPECT_EQ(call.Int("min"), -1);
+  EXPECT_EQ(call.Int("max"), 2);
+  clip.kwargs[0].set_name("a_low");
+  EXPECT_FALSE(BoundCall::Bind(clip, &call).ok());
+}
+
+TEST(BoundCall, UnreadGivenListsOnlyGivenNonDefaultArgumentsNothingAskedFor) {
+  const auto& reg = SchemaRegistry::Default();
+  Node mx;
+  mx.op = "numpy.max";
+  mx.schema = reg.Find(mx.op);
+  mx.args = {Tensor(0), Int(1)};
+  v1::KwArg initial, keepdims;
+  initial.set_name("initial");
+  *initial.mutable_value() = Int(3);
+  keepdims.set_name("keepdims");
+  keepdims.mutable_value()->set_b(false);   // given, but the default
+  mx.kwargs = {initial, keepdims};
+  BoundCall call;
+  ASSERT_TRUE(BoundCall::Bind(mx, &call).ok());
+  EXPECT_EQ(call.UnreadGiven(), (std::vector<std::string>{"input", "axis", "initial"}));
+  call.Tensor("input");
+  BoundCall copy = call;   // a lowering that copies the call to Set a parameter reads the original's
+  copy.Set("dim", Int(1));
+  copy.Int("axis");
+  EXPECT_EQ(call.UnreadGiven(), (std::vector<std::string>{"initial"}));
+  call.IsNone("initial");
+  EXPECT_TRUE(call.UnreadGiven().empty());
+}
+
 }  // namespace
 }  // namespace ivytrace

@@ -562,6 +562,13 @@ def _numpy_cases():
          X, variant="no_endpoint")
     case("numpy", "numpy_linspace", lambda x: x[:, 0] + np.linspace(-3.5, 7, 4, dtype=np.int64), X, variant="int")
     case("numpy", "numpy_linspace", lambda x: x * np.linspace(x.min(), x.max(), 4), X, variant="float32_bounds")
+    # numpy.arange's dtype (positional or keyword), its default dtypes (int64 for ints, float64 for a float
+    # bound) and a length read from the batch.
+    case("numpy", "arange", lambda x: x * np.arange(x.shape[0], dtype=np.float32)[:, None, None]
+         + np.arange(1, 9, 2, np.float32), X, variant="dtype")
+    case("numpy", "arange", lambda x: (x[:, 0] * np.arange(4)).astype(np.float32) + np.arange(0.5, 2.5, 0.5), X)
+    case("numpy", "arange", lambda x: x[:, :, 0] + np.arange(-3, x.shape[1] - 3, dtype=np.int64), i64("B", 3, 4),
+         variant="int_shape")
     case("numpy", "permute_dims", lambda x: x.transpose(1, 0, 2) + x.transpose((1, 0, 2)), X, variant="varargs")
     case("numpy", "permute_dims", lambda x: x.transpose(), X, variant="reversed")
     # np.fmax/fmin take the other operand where one is NaN (Max/Min would give NaN).
@@ -602,6 +609,10 @@ def _jax_cases():
                   "asinh": jnp.arcsinh, "atan": jnp.arctan, "sinh": jnp.sinh, "cosh": jnp.cosh,
                   "round": lambda x: lax.round(x), "exp2": lambda x: lax.exp2(x)}.items():
         case("jax", c, lambda x, fn=fn: fn(x), X)
+    # Halves: lax.round's default rounds them away from zero, jnp.round (and ONNX Round) to even.
+    halves = lambda x: jnp.floor(x * 4) / 2  # noqa: E731
+    case("jax", "round", lambda x: (lax.round(halves(x)), jnp.round(halves(x)),
+                                    lax.round(halves(x), lax.RoundingMethod.TO_NEAREST_EVEN)), X, variant="halves")
     for c, fn in {"log": jnp.log, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p}.items():
         case("jax", c, lambda x, fn=fn: fn(x), pos("B", 3))
     case("jax", "acos", lambda x: jnp.arccos(x * 0.4), X)

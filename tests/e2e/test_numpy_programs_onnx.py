@@ -45,6 +45,15 @@ PROGRAMS = {
     "linspace_dtype": lambda x: _b(x) * np.linspace(0.0, 1.0, x.shape[0], dtype=x.dtype)[:, None],
     "linspace_int": lambda x: _b(x) + np.linspace(-2, 9, x.shape[0], endpoint=False, dtype=np.int32)[:, None],
     "transpose_varargs": lambda x: x.reshape(x.shape[0], 3, 2).transpose(1, 0, 2).sum((0, 2)) + x.transpose().sum((0, 1)),
+    # NumPy's own keyword names (a=, a_min=, correction=, constant_values=, initial=) and keywords that
+    # only type or hint (dtype=, copy=, optimize=).
+    "keywords_numpy_spells": lambda x: (np.clip(_b(x), a_min=-0.5, a_max=0.7) + np.sum(a=_b(x), axis=0)
+                                        + np.std(_b(x), axis=0, correction=1) + np.dot(a=_b(x).T, b=_b(x))[0]),
+    "reduce_initial": lambda x: (np.max(_b(x), axis=1, initial=0.25) + np.min(_b(x), axis=1, initial=-0.1)
+                                 + np.sum(_b(x), axis=1, initial=2.0) + _b(x).prod(axis=1, initial=0.5)),
+    "pad_constant_values": lambda x: np.pad(_b(x), ((1, 0), (2, 1)), constant_values=1.5)[:-1, :6] * 2,
+    "typing_keywords": lambda x: (np.concatenate([_b(x), _b(x)], axis=1, dtype=np.float64).astype(np.float32, copy=False)
+                                  + np.einsum("bi,bj->bij", _b(x), _b(x), optimize=True).sum(2).repeat(2, 1)),
 }
 
 
@@ -222,3 +231,16 @@ def test_linspace_matches_numpy_for_every_num(start, stop, endpoint, dtype, tmp_
         want = prog(np.zeros((n, 1)))
         assert got.dtype == want.dtype and got.shape == want.shape, (n, got.dtype, want.dtype, got.shape)
         np.testing.assert_array_equal(got, want, err_msg=f"num={n}")
+
+
+@pytest.mark.parametrize("fn,param", [
+    (lambda x: np.ravel(_b(x), order="F"), "order='F'"),
+    (lambda x: _b(x).flatten(order="F"), "order='F'"),
+    (lambda x: np.zeros_like(_b(x), shape=(2, 2)) + x[0, 0, 0], "shape=(2, 2)"),
+])
+def test_an_argument_no_lowering_reads_is_refused_not_dropped(fn, param, tmp_path):
+    # Exporting these while ignoring the argument would give C-order / the input's shape: another
+    # number with exit 0. The export names the argument instead.
+    with pytest.raises(ivytrace.CLIError, match=r"does not read .*" + param.replace("(", r"\(").replace(")", r"\)")):
+        ivytrace.export(fn, str(tmp_path / "m.onnx"), args=_inputs(2, 0))
+    assert not (tmp_path / "m.onnx").exists()

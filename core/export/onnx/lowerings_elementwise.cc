@@ -136,6 +136,24 @@ Status LowerUnary(const Node& node, const BoundCall& call, LoweringContext& ctx)
       ctx.Emit("Div", {scaled, F(ctx, s, d)}, {out});
       return Status::Ok();
     }
+    // jax.lax.round's default rounds halves away from zero; ONNX Round (and jnp.round, torch.round,
+    // np.round) to even. t + sign(x) where |x - t| >= 0.5, t = trunc(x): x - t is exact, where
+    // floor(|x| + 0.5) would round 0.49999997 up.
+    bool away = false;
+    if (const v1::Arg* m = call.Get("rounding_method"); m && !IsNone(*m)) {
+      const std::string s = ArgToString(*m, false);
+      away = AsInt(*m) == 0 || s.find("AWAY_FROM_ZERO") != std::string::npos;
+      if (!away && AsInt(*m) != 1 && s.find("TO_NEAREST_EVEN") == std::string::npos) {
+        return Status::Unsupported("round with rounding_method=" + s);
+      }
+    }
+    if (away && IsFloating(d)) {
+      const std::string sign = ctx.EmitTemp("Sign", {in});
+      const std::string t = ctx.EmitTemp("Mul", {sign, ctx.EmitTemp("Floor", {ctx.EmitTemp("Abs", {in})})});
+      const std::string half = ctx.EmitTemp("GreaterOrEqual", {ctx.EmitTemp("Abs", {ctx.EmitTemp("Sub", {in, t})}), F(ctx, 0.5, d)});
+      EmitWhere(ctx, half, ctx.EmitTemp("Add", {t, sign}), t, d, out);
+      return Status::Ok();
+    }
     ctx.Emit(IsFloating(d) ? "Round" : "Identity", {in}, {out});
     return Status::Ok();
   }

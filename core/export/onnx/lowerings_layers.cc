@@ -513,6 +513,12 @@ Status LowerInstanceNorm(const Node& node, const BoundCall& call, LoweringContex
   if (!call.Bool("use_input_stats").value_or(true)) {
     return Status::Unsupported("instance_norm with use_input_stats=False");
   }
+  // With input stats, running stats given are updated in place (train mode): state this export
+  // would drop. Without them momentum moves nothing.
+  if (!call.IsNone("running_mean") || !call.IsNone("running_var")) {
+    return Status::Unsupported("instance_norm updating running statistics (track_running_stats in train mode)");
+  }
+  call.Get("momentum");
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));

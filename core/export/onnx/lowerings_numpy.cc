@@ -219,7 +219,8 @@ Status LowerNanToNum(const Node& node, const BoundCall& call, LoweringContext& c
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::DType d = ctx.DType(x);
-  if (!IsFloating(d)) {
+  if (!IsFloating(d)) {   // no NaN or infinity to replace: nan/posinf/neginf do not apply
+    for (const char* p : {"nan", "posinf", "neginf"}) call.Get(p);
     ctx.Emit("Identity", {ctx.In(x)}, {ctx.Out(result)});
     return Status::Ok();
   }

@@ -108,19 +108,30 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
     EmitWhere(ctx, mask, in, ctx.Scalar(Number::Int(c == "sum" ? 0 : 1), work), work, kept);
     in = kept;
   }
-  if (!call.IsNone("initial")) return Status::Unsupported(c + " with initial=");
+  // initial=v (NumPy): one more item in the reduction.
+  std::string initial;
+  const char* combine = c == "sum" ? "Add" : c == "prod" ? "Mul" : c == "max" ? "Max" : c == "min" ? "Min" : nullptr;
+  if (!call.IsNone("initial")) {
+    if (!combine || work != rd) return Status::Unsupported(c + " with initial=");
+    IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("initial"), work, &initial));
+  }
   if (rank == 0) {
-    ctx.Emit("Identity", {ctx.CastTo(in, work, rd)}, {ctx.Out(result)});
+    if (!initial.empty()) ctx.Emit(combine, {in, initial}, {ctx.Out(result)});
+    else ctx.Emit("Identity", {ctx.CastTo(in, work, rd)}, {ctx.Out(result)});
     return Status::Ok();
   }
   const bool axes_as_input = op == "ReduceSum" ? ctx.opset() >= 13 : ctx.opset() >= 18;
   std::vector<std::string> ins = {in};
   if (axes_as_input && !axes.empty()) ins.push_back(ctx.Int64s(axes));
-  const bool direct = work == rd;
+  const bool direct = work == rd && initial.empty();
   std::string out = direct ? ctx.Out(result) : ctx.Temp("reduced");
   auto* n = ctx.Emit(op, ins, {out});
   if (!axes_as_input && !axes.empty()) SetAttr(n, "axes", axes);
   SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+  if (!initial.empty()) {   // work == rd here
+    ctx.Emit(combine, {out, initial}, {ctx.Out(result)});
+    return Status::Ok();
+  }
   if (!direct) {
     auto* cast = ctx.Emit("Cast", {out}, {ctx.Out(result)});
     SetAttr(cast, "to", static_cast<int64_t>(OnnxElemType(rd)));
@@ -480,6 +491,10 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   else if (node.op == "numpy.dsplit") dim = 2;
   IVY_RETURN_IF_ERROR(NormalizeAxis(dim, rank, &axis));
   const bool unbind = ctx.canonical() == "unbind";
+  // torch.chunk's count and jax.lax.split's sizes are the recorded results' (their sizes below;
+  // JAX's are static, and a chunked dim of another size fails in the Split, never silently).
+  call.Get("chunks");
+  call.Get("sizes");
   std::vector<int64_t> sizes;
   std::vector<std::string> outs;
   for (ValueId r : results) {
@@ -923,6 +938,7 @@ Status LowerLaxTake(const Node& node, const BoundCall& call, LoweringContext& ct
     else if (t.find("PROMISE_IN_BOUNDS") != std::string::npos) mode = "PROMISE_IN_BOUNDS";
     else if (t.find("FILL_OR_DROP") == std::string::npos) return Status::Unsupported("lax.gather mode " + t);
   }
+  if (mode != "FILL_OR_DROP") call.Get("fill_value");   // nothing is filled when indices are clamped
   std::string idx = ctx.Squeeze(ctx.CastTo(ctx.In(indices), ctx.DType(indices), v1::INT64), {irank - 1});
   onnx::NodeProto* g = nullptr;
   const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {ctx.In(x)}), ctx.Scalar(Number::Int(a), v1::INT64)}, &g);
@@ -1078,6 +1094,8 @@ Status LowerEmbedding(const Node& node, const BoundCall& call, LoweringContext& 
   IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &weight));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   if (!call.IsNone("max_norm")) return Status::Unsupported("embedding with max_norm renormalizes the weight in place");
+  // These only shape the gradient; the forward is the lookup whatever they are.
+  for (const char* p : {"padding_idx", "scale_grad_by_freq", "sparse", "norm_type"}) call.Get(p);
   auto* n = ctx.Emit("Gather", {ctx.In(weight), ctx.CastTo(ctx.In(ids), ctx.DType(ids), v1::INT64)}, {ctx.Out(result)});
   SetAttr(n, "axis", int64_t{0});
   return Status::Ok();

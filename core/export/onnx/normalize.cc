@@ -242,6 +242,14 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
       else if (mode == "wrap") mode = "circular";
       call->Set("mode", StrArg(mode));
     }
+    // np.pad(x, w, constant_values=v): one number for every side (a pair per axis is refused).
+    if (const v1::Arg* cv = call->Get("constant_values"); cv && !IsNone(*cv)) {
+      if (!AsDouble(*cv) || HasTensor(*cv)) {
+        return Status::Unsupported("numpy.pad constant_values " + ArgToString(*cv, true) + " (only one number lowers)");
+      }
+      v1::Arg copy = *cv;
+      call->Set("value", copy);
+    }
     if (!call->Has("value")) call->Set("value", IntArg(0));
   }
   // lax.pad: padding_config ((lo, hi, interior) per axis) and a padding_value operand.

@@ -199,7 +199,27 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
                                (why.empty() ? std::string() : ": " + std::string(why)));
   }
   ctx.SetCanonical(canonical);
-  return row->fn(node, call, ctx);
+  IVY_RETURN_IF_ERROR(row->fn(node, call, ctx));
+  // An argument the lowering never asked for would be dropped in silence (numpy.max's `initial=`,
+  // an `order='F'`, jax.lax.round's rounding_method): refused instead. These only place, type or
+  // check the result, or are hints, never change its values: the result's dtype is the recorded
+  // one, which every lowering writes (so `dtype=` and its kin need no reading), and a cast is its
+  // result's dtype whatever spelled it (`.to(other)`, `.type_as(t)`).
+  static const std::unordered_set<std::string_view> kValueNeutral = {
+      "out", "device", "layout", "pin_memory", "requires_grad", "memory_format", "non_blocking", "copy",
+      "like", "subok", "casting", "optimize", "names", "name", "generator", "check_finite", "inplace",
+      "dtype", "index_dtype", "out_int32", "out_dtype", "preferred_element_type", "weak_type",
+      "sharding", "out_sharding", "accuracy", "precision", "unique_indices", "indices_are_sorted"};
+  std::string unread;
+  for (const std::string& p : call.UnreadGiven()) {
+    if (kValueNeutral.count(p) || canonical == "cast") continue;
+    unread += (unread.empty() ? "" : ", ") + p + "=" + ArgToString(*call.Get(p), false);
+  }
+  if (!unread.empty()) {
+    return Status::Unsupported("the lowering of canonical op '" + canonical + "' does not read " + unread +
+                               " (refused rather than dropped)");
+  }
+  return Status::Ok();
 }
 
 }  // namespace

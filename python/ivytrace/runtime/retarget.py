@@ -148,11 +148,12 @@ def bind_step(step, op, list_arg, where):
     else:
         if len(args) > len(positional):
             raise Unsupported(f"{len(args)} positional arguments, the schema lists {len(positional)}")
-    names = {p.name for p in params}
+    names = {p.name: p.name for p in params}
+    names.update((a, p.name) for p in params for a in p.alias)   # np.clip(a_min=) is `min`
     for kw in step.kwargs:
         if kw.name not in names:
             raise Unsupported(f"keyword {kw.name!r} is not a parameter in the schema")
-        bound[kw.name] = kw.value
+        bound[names[kw.name]] = kw.value
     return bound
 
 
