@@ -201,9 +201,16 @@ def _op_name(prim) -> str:
     return name
 
 
+# Primitives whose params hold jaxprs (a plan cannot) and whose eager implementation evaluates
+# them primitive by primitive: not recorded themselves, so what they evaluate is
+# (jnp.linalg.solve/inv -> custom_linear_solve -> lu, triangular_solve, ...).
+_TRANSPARENT = frozenset({"custom_linear_solve", "linear_solve"})
+
+
 def _process_primitive(self, primitive, args, params, /):
     rec = _REC
-    if rec is None or _busy() or not rec.active or threading.get_ident() != rec.thread:
+    if (rec is None or _busy() or not rec.active or threading.get_ident() != rec.thread
+            or primitive.name in _TRANSPARENT):
         return _ORIGINAL["process_primitive"](self, primitive, args, params)
     return rec.record(self, primitive, args, params)
 
