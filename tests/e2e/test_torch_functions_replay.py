@@ -18,7 +18,24 @@ def _b(x):   # read the batch, so it is an input dim of the graph
     return x.reshape(x.shape[0], 4, 6)
 
 
+def _inplace_methods(x):
+    y = x.clone()
+    y.tril_(-1)
+    y.scatter_(2, torch.zeros(x.shape[0], 4, 1, dtype=torch.long), 5.0)
+    y.scatter_add_(2, torch.ones(x.shape[0], 4, 1, dtype=torch.long), x[:, :, :1])
+    y.negative_()
+    y.lerp_(x, 0.25)
+    y.index_put_((torch.tensor([0]), torch.tensor([1])), torch.tensor(7.0), accumulate=True)
+    m = x[:, :, :4].clone()
+    m[0].fill_diagonal_(3.0)
+    z = x.gt(0).float()
+    z.eq_(1.0)
+    return (y.divide(2).multiply(3).subtract(x, alpha=0.5).true_divide(1.5) + z, m.det(),
+            x.unfold(2, 3, 2).sum(-1), x.split_with_sizes([1, 3], 1)[1], x.sum_to_size(1, 4, 1))
+
+
 PROGRAMS = {
+    "inplace_and_method_spellings": _inplace_methods,
     "glu_selu_celu_softsign": lambda x: F.glu(_b(x), -1).sum(-1) + F.selu(x).sum(2) + F.celu(x, 0.5).mean(2)
     + F.softsign(x).amax(2),
     "shrinks_threshold": lambda x: F.hardshrink(x, 0.3) + F.softshrink(x, 0.2) - F.tanhshrink(x) + F.threshold(x, 0.1, -2.0),
