@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/export/onnx/float64_kernels.h"
 #include "core/export/onnx/simplify_exported.h"
 
 namespace ivytrace {
@@ -767,6 +768,26 @@ TEST(DropMultipliesByOne, AProductWithOnesThatKeepsTheShapeIsTheOtherInput) {
   EXPECT_EQ(DropMultipliesByOne(&g, inferred), 2);
   EXPECT_EQ(Ops(g), (std::vector<std::string>{"Mul", "Mul", "Div", "Mul"}));
   EXPECT_EQ(g.node(0).input(0), "x");   // c = x * wide
+}
+
+TEST(ComputeWithoutMissingFloat64Kernels, RewritesOnlyFloat64InputsOfOpsOnnxruntimeLacks) {
+  onnx::GraphProto g;
+  Add(&g, "Atan", {"d"}, {"a"});    // float64: in float32, cast back
+  Add(&g, "Sinh", {"d"}, {"s"});    // float64: exp formula
+  Add(&g, "Atan", {"f"}, {"af"});   // float32: kept
+  Add(&g, "Exp", {"d"}, {"e"});     // has a float64 kernel: kept
+  onnx::TypeProto f64, f32;
+  f64.mutable_tensor_type()->set_elem_type(onnx::TensorProto::DOUBLE);
+  f32.mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto inferred = [&](const std::string& name) -> const onnx::TypeProto* {
+    return name == "d" ? &f64 : name == "f" ? &f32 : nullptr;
+  };
+  EXPECT_EQ(ComputeWithoutMissingFloat64Kernels(&g, inferred), 2);
+  EXPECT_EQ(Ops(g), (std::vector<std::string>{"Cast", "Atan", "Cast", "Exp", "Neg", "Exp", "Sub", "Mul", "Atan", "Exp"}));
+  EXPECT_EQ(g.node(2).output(0), "a");
+  EXPECT_EQ(g.node(7).output(0), "s");
+  EXPECT_EQ(g.node(8).input(0), "f");
+  EXPECT_EQ(ComputeWithoutMissingFloat64Kernels(&g, inferred), 0);   // nothing left to rewrite
 }
 
 }  // namespace

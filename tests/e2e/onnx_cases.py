@@ -35,6 +35,10 @@ def f32(*shape, lo=-2.0, hi=2.0):
     return ("float32", shape, lo, hi)
 
 
+def f64(*shape, lo=-2.0, hi=2.0):
+    return ("float64", shape, lo, hi)
+
+
 def f16(*shape):
     return ("float16", shape, -2.0, 2.0)
 
@@ -391,6 +395,10 @@ def _torch_cases():
     case("torch", "zeros_like", lambda x: torch.zeros_like(x) + 1, X)
     case("torch", "new_ones", lambda x: x + x.new_ones(3, 4), X)
     case("torch", "new_zeros", lambda x: x + x.new_zeros((4,)), X)
+    # float64 activations onnxruntime has no kernel for (Elu, Selu, Softplus, HardSigmoid, Erf): float64 formulas.
+    case("torch", "elu", lambda x: (F.elu(x), F.elu(x * 50, 0.3), F.softplus(x * 400), F.softplus(x, beta=2.0),
+                                    F.hardsigmoid(x), F.mish(x), torch.erf(x)), f64("B", 3, 4), variant="float64",
+         rtol=1e-6, atol=1e-7)
     case("torch", "eye", lambda x: x * torch.eye(3, 4, dtype=x.dtype, device=x.device) + torch.eye(4)[1:], X)
     # The size read from a shape (XLNet: -torch.eye(qlen)): not folded into a constant.
     case("torch", "eye", lambda x: x - torch.eye(x.shape[0], dtype=x.dtype), f32("B", "B"), variant="shape")
@@ -562,6 +570,15 @@ def _numpy_cases():
          X, variant="no_endpoint")
     case("numpy", "numpy_linspace", lambda x: x[:, 0] + np.linspace(-3.5, 7, 4, dtype=np.int64), X, variant="int")
     case("numpy", "numpy_linspace", lambda x: x * np.linspace(x.min(), x.max(), 4), X, variant="float32_bounds")
+    # float64 (NumPy's default), where onnxruntime has no kernel for the ONNX op: exact float64 formulas
+    # (sinh, cosh, tan, arcsinh, arccosh, arctanh), float32 for the bounded ones (arctan, arcsin, arccos, erf).
+    X64 = f64("B", 3, 4, lo=-3.0, hi=3.0)
+    case("numpy", "sinh", lambda x: (np.sinh(x), np.cosh(x), np.sinh(x * 300.0), np.cosh(x * 1e-9)), X64, variant="float64",
+         rtol=1e-9, atol=1e-12)
+    case("numpy", "tan", lambda x: (np.tan(x), np.arcsinh(x * 1e3), np.arcsinh(x * 1e-6), np.arccosh(np.abs(x) + 1.0),
+                                    np.arctanh(x / 3.5)), X64, variant="float64", rtol=1e-9, atol=1e-12)
+    case("numpy", "atan", lambda x: (np.arctan(x * 1e40), np.arcsin(x / 3.5), np.arccos(x / 3.5), np.arctan2(x, x[::-1])),
+         X64, variant="float64", rtol=1e-6, atol=1e-7)
     # numpy.arange's dtype (positional or keyword), its default dtypes (int64 for ints, float64 for a float
     # bound) and a length read from the batch.
     case("numpy", "arange", lambda x: x * np.arange(x.shape[0], dtype=np.float32)[:, None, None]

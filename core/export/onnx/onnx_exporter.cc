@@ -10,6 +10,7 @@
 #include "core/export/onnx/lowering_context.h"
 #include "core/export/onnx/lowering_table.h"
 #include "core/export/onnx/lowerings.h"
+#include "core/export/onnx/float64_kernels.h"
 #include "core/export/onnx/simplify_exported.h"
 #include "core/export/unsupported_ops.h"
 #include "core/ir/arg.h"
@@ -614,6 +615,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       changed += onnx_export::FoldIntConstants(og, inferred, int64s, scalar);
       changed += onnx_export::DedupeGateChecks(og, scalar);
       changed += onnx_export::DropMultipliesByOne(og, inferred);
+      changed += onnx_export::ComputeWithoutMissingFloat64Kernels(og, inferred);
       changed += onnx_export::ConstantKnownShapes(og, inferred, int64s, scalar);
       for (auto& v : onnx_export::DeclareReshapeShapes(*og, inferred)) {
         if (!noted.insert(v.name()).second) continue;
