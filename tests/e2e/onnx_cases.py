@@ -216,6 +216,15 @@ def _torch_cases():
     # The width is read as a shape, so the model's width is dynamic: the window must follow it.
     case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (2, 1)) * x.shape[-1],
          f32(1, 2, 4, "B"), variant="window")
+    # Output sizes that do not divide the input (torch's windows overlap), an input smaller than the
+    # output, and None (that axis keeps the run-time size): the same averaging matrices for every size.
+    case("torch", "adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, (3, 2)) * x.shape[-1],
+         f32(1, 2, 5, "B"), variant="overlapping")
+    case("torch", "adaptive_avg_pool2d", lambda x: (F.adaptive_avg_pool2d(x, (None, 2)) * x.shape[-2],
+                                                    F.adaptive_avg_pool2d(x, (4, None)), F.adaptive_avg_pool2d(x, 7)),
+         f32(1, 2, "B", 5), variant="none")
+    case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(x, 3) * x.shape[-1], f32(2, 3, "B"),
+         variant="overlapping")
     case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(x, 1), f32("B", 3, 4))
     # The length (2B) is read as a shape, so it is dynamic: the window must follow it.
     case("torch", "adaptive_avg_pool1d", lambda x: F.adaptive_avg_pool1d(torch.cat([x, x * 2], -1), 2) * x.shape[-1],

@@ -71,6 +71,37 @@ Status LowerLinear(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
+namespace {
+
+// The [n, L] matrix whose row i averages torch's adaptive window i over an axis of L items (L read
+// when the model runs): window i is [floor(i L / n), ceil((i + 1) L / n)), so windows overlap where n
+// does not divide L, as in torch. x @ P^T pools the last axis; P @ x the one before it.
+std::string AdaptivePoolMatrix(LoweringContext& ctx, const std::string& x, int64_t axis, int64_t n, v1::DType d) {
+  onnx::NodeProto* g = nullptr;
+  const std::string len = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {x}), ctx.Scalar(Number::Int(axis), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = i;
+  const std::string i = ctx.Int64s(rows), nn = ctx.Scalar(Number::Int(n), v1::INT64);
+  const std::string start = ctx.Unsqueeze(ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {i, len}), nn}), {1});
+  const std::string next = ctx.EmitTemp("Mul", {ctx.EmitTemp("Add", {i, ctx.Scalar(Number::Int(1), v1::INT64)}), len});
+  const std::string end = ctx.Unsqueeze(
+      ctx.EmitTemp("Div", {ctx.EmitTemp("Add", {next, ctx.Scalar(Number::Int(n - 1), v1::INT64)}), nn}), {1});
+  const std::string j = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), len, ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string inside = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {j, start}), ctx.EmitTemp("Less", {j, end})});
+  const std::string count = ctx.CastTo(ctx.EmitTemp("Sub", {end, start}), v1::INT64, d);
+  return ctx.EmitTemp("Div", {ctx.CastTo(inside, v1::BOOL, d), count});
+}
+
+std::string TransposeMatrix(LoweringContext& ctx, const std::string& m) {
+  onnx::NodeProto* t = nullptr;
+  const std::string out = ctx.EmitTemp("Transpose", {m}, &t);
+  SetAttr(t, "perm", std::vector<int64_t>{1, 0});
+  return out;
+}
+
+}  // namespace
+
 // adaptive_avg_pool1d(x, output_size) over the last axis of a (C, L) or (N, C, L) input. To 1 (Swin's
 // pooler): the mean over L. To n: as adaptive_avg_pool2d, [..., L] -> [..., n, L / n] averaged over the
 // last axis, L read when the model runs; an L that n does not divide fails in the Reshape (torch's
@@ -98,20 +129,11 @@ Status LowerAdaptiveAvgPool1d(const Node& node, const BoundCall& call, LoweringC
     SetAttr(m, "keepdims", int64_t{1});
     return Status::Ok();
   }
-  if (*target <= 0 || length <= 0 || length % *target != 0) {
-    return Status::Unsupported("adaptive_avg_pool1d to " + std::to_string(*target) + " from " +
-                               std::to_string(length) + " (only sizes that divide the input evenly)");
-  }
-  const std::string in_shape = ctx.EmitTemp("Shape", {ctx.In(x)});
-  const std::string n = ctx.Int64s({*target});
-  const std::string lead = ctx.EmitTemp("Slice", {in_shape, ctx.Int64s({0}), ctx.Int64s({rank - 1})});
-  const std::string last = ctx.EmitTemp("Slice", {in_shape, ctx.Int64s({rank - 1}), ctx.Int64s({rank})});
-  onnx::NodeProto* c = nullptr;
-  const std::string split = ctx.EmitTemp("Concat", {lead, n, ctx.EmitTemp("Div", {last, n})}, &c);
-  SetAttr(c, "axis", int64_t{0});
-  auto* m = ctx.Emit("ReduceMean", {ctx.EmitTemp("Reshape", {ctx.In(x), split})}, {ctx.Out(result)});
-  SetAttr(m, "axes", std::vector<int64_t>{rank});
-  SetAttr(m, "keepdims", int64_t{0});
+  if (*target <= 0) return Status::Unsupported("adaptive_avg_pool1d to " + std::to_string(*target));
+  (void)length;
+  const v1::DType d = ctx.DType(result);
+  const std::string p = AdaptivePoolMatrix(ctx, ctx.In(x), rank - 1, *target, d);
+  ctx.Emit("MatMul", {ctx.In(x), TransposeMatrix(ctx, p)}, {ctx.Out(result)});
   return Status::Ok();
 }
 
@@ -128,6 +150,7 @@ Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringC
   // output_size: an int, or a pair whose entries may be None (= keep that input size).
   const v1::Arg* os = call.Get("output_size");
   int64_t target[2];
+  bool keep[2] = {false, false};   // None: that axis keeps the input's size, whatever it is at run time
   const v1::ArgList* items = nullptr;
   if (os && os->kind_case() == v1::Arg::kList) items = &os->list();
   if (os && os->kind_case() == v1::Arg::kTuple) items = &os->tuple();
@@ -136,43 +159,41 @@ Status LowerAdaptiveAvgPool2d(const Node& node, const BoundCall& call, LoweringC
   } else if (items && items->items_size() == 2) {
     for (int i = 0; i < 2; ++i) {
       const v1::Arg& it = items->items(i);
-      if (IsNone(it)) target[i] = in[i];
+      if (IsNone(it)) target[i] = in[i], keep[i] = true;
       else if (auto v = AsInt(it)) target[i] = *v;
       else return Status::Unsupported("output_size " + ArgToString(*os, true));
     }
   } else {
     return Status::Unsupported("output_size " + (os ? ArgToString(*os, true) : std::string("missing")));
   }
-  if (target[0] == 1 && target[1] == 1) {
+  if (target[0] == 1 && target[1] == 1 && !keep[0] && !keep[1]) {
     return EmitNchw(ctx, "adaptive_avg_pool2d", x, result, [&](const std::string& i, const std::string& o) {
       ctx.Emit("GlobalAveragePool", {i}, {o});
     });
   }
   for (int i = 0; i < 2; ++i) {
-    if (target[i] <= 0 || in[i] <= 0 || in[i] % target[i] != 0) {
-      return Status::Unsupported("adaptive_avg_pool2d to " + std::to_string(target[0]) + "x" +
-                                 std::to_string(target[1]) + " from " + std::to_string(in[0]) + "x" +
-                                 std::to_string(in[1]) + " (only sizes that divide the input evenly)");
-    }
+    if (target[i] <= 0) return Status::Unsupported("adaptive_avg_pool2d to a size " + std::to_string(target[i]));
   }
-  // The window follows the input's size when the model runs (an exported model's spatial dims
-  // may be dynamic; a kernel of the recorded size would pool a larger image into more cells):
-  // [N, C, H, W] -> [N, C, oh, H / oh, ow, W / ow], averaged over the window axes. An input
-  // that oh or ow does not divide fails in the Reshape, where torch's windows would overlap.
-  return EmitNchw(ctx, "adaptive_avg_pool2d", x, result, [&](const std::string& i, const std::string& o) {
-    const std::string shape = ctx.EmitTemp("Shape", {i});
-    auto dims = [&](int64_t from, int64_t to) {
-      return ctx.EmitTemp("Slice", {shape, ctx.Int64s({from}), ctx.Int64s({to})});
-    };
-    const std::string oh = ctx.Int64s({target[0]}), ow = ctx.Int64s({target[1]});
-    onnx::NodeProto* c = nullptr;
-    const std::string split = ctx.EmitTemp(
-        "Concat", {dims(0, 2), oh, ctx.EmitTemp("Div", {dims(2, 3), oh}), ow, ctx.EmitTemp("Div", {dims(3, 4), ow})}, &c);
-    SetAttr(c, "axis", int64_t{0});
-    auto* m = ctx.Emit("ReduceMean", {ctx.EmitTemp("Reshape", {i, split})}, {o});
-    SetAttr(m, "axes", std::vector<int64_t>{3, 5});
-    SetAttr(m, "keepdims", int64_t{0});
-  });
+  // The windows follow the input's size when the model runs (an exported model's spatial dims may
+  // be dynamic), overlapping where the output size does not divide it, as torch's do:
+  // P_h @ x @ P_w^T with the averaging matrices of AdaptivePoolMatrix.
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const v1::DType d = ctx.DType(result);
+  const std::string xin = ctx.In(x);
+  if (keep[0] && keep[1]) {
+    ctx.Emit("Identity", {xin}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  if (keep[0] || keep[1]) {   // one axis pooled
+    const std::string p = AdaptivePoolMatrix(ctx, xin, keep[1] ? rank - 2 : rank - 1, target[keep[1] ? 0 : 1], d);
+    if (keep[1]) ctx.Emit("MatMul", {p, xin}, {ctx.Out(result)});
+    else ctx.Emit("MatMul", {xin, TransposeMatrix(ctx, p)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  const std::string pw = AdaptivePoolMatrix(ctx, xin, rank - 1, target[1], d);
+  const std::string ph = AdaptivePoolMatrix(ctx, xin, rank - 2, target[0], d);
+  ctx.Emit("MatMul", {ph, ctx.EmitTemp("MatMul", {xin, TransposeMatrix(ctx, pw)})}, {ctx.Out(result)});
+  return Status::Ok();
 }
 
 Status LowerBatchNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
