@@ -144,6 +144,8 @@ def _torch_cases():
     case("torch", "hardtanh", lambda x: F.hardtanh(x, -0.5, 1.5), X)
     case("torch", "softplus", lambda x: F.softplus(x, beta=2.0, threshold=1.0), X)
     case("torch", "softmax", lambda x: F.softmax(x, dim=-1), X)
+    # nn.Softmax passes _stacklevel=5 (a warning's stack depth, read by no lowering).
+    case("torch", "softmax", lambda x: torch.nn.Softmax(dim=-1)(x) + torch.nn.LogSoftmax(dim=1)(x), X, variant="module")
     case("torch", "log_softmax", lambda x: F.log_softmax(x, dim=1), X)
     # binary, with broadcasting, numbers, dtypes
     case("torch", "add", lambda x, y: torch.add(x, y, alpha=2), X, f32(4))
@@ -395,6 +397,9 @@ def _torch_cases():
     case("torch", "top_k", lambda x: torch.topk(x, 2, dim=-1), X)
     case("torch", "top_k", lambda x: torch.topk(x, 2, dim=1, largest=False), X, variant="smallest")
     case("torch", "sort", lambda x: torch.sort(x, dim=-1, descending=True), X)
+    # Ties: TopK keeps equal items in index order, as stable=True asks.
+    case("torch", "sort", lambda x: (torch.sort(x.round(), dim=-1, stable=True), torch.argsort(x.round(), stable=True)), X,
+         variant="stable")
     case("torch", "argsort", lambda x: torch.argsort(x, dim=1), X)
     # factories
     case("torch", "asarray", lambda x: x + torch.tensor([1.0, 2.0, 3.0, 4.0]), X)
@@ -529,6 +534,8 @@ def _numpy_cases():
     case("numpy", "repeat_interleave", lambda x: np.repeat(x, 2, axis=1), X)
     case("numpy", "norm", lambda x: np.linalg.norm(x, axis=-1) + np.linalg.norm(x, ord=1, axis=-1), X)
     case("numpy", "sort", lambda x: np.sort(x, axis=-1) + np.argsort(x, axis=-1), X)
+    case("numpy", "sort", lambda x: np.argsort(np.round(x), axis=-1, kind="stable") + np.sort(x, kind="stable"), X,
+         variant="stable")
     case("numpy", "eye", lambda x: x + np.eye(3, 4, dtype=np.float32) - np.identity(4, dtype=np.float32)[:3], X)
     case("numpy", "zeros_like", lambda x: np.zeros_like(x) + x, X)
     case("numpy", "ones_like", lambda x: np.ones_like(x) * x, X)

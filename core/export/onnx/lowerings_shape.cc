@@ -366,6 +366,9 @@ Status LowerTopK(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   if (rank == 0) return Status::Unsupported(c + " of a 0-d tensor");
   if (call.Has("dim") && call.IsNone("dim")) return Status::Unsupported(c + " of the flattened array (axis None)");
   if (call.Has("order") && !call.IsNone("order")) return Status::Unsupported(c + " by fields (order)");
+  // TopK keeps equal items in index order: what stable=True / kind='stable' ask, and one of the
+  // orders an unstable sort may give.
+  for (const char* p : {"stable", "kind", "is_stable"}) call.Get(p);
   int64_t axis;
   IVY_RETURN_IF_ERROR(NormalizeAxis(call.Int("dim").value_or(-1), rank, &axis));
   int64_t k;
