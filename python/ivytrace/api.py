@@ -1002,6 +1002,10 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         captured = [(n, t, t._version) for n, t in ([] if is_module else _captured_tensors(fn))
                     if id(t) not in handled]
         modes = [(qn, m, m.training) for qn, m in fn.named_modules()] if is_module else None
+        # A module's plain Python attributes (a call counter, a dict cache) are not graph state
+        # unless the module is named stateful: a write to one must not be silent.
+        declared = {id(obj) for _, obj in holders}
+        attrs_before = _attribute_snapshot(fn) if is_module and id(fn) not in declared else None
         sym_args = {}
         # JAX: which input dims the program's shapes follow, proven by tracing it with JAX's
         # symbolic dims (recorder/jax_shapes.py); done before recording, which it must not enter.
@@ -1080,6 +1084,16 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                                       f"the graph reads it as a constant, so replays do not update it (call "
                                       f"module.train() before tracing to make buffers live state)",
                                       StateWarning, stacklevel=_user_level()[0])
+            if attrs_before is not None:
+                wrote = [f"{qn + '.' if qn else ''}{a}" for qn, a in
+                         _module_attribute_writes(attrs_before, _attribute_snapshot(fn))
+                         if not any(id(fn.get_submodule(qn) if qn else fn) == d for d in declared)]
+                if wrote:
+                    shown = ", ".join(wrote[:4]) + (f" and {len(wrote) - 4} more" if len(wrote) > 4 else "")
+                    warnings.warn(f"ivytrace: {name} set or filled attribute {shown} of the traced module; the graph "
+                                  f"replays its tensor computations and buffers, not Python attributes, so replays "
+                                  f"do not update them (name the module with stateful=[...] to replay int, float and "
+                                  f"tensor attribute assignments)", StateWarning, stacklevel=_user_level()[0])
             input_ids = {id(v) for _, v in inputs}
             written = [qn for qn, t, version in captured if t._version != version and id(t) not in input_ids]
             if written:
@@ -1182,6 +1196,39 @@ def _captured_tensors(fn):
 
 def _holds(slots, qn) -> bool:
     return any(s.module_tensor and s.attr == qn for s in slots)
+
+
+_MODULE_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_forward_hooks", "_forward_pre_hooks",
+                               "_backward_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                               "_non_persistent_buffers_set", "training"})
+
+
+def _attribute_snapshot(module):
+    """{(submodule name, attribute): what identifies its value} for the Python attributes of a
+    module tree: the object, and for a dict or list attribute the objects it holds (a cache filled
+    in place keeps its identity). Parameters, buffers and submodules are module state, not here."""
+    snap = {}
+    for qn, m in module.named_modules():
+        for a, v in vars(m).items():
+            if a in _MODULE_INTERNALS:
+                continue
+            held = None
+            if type(v) is dict and len(v) <= 4096:
+                held = tuple((k, id(x)) for k, x in v.items())
+            elif type(v) is list and len(v) <= 4096:
+                held = tuple(id(x) for x in v)
+            snap[(qn, a)] = (v, held)
+    return snap
+
+
+def _module_attribute_writes(before, after):
+    """The (submodule name, attribute) a call assigned, added, deleted or filled in place."""
+    changed = []
+    for key in sorted(set(before) | set(after)):
+        b, a = before.get(key), after.get(key)
+        if b is None or a is None or b[0] is not a[0] or b[1] != a[1]:
+            changed.append(key)
+    return changed
 
 
 def _module_state(module):

@@ -393,6 +393,38 @@ def test_a_counter_attribute_counts_on_every_replay():
     assert torch.allclose(out, m.lin(torch.ones(1, 2)) * 4)
 
 
+def test_a_module_attribute_write_without_stateful_is_a_state_warning_not_silence():
+    # The same counter traced without stateful=[m], and a dict cache filled in place in a
+    # submodule: replays do not update them, and tracing says so, naming them.
+    class Cache(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seen = {}
+
+        def forward(self, x):
+            self.seen["last"] = x.detach()
+            return x
+
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+            self.lin = torch.nn.Linear(2, 2)
+            self.cache = Cache()
+
+        def forward(self, x):
+            self.count += 1
+            return self.cache(self.lin(x))
+
+    m = Counter()
+    with pytest.warns(ivytrace.StateWarning, match=r"attribute count, cache\.seen of the traced module"):
+        ivytrace.trace_graph(m, args=(torch.ones(1, 2),))
+    quiet = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.ReLU())   # writes nothing: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ivytrace.StateWarning)
+        ivytrace.trace_graph(quiet, args=(torch.ones(1, 2),))
+
+
 def test_a_float_attribute_decays_on_every_replay():
     class Decay:
         def __init__(self):
