@@ -665,6 +665,27 @@ def _numpy_cases():
     case("numpy", "argmax", lambda x: np.argmax(x, axis=1, keepdims=True) + np.argmin(x, axis=-1, keepdims=True)[:, :1],
          X, variant="keepdims")
 
+    _numpy_special_cases()
+
+
+def _numpy_special_cases():
+    X = f32("B", 3, 4)
+
+    def specials(x):
+        return np.where(x > 1.5, np.inf, np.where(x < -1.5, -np.inf, np.where(np.abs(x) < 0.3, np.nan, x))).astype(np.float32)
+    case("numpy", "logaddexp", lambda x, y: (np.logaddexp(x, y), np.logaddexp(specials(x), specials(y)),
+                                             np.logaddexp(specials(x), specials(x)), np.logaddexp(x, 0.5)), X, f32(4))
+    case("numpy", "logaddexp2", lambda x, y: (np.logaddexp2(x, y), np.logaddexp2(specials(x), specials(x))), X, f32(4))
+    case("numpy", "copysign", lambda x, y: (np.copysign(x, y), 1 / np.copysign(x * 0, x * np.float32(-0.0)), np.copysign(x, np.float32(-0.0)),
+                                            np.copysign(specials(x), -np.inf)), X, f32(4))
+    case("numpy", "copysign", lambda x, y: np.copysign(x, y), i64("B", 3, lo=-3, hi=3), i64(3, lo=-3, hi=3), variant="int")
+    # NumPy's heaviside keeps NaN (torch's gives 0).
+    case("numpy", "heaviside", lambda x, h: (np.heaviside(x, h), np.heaviside(np.round(specials(x)), 0.5), 1 / np.heaviside(x * 0, x * np.float32(-0.0))), X, f32(4))
+    case("numpy", "heaviside", lambda x: np.heaviside(x, 3), i64("B", 3, lo=-2, hi=3), variant="int")
+    case("numpy", "sinc", lambda x: (np.sinc(x), np.sinc(np.round(x * 2) / 2), np.sinc(specials(x))), X)
+    case("numpy", "sinc", lambda x: np.sinc(x), i64("B", 3, lo=-2, hi=3), variant="int")
+    case("numpy", "round", lambda x: np.around(x, 1) + np.around(x), X, variant="around")
+
 
 # --- JAX -----------------------------------------------------------------------------------------------
 
