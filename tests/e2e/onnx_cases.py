@@ -702,6 +702,7 @@ def _jax_cases():
         case("jax", c, lambda x, fn=fn: fn(x), X)
     # Halves: lax.round's default rounds them away from zero, jnp.round (and ONNX Round) to even.
     halves = lambda x: jnp.floor(x * 4) / 2  # noqa: E731
+    case("jax", "erfc", lambda x: lax.erfc(x) + jax.scipy.special.erfc(x), X)
     case("jax", "round", lambda x: (lax.round(halves(x)), jnp.round(halves(x)),
                                     lax.round(halves(x), lax.RoundingMethod.TO_NEAREST_EVEN)), X, variant="halves")
     for c, fn in {"log": jnp.log, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p}.items():
