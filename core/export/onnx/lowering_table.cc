@@ -84,7 +84,7 @@ const CanonicalLowering kTable[] = {
     {"embedding",                    "Gather",                       LowerEmbedding},
     {"equal",                        "Equal",                        LowerElementwiseBinary},
     {"erf",                          "Erf",                          LowerUnary},
-    {"erfc",                         "Sub(1, Erf)",                   LowerSpecialUnary},
+    {"erfc",                         "Sub(1, Erf)|continued fraction",                   LowerSpecialUnary},
     {"exp",                          "Exp",                          LowerUnary},
     {"exp2",                         "Pow",                          LowerUnary},
     {"expand_dims",                  "Unsqueeze",                    LowerExpandDims},
