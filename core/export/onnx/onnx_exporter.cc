@@ -209,7 +209,8 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
       "out", "device", "layout", "pin_memory", "requires_grad", "memory_format", "non_blocking", "copy",
       "like", "subok", "casting", "optimize", "names", "name", "generator", "check_finite", "inplace",
       "dtype", "index_dtype", "out_int32", "out_dtype", "preferred_element_type", "weak_type",
-      "sharding", "out_sharding", "accuracy", "precision", "unique_indices", "indices_are_sorted"};
+      "sharding", "out_sharding", "accuracy", "precision", "unique_indices", "indices_are_sorted",
+      "_stacklevel"};
   std::string unread;
   for (const std::string& p : call.UnreadGiven()) {
     if (kValueNeutral.count(p) || canonical == "cast") continue;
