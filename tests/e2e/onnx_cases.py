@@ -436,6 +436,78 @@ def _torch_cases():
     case("torch", "identity", lambda x: x.clone() + x.detach(), X)
     case("torch", "contiguous", lambda x: x.transpose(1, 2).contiguous(), X)
 
+    _torch_special_cases()
+
+
+def _torch_special_cases():
+    """Activations and elementwise functions with their edge cases (lowerings_special.cc)."""
+    import torch
+    import torch.nn.functional as F
+    X = f32("B", 3, 4)
+    nan, inf = float("nan"), float("inf")
+
+    def specials(x):  # infinities, NaN and zeros among ordinary values
+        return torch.where(x > 1.5, inf, torch.where(x < -1.5, -inf, torch.where(x.abs() < 0.3, nan, x)))
+
+    def halves(x):  # multiples of 0.5 (exact +-lambd, exact zeros) and NaN
+        return torch.where(x > 1.8, nan, torch.round(x * 2) / 2)
+    case("torch", "selu", lambda x: F.selu(x) + F.selu(halves(x)), X)
+    case("torch", "celu", lambda x: F.celu(x) + F.celu(x, alpha=0.5) + F.celu(halves(x), 2.0), X)
+    case("torch", "softsign", lambda x: F.softsign(specials(x)), X)
+    case("torch", "tanhshrink", lambda x: F.tanhshrink(x), X)
+    case("torch", "hardshrink", lambda x: (F.hardshrink(halves(x)), F.hardshrink(x, lambd=0.7), F.hardshrink(halves(x), 1)), X)
+    case("torch", "softshrink", lambda x: (F.softshrink(halves(x)), F.softshrink(x, lambd=0.7), F.softshrink(specials(x), 1)), X)
+    case("torch", "threshold", lambda x: (F.threshold(halves(x), 0.5, -3.0), F.threshold(x, threshold=-1, value=2)), X)
+    case("torch", "threshold", lambda x: F.threshold(x, 2, -1), i64("B", 3), variant="int")
+    case("torch", "softmin", lambda x: F.softmin(x, dim=1) + F.softmin(x, -1), X)
+    case("torch", "softmin", lambda x: F.softmin(x, dim=2, dtype=torch.float64), X, variant="dtype")
+    case("torch", "prelu", lambda x, w: F.prelu(x, w), f32("B", 3, 4, 5), f32(3))
+    case("torch", "prelu", lambda x: F.prelu(halves(x), torch.tensor([0.25])), X, variant="one")
+    case("torch", "glu", lambda x: F.glu(x) + F.glu(x, dim=-1), X)
+    case("torch", "glu", lambda x: F.glu(x, 1), f32("B", 6, 2), variant="dim1")
+    case("torch", "logit", lambda p: torch.logit(p), ("float32", ("B", 3, 4), 0.05, 0.95))
+    case("torch", "logit", lambda x: (torch.logit(torch.clamp(halves(x) / 2 + 0.5, 0, 1), eps=0.1), torch.logit(x.clamp(0, 1), 1e-6),
+                                      torch.logit(torch.clamp(halves(x) / 2 + 0.5, 0, 1))), X, variant="eps")
+    case("torch", "logit", lambda x: torch.logit(x), i64("B", 3, lo=0, hi=2), variant="int")
+    case("torch", "erfc", lambda x: torch.erfc(specials(x)) + torch.erfc(x), X)
+    case("torch", "erfc", lambda x: torch.erfc(x), i64("B", 3, lo=-2, hi=3), variant="int")
+    # The tail, where 1 - erf(x) would be 0: relative error only (erfc(9) = 4e-37).
+    case("torch", "erfc", lambda x: torch.erfc(x), ("float32", ("B", 3, 4), -3.0, 9.0), variant="tail", rtol=2e-5, atol=0)
+    case("torch", "sinc", lambda x: (torch.sinc(x), torch.sinc(halves(x)), torch.sinc(specials(x)), torch.sinc(x * 0)), X)
+    case("torch", "sinc", lambda x: torch.sinc(x), i64("B", 3, lo=-2, hi=3), variant="int")
+    case("torch", "addcmul", lambda x, a, b: torch.addcmul(x, a, b, value=0.5) + x.addcmul(a, b), X, f32(4), f32("B", 3, 1))
+    case("torch", "addcmul", lambda x, a: torch.addcmul(x, a, a, value=3), i64("B", 3, lo=-4, hi=4), i64(3), variant="int")
+    case("torch", "addcdiv", lambda x, a, b: torch.addcdiv(x, a, b, value=-2) + x.addcdiv(a, b), X, f32(4), pos("B", 3, 1))
+    case("torch", "logaddexp", lambda x, y: (torch.logaddexp(x, y), torch.logaddexp(specials(x), specials(y)),
+                                             torch.logaddexp(specials(x), specials(x)), x.logaddexp(torch.tensor(-inf))),
+         X, f32("B", 3, 4))
+    case("torch", "logaddexp2", lambda x, y: (torch.logaddexp2(x, y), torch.logaddexp2(specials(x), specials(y)),
+                                              torch.logaddexp2(specials(x), specials(x))), X, f32(4))
+    case("torch", "xlogy", lambda x, y: (torch.xlogy(x, y), torch.xlogy(torch.where(x.abs() < 0.7, 0.0, x), specials(y).abs() - 0.25),
+                                         torch.xlogy(x * 0, specials(y)), torch.xlogy(x, 2.0), x.xlogy(y)), X, pos("B", 3, 4))
+    case("torch", "xlogy", lambda x, y: torch.xlogy(x, y), i64("B", 3, lo=0, hi=3), i64(3, lo=0, hi=4), variant="int")
+    # Signed zeros in the second operand (x * 0 is -0.0 where x < 0): 1 / result shows the zero's sign.
+    case("torch", "copysign", lambda x, y: (torch.copysign(x, y), torch.copysign(y, x * 0), 1 / torch.copysign(x * 0, x * -0.0),
+                                            torch.copysign(x, -0.0), torch.copysign(specials(x), -inf), torch.copysign(x, specials(y).abs())),
+         X, f32(4))
+    case("torch", "copysign", lambda x, y: torch.copysign(x, y), i64("B", 3, lo=-3, hi=3), i64(3, lo=-3, hi=3), variant="int")
+    case("torch", "heaviside", lambda x, v: (torch.heaviside(x, v), torch.heaviside(halves(x), v), torch.heaviside(specials(x), torch.tensor(0.25)), 1 / torch.heaviside(x * 0, x * -0.0)),
+         X, f32(4))
+    case("torch", "heaviside", lambda x, v: torch.heaviside(x, v), i64("B", 3, lo=-2, hi=3), i64(3, lo=5, hi=9), variant="int")
+    case("torch", "cosine_similarity", lambda x, y: (F.cosine_similarity(x, y), F.cosine_similarity(x, y, dim=-1, eps=0.5)), X, f32("B", 3, 4))
+    # Broadcasting (a size-1 dim along dim counts every copy in the norm) and norms below eps.
+    case("torch", "cosine_similarity", lambda x, y: (F.cosine_similarity(x, y, dim=1), F.cosine_similarity(x * 0.01, y, dim=2, eps=0.1),
+                                                     F.cosine_similarity(x[:, :1], y, 1)), X, f32(3, 4), variant="broadcast")
+    case("torch", "pairwise_distance", lambda x, y: (F.pairwise_distance(x, y), F.pairwise_distance(x, y, p=1, keepdim=True),
+                                                     F.pairwise_distance(x, y, p=float("inf"), eps=0.1), F.pairwise_distance(x, y, 3.0),
+                                                     F.pairwise_distance(x, y, p=0), F.pairwise_distance(x, y, p=-float("inf"))),
+         f32("B", 4), f32("B", 4))
+    case("torch", "pairwise_distance", lambda x, y: F.pairwise_distance(x, y, keepdim=True), X, f32(4), variant="broadcast")
+    case("torch", "pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), f32("B", 8, 3, 5))
+    case("torch", "pixel_shuffle", lambda x: F.pixel_shuffle(x, upscale_factor=3), f32("B", 2, 9, 2, 3), variant="rank5")
+    case("torch", "pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), f32("B", 2, 4, 6))
+    case("torch", "pixel_unshuffle", lambda x: F.pixel_unshuffle(x, downscale_factor=3), f32("B", 6, 3), variant="rank3")
+
 
 # --- NumPy ---------------------------------------------------------------------------------------------
 
@@ -628,6 +700,27 @@ def _numpy_cases():
     case("numpy", "argmax", lambda x: np.argmax(x, axis=1, keepdims=True) + np.argmin(x, axis=-1, keepdims=True)[:, :1],
          X, variant="keepdims")
 
+    _numpy_special_cases()
+
+
+def _numpy_special_cases():
+    X = f32("B", 3, 4)
+
+    def specials(x):
+        return np.where(x > 1.5, np.inf, np.where(x < -1.5, -np.inf, np.where(np.abs(x) < 0.3, np.nan, x))).astype(np.float32)
+    case("numpy", "logaddexp", lambda x, y: (np.logaddexp(x, y), np.logaddexp(specials(x), specials(y)),
+                                             np.logaddexp(specials(x), specials(x)), np.logaddexp(x, 0.5)), X, f32(4))
+    case("numpy", "logaddexp2", lambda x, y: (np.logaddexp2(x, y), np.logaddexp2(specials(x), specials(x))), X, f32(4))
+    case("numpy", "copysign", lambda x, y: (np.copysign(x, y), 1 / np.copysign(x * 0, x * np.float32(-0.0)), np.copysign(x, np.float32(-0.0)),
+                                            np.copysign(specials(x), -np.inf)), X, f32(4))
+    case("numpy", "copysign", lambda x, y: np.copysign(x, y), i64("B", 3, lo=-3, hi=3), i64(3, lo=-3, hi=3), variant="int")
+    # NumPy's heaviside keeps NaN (torch's gives 0).
+    case("numpy", "heaviside", lambda x, h: (np.heaviside(x, h), np.heaviside(np.round(specials(x)), 0.5), 1 / np.heaviside(x * 0, x * np.float32(-0.0))), X, f32(4))
+    case("numpy", "heaviside", lambda x: np.heaviside(x, 3), i64("B", 3, lo=-2, hi=3), variant="int")
+    case("numpy", "sinc", lambda x: (np.sinc(x), np.sinc(np.round(x * 2) / 2), np.sinc(specials(x))), X)
+    case("numpy", "sinc", lambda x: np.sinc(x), i64("B", 3, lo=-2, hi=3), variant="int")
+    case("numpy", "round", lambda x: np.around(x, 1) + np.around(x), X, variant="around")
+
 
 # --- JAX -----------------------------------------------------------------------------------------------
 
@@ -644,6 +737,7 @@ def _jax_cases():
         case("jax", c, lambda x, fn=fn: fn(x), X)
     # Halves: lax.round's default rounds them away from zero, jnp.round (and ONNX Round) to even.
     halves = lambda x: jnp.floor(x * 4) / 2  # noqa: E731
+    case("jax", "erfc", lambda x: lax.erfc(x) + jax.scipy.special.erfc(x), X)
     case("jax", "round", lambda x: (lax.round(halves(x)), jnp.round(halves(x)),
                                     lax.round(halves(x), lax.RoundingMethod.TO_NEAREST_EVEN)), X, variant="halves")
     for c, fn in {"log": jnp.log, "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "log1p": jnp.log1p}.items():

@@ -271,6 +271,7 @@ Status LowerSoftmax(const Node& node, const BoundCall& call, LoweringContext& ct
     d = *want;
   }
   if (!IsFloating(d)) in = ctx.CastTo(in, d, ctx.DType(result));
+  if (ctx.canonical() == "softmin") in = ctx.EmitTemp("Neg", {in});  // softmin(x) = softmax(-x)
   auto* n = ctx.Emit(ctx.canonical() == "log_softmax" ? "LogSoftmax" : "Softmax", {in}, {ctx.Out(result)});
   SetAttr(n, "axis", axis);
   return Status::Ok();

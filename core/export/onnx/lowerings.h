@@ -103,6 +103,15 @@ IVY_LOWERING(LowerLinspace);
 IVY_LOWERING(LowerNumpyStacks);
 IVY_LOWERING(LowerIsclose);
 IVY_LOWERING(LowerPutAlongAxis);
+// lowerings_special.cc
+IVY_LOWERING(LowerSpecialUnary);
+IVY_LOWERING(LowerGlu);
+IVY_LOWERING(LowerPrelu);
+IVY_LOWERING(LowerSpecialBinary);
+IVY_LOWERING(LowerAddcmul);
+IVY_LOWERING(LowerCosineSimilarity);
+IVY_LOWERING(LowerPairwiseDistance);
+IVY_LOWERING(LowerPixelShuffle);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);
