@@ -514,12 +514,17 @@ def test_adaptive_avg_pool1d_exports(size, tmp_path):
         _check(_ort(sess, x), f(x), f"onnx, rank {x.dim()}")
 
 
-def test_adaptive_avg_pool1d_that_does_not_divide_is_refused(tmp_path):
+def test_adaptive_avg_pool1d_that_does_not_divide_exports_torchs_overlapping_windows(tmp_path):
+    # Once refused (the lowering reshaped into equal windows); now torch's overlapping windows.
     def f(x):
         return torch.nn.functional.adaptive_avg_pool1d(x, 3)
 
-    with pytest.raises(ivytrace.CLIError, match="divide"):
-        ivytrace.export(f, tmp_path / "p.onnx", args=(torch.randn(2, 3, 8),))
+    path = tmp_path / "p.onnx"
+    ivytrace.export(f, path, args=(torch.randn(2, 3, 8),))
+    sess = ort.InferenceSession(str(path))
+    for b in (2, 5):
+        x = torch.randn(b, 3, 8)
+        _check(_ort(sess, x), f(x), f"onnx, batch {b}")
 
 
 def test_falcon_alibi_bfloat16_product_runs_in_onnxruntime(tmp_path):

@@ -1,5 +1,6 @@
 #include "core/export/onnx/float64_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -64,15 +65,20 @@ int ComputeWithoutMissingFloat64Kernels(onnx::GraphProto* graph, const InferredT
   static const std::unordered_set<std::string_view> kMissing = {
       "Atan", "Asin", "Acos", "Erf", "Sinh", "Cosh", "Tan", "Asinh", "Acosh", "Atanh",
       "Softplus", "Softsign", "Elu", "Selu", "HardSigmoid"};
+  auto needs_rewrite = [&](const onnx::NodeProto& node) {
+    if (node.input_size() != 1 || node.output_size() != 1 || !node.domain().empty() || !kMissing.count(node.op_type())) {
+      return false;
+    }
+    const onnx::TypeProto* t = inferred(node.input(0));
+    return t && t->has_tensor_type() && t->tensor_type().elem_type() == onnx::TensorProto::DOUBLE;
+  };
+  // Most graphs have none: leave them untouched (the rebuild below moves every node).
+  if (std::none_of(graph->node().begin(), graph->node().end(), needs_rewrite)) return 0;
   std::vector<onnx::NodeProto> nodes;
   nodes.reserve(static_cast<size_t>(graph->node_size()));
   int rewritten = 0;
   for (auto& node : *graph->mutable_node()) {
-    const onnx::TypeProto* t = node.input_size() == 1 && node.output_size() == 1 && node.domain().empty() &&
-                                       kMissing.count(node.op_type())
-                                   ? inferred(node.input(0))
-                                   : nullptr;
-    if (!t || !t->has_tensor_type() || t->tensor_type().elem_type() != onnx::TensorProto::DOUBLE) {
+    if (!needs_rewrite(node)) {
       nodes.push_back(std::move(node));
       continue;
     }
@@ -118,7 +124,6 @@ int ComputeWithoutMissingFloat64Kernels(onnx::GraphProto* graph, const InferredT
       r.Op("Max", {r.Op("Min", {lin, r.Double(1)}), r.Double(0)}, y);
     }
   }
-  if (rewritten == 0) return 0;
   graph->clear_node();
   for (auto& n : nodes) *graph->add_node() = std::move(n);
   return rewritten;
