@@ -443,15 +443,33 @@ def test_grad_vmap_and_numpy_int_params_replay():
 
 
 def test_primitive_with_a_jaxpr_param_is_refused_naming_it(cli_binary, tmp_path):
+    # A while_loop under vmap: JAX cannot run it in Python, so while_p itself (jaxpr params) is
+    # recorded, and a plan cannot hold it.
+    x = jnp.arange(3.0)
+    trace = tmp_path / "loop.ivytrace"
+    with ivytrace.Recorder(trace, frameworks=("jax",)):
+        with ivytrace.region("loop", inputs={"x": x}) as reg:
+            reg.set_result(jax.vmap(lambda v: jax.lax.while_loop(lambda c: c < 10.0, lambda c: c * 2.0 + 1.0, v))(x))
+    proc = _cli(cli_binary, "export", trace, "--to", "plan", "-o", tmp_path / "loop.plan", check=False)
+    assert proc.returncode == 5
+    assert "while_p" in proc.stderr and "not in schemas/" in proc.stderr
+    assert "test_jax_programs.py" in proc.stderr
+
+
+def test_linalg_solve_records_what_custom_linear_solve_evaluates(cli_binary, tmp_path):
+    # custom_linear_solve holds jaxprs: it is not recorded itself, the primitives it evaluates
+    # eagerly are (lu, triangular_solve, ...), so the plan replays it.
     a, b = jnp.ones((3, 3)), jnp.ones(3)
     trace = tmp_path / "solve.ivytrace"
     with ivytrace.Recorder(trace, frameworks=("jax",)):
         with ivytrace.region("solve", inputs={"a": a, "b": b}) as reg:
-            reg.set_result(jnp.linalg.solve(a + 3 * jnp.eye(3), b))   # custom_linear_solve: jaxpr params
-    proc = _cli(cli_binary, "export", trace, "--to", "plan", "-o", tmp_path / "solve.plan", check=False)
-    assert proc.returncode == 5
-    assert "jax.lax.linear_solve_p" in proc.stderr and "not in schemas/" in proc.stderr
-    assert "test_jax_programs.py" in proc.stderr
+            reg.set_result(jnp.linalg.solve(a + 3 * jnp.eye(3), b))
+    _cli(cli_binary, "export", trace, "--to", "plan", "-o", tmp_path / "solve.plan")
+    from ivytrace.runtime.plan import load_plan
+    plan = load_plan(tmp_path / "solve.plan")
+    a2, b2 = jnp.arange(9.0).reshape(3, 3) / 10, jnp.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(np.asarray(plan(a2, b2)), np.asarray(jnp.linalg.solve(a2 + 3 * jnp.eye(3), b2)),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_cli_recorded_guarded_program_checks_its_guard(recorded_samples):
