@@ -760,3 +760,77 @@ def test_index_add_and_nonzero_replay():
         g = torch.Generator().manual_seed(seed)
         a = (torch.randn(4, 3, generator=g), torch.randint(0, 4, (3,), generator=g), torch.randn(3, 3, generator=g))
         _check(graph(*a), f(*a), f"seed {seed}")   # nothing here reads a data-dependent size in Python
+
+
+def test_patchtst_unfold_and_clamp_min_replay_at_other_batches(tmp_path):
+    """PatchTST patches its series with `Tensor.unfold` (sliding windows) and scales by
+    `clamp_min`: neither was in the schemas (trace_graph refused). clamp_min/clamp_max are `clip`
+    with one bound, so they also export; unfold replays and its export is refused by name."""
+    torch.manual_seed(0)
+    cfg = transformers.PatchTSTConfig(num_input_channels=3, context_length=32, patch_length=8, patch_stride=4,
+                                      num_hidden_layers=1, d_model=32, num_attention_heads=4, ffn_dim=64)
+    model = transformers.PatchTSTModel(cfg).eval()
+
+    def forward(past_values):
+        with torch.no_grad():
+            return model(past_values=past_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 32, 3, generator=g),))
+    for b in (2, 3, 5):
+        x = torch.randn(b, 32, 3, generator=g) * 3 + 1
+        _check(graph(x), forward(x), f"replay at batch {b}")
+    with pytest.raises(ivytrace.CLIError, match="Tensor.unfold"):
+        ivytrace.export(forward, tmp_path / "patchtst.onnx", args=(torch.randn(2, 32, 3),))
+
+    def clamps(x):
+        return x.clamp_min(0.25) + torch.clamp_max(x, -0.5) + x.clone().clamp_min_(0.0)
+
+    x = torch.randn(4, 5, generator=g)
+    path = ivytrace.export(clamps, tmp_path / "clamps.onnx", args=(x,))
+    for b in (4, 7):
+        xb = torch.randn(b, 5, generator=g)
+        _check(ivytrace.trace_graph(clamps, args=(x,))(xb), clamps(xb), f"replay at batch {b}")
+        _check(_ort(_session(path), xb), clamps(xb), f"onnx at batch {b}")
+
+
+def test_vqmodel_cdist_nearest_code_replays():
+    """diffusers' VectorQuantizer picks each latent's nearest code by `torch.cdist` + argmin: cdist was not
+    in the schemas (trace_graph refused)."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.VQModel(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+                              up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(8, 16),
+                              layers_per_block=1, latent_channels=4, num_vq_embeddings=16, norm_num_groups=4,
+                              vq_embed_dim=4, sample_size=16).eval()
+
+    def forward(sample):
+        with torch.no_grad():
+            return model(sample).sample
+
+    g = torch.Generator().manual_seed(0)
+    graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 3, 16, 16, generator=g),))
+    for b in (2, 2, 3):
+        x = torch.randn(b, 3, 16, 16, generator=g)
+        _check(graph(x), forward(x), f"replay at batch {b}")
+
+
+def test_numpy_bincount_histogram_searchsorted_replay():
+    """np.bincount (a length of max + 1, at least minlength), np.histogram and np.searchsorted were not in
+    the schemas: trace_graph refused them. Replayed with labels whose maximum differs from the traced
+    one, so bincount's length differs too."""
+    def f(labels, x, edges):
+        c = np.bincount(labels)
+        w = np.bincount(labels, weights=x, minlength=6)
+        h, e = np.histogram(x, bins=5, range=(-2.0, 2.0))
+        pos = np.searchsorted(edges, x, side="right") + edges.searchsorted(0.5)
+        return np.concatenate([c.astype(np.float64), w, h.astype(np.float64), e, pos.astype(np.float64)])
+
+    r = np.random.RandomState(0)
+    edges = np.array([-1.0, 0.0, 0.5, 2.0])
+    graph = ivytrace.trace_graph(f, args=(r.randint(0, 4, 10), r.randn(10), edges))
+    for n, hi in ((10, 4), (10, 9), (7, 2)):
+        a = (r.randint(0, hi, n), r.randn(n), edges)
+        want = f(*a)
+        got = graph(*a)
+        _check(got, want, f"replay with {n} labels below {hi}")

@@ -250,6 +250,14 @@ const std::pair<std::string_view, std::string_view> kRefused[] = {
     {"random_integers", "a random op: bake its draws (optimize/export --bake-generators) to export"},
     {"scatter", "lax.scatter (general scatter dimension numbers) has no lowering yet"},
     {"scatter_add", "lax.scatter_add (general scatter dimension numbers) has no lowering yet"},
+    {"nonzero", "nonzero / torch.where(cond) (a data-dependent length) has no lowering yet"},
+    {"index_add", "index_add has no lowering yet (ScatterND with reduction add)"},
+    {"histc", "histc has no lowering yet"},
+    {"cdist", "cdist has no lowering yet"},
+    {"unfold_windows", "Tensor.unfold (sliding windows) has no lowering yet"},
+    {"bincount", "bincount (a data-dependent length) has no lowering yet"},
+    {"histogram", "histogram has no lowering yet"},
+    {"searchsorted", "searchsorted has no lowering yet"},
 };
 
 }  // namespace
