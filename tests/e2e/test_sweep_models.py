@@ -834,3 +834,23 @@ def test_numpy_bincount_histogram_searchsorted_replay():
         want = f(*a)
         got = graph(*a)
         _check(got, want, f"replay with {n} labels below {hi}")
+
+
+def test_torch_max_and_min_over_a_dim_export_with_ties_and_nan(tmp_path):
+    """xLSTM's `torch.max(x, dim)` (values and indices) was refused by the ONNX exporter. It lowers to
+    ArgMax/ArgMin (the first extreme, as torch) with the value read at that index; a run holding a NaN gives
+    NaN and the first NaN's index, as torch does (onnxruntime's ArgMax alone ignores NaN)."""
+    def f(x):
+        v, i = torch.max(x, dim=1)
+        w, j = x.min(-1, keepdim=True)
+        return torch.cat([v.flatten(), i.flatten().float(), w.flatten(), j.flatten().float()])
+
+    x = torch.tensor([[[1.0, 3.0, 3.0], [3.0, 0.0, -1.0]], [[float("nan"), 2.0, 2.0], [0.5, float("nan"), 7.0]]])
+    path = ivytrace.export(f, tmp_path / "maxdim.onnx", args=(x,))
+    sess = _session(path)
+    _check(_ort(sess, x), f(x), "ties and NaN")
+    g = torch.Generator().manual_seed(0)
+    for b in (1, 4):
+        xb = torch.randint(-2, 3, (b, 2, 3), generator=g).float()   # many ties
+        xb[0, 1, 2] = float("nan")
+        _check(_ort(sess, xb), f(xb), f"batch {b}")
