@@ -765,7 +765,7 @@ def test_index_add_and_nonzero_replay():
 def test_patchtst_unfold_and_clamp_min_replay_at_other_batches(tmp_path):
     """PatchTST patches its series with `Tensor.unfold` (sliding windows) and scales by
     `clamp_min`: neither was in the schemas (trace_graph refused). clamp_min/clamp_max are `clip`
-    with one bound, so they also export; unfold replays and its export is refused by name."""
+    with one bound; unfold lowers to a Gather of window indices computed from the run-time length."""
     torch.manual_seed(0)
     cfg = transformers.PatchTSTConfig(num_input_channels=3, context_length=32, patch_length=8, patch_stride=4,
                                       num_hidden_layers=1, d_model=32, num_attention_heads=4, ffn_dim=64)
@@ -780,8 +780,18 @@ def test_patchtst_unfold_and_clamp_min_replay_at_other_batches(tmp_path):
     for b in (2, 3, 5):
         x = torch.randn(b, 32, 3, generator=g) * 3 + 1
         _check(graph(x), forward(x), f"replay at batch {b}")
-    with pytest.raises(ivytrace.CLIError, match="Tensor.unfold"):
-        ivytrace.export(forward, tmp_path / "patchtst.onnx", args=(torch.randn(2, 32, 3),))
+    sess = _session(ivytrace.export(forward, tmp_path / "patchtst.onnx", args=(torch.randn(2, 32, 3),)))
+    for b in (2, 4):
+        x = torch.randn(b, 32, 3, generator=g)
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+
+    def windows(x):   # the window count follows the run-time length (read as a shape: a dynamic dim)
+        return x.unfold(1, 4, 3).sum(-1) / x.shape[1] + x.unfold(1, 2, 2).amax(-1)[:, :1]
+
+    path = ivytrace.export(windows, tmp_path / "windows.onnx", args=(torch.randn(2, 11),))
+    for n in (11, 4, 17):
+        xn = torch.randn(3, n, generator=g)
+        _check(_ort(_session(path), xn), windows(xn), f"unfold over length {n}")
 
     def clamps(x):
         return x.clamp_min(0.25) + torch.clamp_max(x, -0.5) + x.clone().clamp_min_(0.0)

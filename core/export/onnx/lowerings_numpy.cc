@@ -432,5 +432,52 @@ Status LowerPutAlongAxis(const Node& node, const BoundCall& call, LoweringContex
   return Status::Ok();
 }
 
+// Tensor.unfold(dimension, size, step): windows of `size` along `dimension`, every `step`. The
+// window count L = (n - size) // step + 1 is read from the run-time length n; the windows are a
+// Gather of starts[:, None] + arange(size)[None, :] along the dim, whose new last-but-moved axis
+// (the offsets) goes to the end, as torch lays it out: x.shape[:d] + [L] + x.shape[d+1:] + [size].
+Status LowerUnfoldWindows(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto dim = call.Int("dimension");
+  auto size = call.Int("size");
+  auto step = call.Int("step");
+  if (!dim || !size || !step) return Status::Unsupported("unfold with a dimension, size or step that is not an int");
+  if (*size < 0 || *step < 1) return Status::Unsupported("unfold with size < 0 or step < 1");
+  const int rank = ctx.Rank(x);
+  int64_t axis = 0;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(rank, 1), &axis));
+  std::string in = ctx.In(x);
+  if (rank == 0) in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({1})});   // a 0-d tensor unfolds as [x]
+  const int r = std::max(rank, 1);
+  const std::string n = DimOf(ctx, in, axis);
+  onnx::NodeProto* dv = nullptr;
+  // Floor division (n >= size on any input torch accepts, so Div's truncation is the floor).
+  const std::string count = ctx.EmitTemp(
+      "Add", {ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {n, ctx.Int64s({*size})}), ctx.Int64s({*step})}, &dv),
+              ctx.Int64s({1})});
+  const std::string zero = ctx.Scalar(Number::Int(0), v1::INT64);
+  const std::string one = ctx.Scalar(Number::Int(1), v1::INT64);
+  const std::string count0 = ctx.EmitTemp("Squeeze", {count, ctx.Int64s({0})});
+  const std::string starts = ctx.EmitTemp("Mul", {ctx.EmitTemp("Range", {zero, count0, one}),
+                                                  ctx.Scalar(Number::Int(*step), v1::INT64)});
+  const std::string offs = ctx.EmitTemp("Range", {zero, ctx.Scalar(Number::Int(*size), v1::INT64), one});
+  const std::string idx = ctx.EmitTemp("Add", {ctx.EmitTemp("Unsqueeze", {starts, ctx.Int64s({1})}),
+                                               ctx.EmitTemp("Unsqueeze", {offs, ctx.Int64s({0})})});
+  onnx::NodeProto* g = nullptr;
+  const std::string win = ctx.EmitTemp("Gather", {in, idx}, &g);
+  SetAttr(g, "axis", axis);
+  // win: shape[:axis] + [L, size] + shape[axis+1:]; move the size axis (axis + 1) to the end.
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i <= axis; ++i) perm.push_back(i);
+  for (int64_t i = axis + 2; i <= r; ++i) perm.push_back(i);
+  perm.push_back(axis + 1);
+  auto* t = ctx.Emit("Transpose", {win}, {ctx.Out(result)});
+  SetAttr(t, "perm", perm);
+  (void)dv;
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
