@@ -915,9 +915,9 @@ def _np_gauss():
             x[i] = (b[i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
         return x
 
-    def inputs(b, s, seed):   # a well-conditioned s x s system
+    def inputs(b, s, seed):   # an s x s system whose pivot rows differ from seed to seed
         r = np.random.RandomState(seed)
-        return (r.randn(s, s) + s * np.eye(s) * 0.5).astype(np.float64), r.randn(s).astype(np.float64)
+        return (r.randn(s, s) + np.eye(s)).astype(np.float64), r.randn(s).astype(np.float64)
     return forward, inputs
 
 

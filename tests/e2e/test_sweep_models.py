@@ -864,3 +864,33 @@ def test_torch_max_and_min_over_a_dim_export_with_ties_and_nan(tmp_path):
         xb = torch.randint(-2, 3, (b, 2, 3), generator=g).float()   # many ties
         xb[0, 1, 2] = float("nan")
         _check(_ort(sess, xb), f(xb), f"batch {b}")
+
+
+def test_xlstm_exports_with_torch_var_and_its_default_correction(tmp_path):
+    """xLSTM's layer norm computes `x.var(dim=-1, keepdim=True, unbiased=False)`: torch.var/std had no
+    canonical op (no ONNX lowering). They lower through the NumPy var/std lowering with torch's correction
+    (1 by default, unlike NumPy's ddof 0; `unbiased=`, `correction=`, and a bool in the dim slot)."""
+    torch.manual_seed(0)
+    cfg = transformers.xLSTMConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_heads=4, chunk_size=4,
+                                   use_cache=False, autocast_kernel_dtype="float32", mode="inference")
+    model = transformers.xLSTMModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    path = ivytrace.export(forward, tmp_path / "xlstm.onnx", args=(_ids(2, 8, 0),), allow_specialized=True)
+    sess = _session(path)
+    for seed in (0, 1):
+        ids = _ids(2, 8, seed)
+        _check(_ort(sess, ids), forward(ids), f"onnx, seed {seed}")
+
+    def f(x):
+        return torch.cat([x.var(1).flatten(), x.std(1, keepdim=True).flatten(), torch.var(x, False).reshape(1),
+                          torch.std(x, dim=0, correction=0).flatten()])
+
+    x = torch.randn(3, 4)
+    sess = _session(ivytrace.export(f, tmp_path / "var.onnx", args=(x,)))
+    for b in (3, 6):
+        xb = torch.randn(b, 4)
+        _check(_ort(sess, xb), f(xb), f"var/std at batch {b}")

@@ -226,6 +226,8 @@ const CanonicalLowering kTable[] = {
     {"tanh",                         "Tanh",                         LowerUnary},
     {"tile",                         "Tile",                         LowerTile},
     {"top_k",                        "TopK",                         LowerTopK},
+    {"torch_std",                    "ReduceMean+ReduceSum",         LowerTorchVariance},
+    {"torch_var",                    "ReduceMean+ReduceSum",         LowerTorchVariance},
     {"transpose",                    "Transpose",                    LowerTranspose},
     {"tril",                         "Trilu",                        LowerTriangle},
     {"triu",                         "Trilu",                        LowerTriangle},

@@ -192,6 +192,35 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
   return Status::Ok();
 }
 
+// torch.var/torch.std: the correction is torch's (1 unless `unbiased=False` or `correction=` says
+// otherwise; NumPy's var/std default to ddof 0), and a bool in the dim slot is the
+// (input, unbiased) overload.
+Status LowerTorchVariance(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  BoundCall c = call;
+  std::optional<bool> unbiased = call.Bool("unbiased");
+  if (const v1::Arg* d = call.Get("dim"); d && d->kind_case() == v1::Arg::kB) {
+    if (unbiased) return Status::Unsupported("torch.var/std with two unbiased flags");
+    unbiased = d->b();
+    v1::Arg none;
+    none.set_none(true);
+    c.Set("dim", none);
+  }
+  double correction = 1.0;
+  if (!call.IsNone("correction")) {
+    auto v = call.Double("correction");
+    if (!v) return Status::Unsupported("torch.var/std with correction " + ArgToString(*call.Get("correction"), true));
+    if (unbiased) return Status::Unsupported("torch.var/std with both unbiased and correction");
+    correction = *v;
+  } else if (unbiased) {
+    correction = *unbiased ? 1.0 : 0.0;
+  }
+  v1::Arg ddof;
+  ddof.set_f(correction);
+  c.Set("correction", ddof);
+  ctx.SetCanonical(ctx.canonical() == "torch_std" ? "std" : "var");
+  return LowerVariance(node, c, ctx);
+}
+
 // torch.linalg.vector_norm(x, ord, dim, keepdim, dtype) and NumPy's linalg.norm of vectors:
 // ord 2 -> ReduceL2, 1 -> ReduceL1, inf / -inf -> ReduceMax / ReduceMin of |x|, 0 -> the count
 // of nonzeros, other p -> (sum |x|^p)^(1/p). NumPy's matrix norms (two axes, or a matrix with
