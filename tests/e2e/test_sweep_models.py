@@ -894,3 +894,26 @@ def test_xlstm_exports_with_torch_var_and_its_default_correction(tmp_path):
     for b in (3, 6):
         xb = torch.randn(b, 4)
         _check(_ort(sess, xb), f(xb), f"var/std at batch {b}")
+
+
+def test_a_loop_over_a_data_dependent_length_is_a_guard_in_onnxruntime_too(tmp_path):
+    """`for v in x[x > 0]` (MoE's `for expert in expert_hit`) unrolls into an unbind of the recorded count.
+    The replay raised a GuardError at another count, but onnxruntime failed inside the Split, naming no
+    guard. The unbind now checks its length first, in a node named as an ivytrace guard."""
+    def f(x):
+        out = torch.zeros(())
+        for v in x[x > 0]:
+            out = out + v * 2
+        return out
+
+    x = torch.tensor([1.0, -1.0, 2.0, -3.0])
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "loop.onnx", args=(x,), allow_specialized=True))
+    same = torch.tensor([5.0, -1.0, 7.0, -3.0])
+    _check(graph(same), f(same), "replay, as many positives")
+    _check(_ort(sess, same), f(same), "onnx, as many positives")
+    for other in (torch.tensor([1.0, 1.0, 2.0, -3.0]), torch.tensor([-1.0, -1.0, 2.0, -3.0])):
+        with pytest.raises(ivytrace.GuardError):
+            graph(other)
+        with pytest.raises(Exception, match="ivytrace guard"):
+            _ort(sess, other)

@@ -509,6 +509,28 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   else if (node.op == "numpy.dsplit") dim = 2;
   IVY_RETURN_IF_ERROR(NormalizeAxis(dim, rank, &axis));
   const bool unbind = ctx.canonical() == "unbind";
+  // unbind gives as many tensors as the dim is long: the graph holds the recorded count, so a
+  // run-time length that differs (`for e in x[mask]`, `for i in t.nonzero()`) is the replay's
+  // GuardError. Here the same check: x is reshaped to its own shape while the length is the
+  // recorded count, and to an invalid shape otherwise, in a node named as an ivytrace guard, so
+  // onnxruntime refuses the input there rather than in the Split (or silently, for one piece).
+  std::string src = ctx.In(x);
+  if (unbind && rank > 0) {
+    onnx::NodeProto* g = nullptr;
+    const std::string shape = ctx.EmitTemp("Shape", {src});
+    const std::string n = ctx.EmitTemp("Gather", {shape, ctx.Int64s({axis})}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    const std::string ok = ctx.EmitTemp("Equal", {n, ctx.Int64s({static_cast<int64_t>(results.size())})});
+    const std::string to =
+        ctx.EmitTemp("Where", {ok, shape, ctx.Int64s(std::vector<int64_t>(static_cast<size_t>(rank), -2))});
+    onnx::NodeProto* r = nullptr;
+    src = ctx.EmitTemp("Reshape", {src, to}, &r);
+    r->set_name("ivytrace guard (unbind count): " + node.op + " at " +
+                (node.loc.file().empty() ? std::string("an unknown line")
+                                         : node.loc.file() + ":" + std::to_string(node.loc.line())) +
+                ": recorded " + std::to_string(results.size()) +
+                " values (the input gives another count: the program takes another path)");
+  }
   std::vector<int64_t> sizes;
   std::vector<std::string> outs;
   for (ValueId r : results) {
@@ -551,7 +573,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     auto* sp = ctx.Emit("Split", {ctx.In(x), split}, outs);
     SetAttr(sp, "axis", axis);
   } else if (results.size() == 1) {
-    ctx.Emit("Identity", {ctx.In(x)}, {outs[0]});
+    ctx.Emit("Identity", {src}, {outs[0]});
   } else if (point_list) {
     for (const auto& it : points->kind_case() == v1::Arg::kList ? points->list().items() : points->tuple().items()) {
       if (auto i = AsInt(it); i && *i < 0) return Status::Unsupported("np.split at a negative index");
@@ -574,7 +596,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     auto* n = ctx.Emit("Split", {ctx.In(x), split}, outs);
     SetAttr(n, "axis", axis);
   } else {
-    auto* n = ctx.Emit("Split", {ctx.In(x), ctx.Int64s(sizes)}, outs);
+    auto* n = ctx.Emit("Split", {src, ctx.Int64s(sizes)}, outs);
     SetAttr(n, "axis", axis);
   }
   if (unbind) {
