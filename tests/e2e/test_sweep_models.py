@@ -804,9 +804,10 @@ def test_patchtst_unfold_and_clamp_min_replay_at_other_batches(tmp_path):
         _check(_ort(_session(path), xb), clamps(xb), f"onnx at batch {b}")
 
 
-def test_vqmodel_cdist_nearest_code_replays():
+def test_vqmodel_cdist_nearest_code_replays_and_exports(tmp_path):
     """diffusers' VectorQuantizer picks each latent's nearest code by `torch.cdist` + argmin: cdist was not
-    in the schemas (trace_graph refused)."""
+    in the schemas (trace_graph refused) and had no ONNX lowering. Its p=2 lowering follows torch's choice
+    of algorithm (a matrix product past 25 rows), so the distances round as torch's do."""
     diffusers = pytest.importorskip("diffusers")
     torch.manual_seed(0)
     model = diffusers.VQModel(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
@@ -820,9 +821,11 @@ def test_vqmodel_cdist_nearest_code_replays():
 
     g = torch.Generator().manual_seed(0)
     graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 3, 16, 16, generator=g),))
+    sess = _session(ivytrace.export(forward, tmp_path / "vq.onnx", args=(torch.randn(2, 3, 16, 16, generator=g),)))
     for b in (2, 2, 3):
         x = torch.randn(b, 3, 16, 16, generator=g)
         _check(graph(x), forward(x), f"replay at batch {b}")
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
 
 
 def test_numpy_bincount_histogram_searchsorted_replay():

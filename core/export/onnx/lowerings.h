@@ -96,6 +96,7 @@ IVY_LOWERING(LowerDiff);
 // lowerings_numpy.cc
 IVY_LOWERING(LowerAtan2);
 IVY_LOWERING(LowerRoll);
+IVY_LOWERING(LowerCdist);
 IVY_LOWERING(LowerTorchVariance);
 IVY_LOWERING(LowerUnfoldWindows);
 IVY_LOWERING(LowerTakeAlongAxis);

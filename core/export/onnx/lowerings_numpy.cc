@@ -479,5 +479,88 @@ Status LowerUnfoldWindows(const Node& node, const BoundCall& call, LoweringConte
   return Status::Ok();
 }
 
+// torch.cdist(x1, x2, p, compute_mode): p-norm distances between the rows of x1 [..., P, M] and
+// x2 [..., R, M], [..., P, R]. For p = 2 torch picks an algorithm: with compute_mode None it
+// computes through a matrix product (cat(-2 a, |a|^2, 1) @ cat(b, 1, |b|^2)^T, clamped at 0, then
+// sqrt) when P > 25 or R > 25 and directly otherwise; both are emitted and the run-time P and R
+// choose, so the rounding follows torch's at any size.
+Status LowerCdist(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x1, x2, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x1", &x1));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x2", &x2));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x1);
+  if (rank < 2 || ctx.Rank(x2) != rank) return Status::Unsupported("cdist of tensors of rank < 2 or of two ranks");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("cdist with a non-float result");
+  const double p = call.Double("p").value_or(2.0);
+  if (p < 0) return Status::Unsupported("cdist with p < 0");
+  std::string mode = "use_mm_for_euclid_dist_if_necessary";
+  if (const v1::Arg* m = call.Get("compute_mode"); m && m->kind_case() == v1::Arg::kS) mode = m->s();
+  else if (m && m->kind_case() != v1::Arg::kNone) return Status::Unsupported("cdist compute_mode " + ArgToString(*m, true));
+  const std::string a = ctx.CastTo(ctx.In(x1), ctx.DType(x1), d), b = ctx.CastTo(ctx.In(x2), ctx.DType(x2), d);
+  auto reduce = [&](const char* op, const std::string& v, int64_t keep) {
+    onnx::NodeProto* n = nullptr;
+    std::string r;
+    if (std::string_view(op) == "ReduceSum" || ctx.opset() >= 18) {
+      r = ctx.EmitTemp(op, {v, ctx.Int64s({-1})}, &n);
+    } else {
+      r = ctx.EmitTemp(op, {v}, &n);
+      SetAttr(n, "axes", std::vector<int64_t>{-1});
+    }
+    SetAttr(n, "keepdims", keep);
+    return r;
+  };
+  const std::string diff = ctx.EmitTemp("Sub", {ctx.EmitTemp("Unsqueeze", {a, ctx.Int64s({-2})}),
+                                                ctx.EmitTemp("Unsqueeze", {b, ctx.Int64s({-3})})});
+  const std::string out = ctx.Out(result);
+  if (p == 0) {
+    const std::string nz = ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {diff, F(ctx, 0.0, d)})});
+    ctx.Emit("Identity", {reduce("ReduceSum", ctx.CastTo(nz, v1::BOOL, d), 0)}, {out});
+    return Status::Ok();
+  }
+  const std::string ad = ctx.EmitTemp("Abs", {diff});
+  if (p == 1) {
+    ctx.Emit("Identity", {reduce("ReduceSum", ad, 0)}, {out});
+  } else if (std::isinf(p)) {
+    ctx.Emit("Identity", {reduce("ReduceMax", ad, 0)}, {out});
+  } else if (p != 2) {
+    const std::string s = reduce("ReduceSum", ctx.EmitTemp("Pow", {ad, F(ctx, p, d)}), 0);
+    ctx.Emit("Pow", {s, F(ctx, 1.0 / p, d)}, {out});
+  } else {
+    const std::string direct = ctx.EmitTemp("Sqrt", {reduce("ReduceSum", ctx.EmitTemp("Mul", {diff, diff}), 0)});
+    if (mode == "donot_use_mm_for_euclid_dist") {
+      ctx.Emit("Identity", {direct}, {out});
+      return Status::Ok();
+    }
+    const std::string an = reduce("ReduceSum", ctx.EmitTemp("Mul", {a, a}), 1);
+    const std::string bn = reduce("ReduceSum", ctx.EmitTemp("Mul", {b, b}), 1);
+    onnx::NodeProto* c1 = nullptr;
+    onnx::NodeProto* c2 = nullptr;
+    const std::string a_ = ctx.EmitTemp(
+        "Concat", {ctx.EmitTemp("Mul", {a, F(ctx, -2.0, d)}), an, ctx.EmitTemp("Expand", {F(ctx, 1.0, d), ctx.EmitTemp("Shape", {an})})}, &c1);
+    SetAttr(c1, "axis", int64_t{-1});
+    const std::string b_ = ctx.EmitTemp(
+        "Concat", {b, ctx.EmitTemp("Expand", {F(ctx, 1.0, d), ctx.EmitTemp("Shape", {bn})}), bn}, &c2);
+    SetAttr(c2, "axis", int64_t{-1});
+    std::vector<int64_t> perm;
+    for (int i = 0; i < rank; ++i) perm.push_back(i);
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    onnx::NodeProto* t = nullptr;
+    const std::string bt = ctx.EmitTemp("Transpose", {b_}, &t);
+    SetAttr(t, "perm", perm);
+    const std::string mm = ctx.EmitTemp("Sqrt", {ctx.EmitTemp("Max", {ctx.EmitTemp("MatMul", {a_, bt}), F(ctx, 0.0, d)})});
+    if (mode == "use_mm_for_euclid_dist") {
+      ctx.Emit("Identity", {mm}, {out});
+      return Status::Ok();
+    }
+    const std::string limit = ctx.Int64s({25});
+    const std::string big = ctx.EmitTemp("Or", {ctx.EmitTemp("Greater", {DimOf(ctx, a, rank - 2), limit}),
+                                                ctx.EmitTemp("Greater", {DimOf(ctx, b, rank - 2), limit})});
+    ctx.Emit("Where", {ctx.EmitTemp("Squeeze", {big, ctx.Int64s({0})}), mm, direct}, {out});
+  }
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
