@@ -400,10 +400,18 @@ Status LowerClip(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 Status LowerWhere(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId cond, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "condition", &cond));
+  if (call.IsNone("input") && call.IsNone("other")) {   // where(cond): the indices where cond holds
+    BoundCall c = call;
+    c.Set("input", call.Get("condition") ? *call.Get("condition") : v1::Arg());
+    ctx.SetCanonical("nonzero");
+    return LowerNonzero(node, c, ctx);
+  }
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::Arg* a = call.Get("input");
   const v1::Arg* b = call.Get("other");
-  if (!a || !b) return Status::Unsupported("where with one argument (nonzero) has no static shape");
+  if (!a || !b || call.IsNone("input") || call.IsNone("other")) {
+    return Status::Unsupported("where with a condition and one value");
+  }
   v1::DType d = ctx.DType(result);
   if (d == v1::DTYPE_UNSPECIFIED) d = PromotedDType(ctx, {a, b});
   std::string lhs, rhs;
