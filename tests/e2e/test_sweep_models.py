@@ -943,3 +943,55 @@ def test_mixtral_eager_experts_export_right_or_refuse_by_a_guard(tmp_path):
         _check(got, want, f"onnx, seed {seed}")
         counts["ok"] += 1
     assert counts["ok"] >= 5 and counts["guard"] >= 1, counts
+
+
+def test_jetmoe_tolist_guard_is_checked_in_onnx_not_silently_wrong(tmp_path):
+    """JetMoE splits the routed tokens by `expert_size.tolist()`. Exported with allow_specialized, that guard
+    (a list value) was only listed in the model's metadata, never checked: another routing at the traced
+    shape ran the recorded split in onnxruntime and gave a silently wrong output (max |d| 0.6). A list-valued
+    guard is now checked like a number: the run-time shape and every element against the recorded list."""
+    torch.manual_seed(0)
+    cfg = transformers.JetMoeConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_key_value_heads=2,
+                                    kv_channels=8, intermediate_size=64, num_local_experts=8, num_experts_per_tok=2,
+                                    use_cache=False)
+    model = transformers.JetMoeModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    sess = _session(ivytrace.export(forward, tmp_path / "jetmoe.onnx", args=(_ids(2, 8, 0),), allow_specialized=True))
+    _check(_ort(sess, _ids(2, 8, 0)), forward(_ids(2, 8, 0)), "the traced input")
+    for seed in (1, 2, 3):   # other routings: another expert_size list
+        with pytest.raises(Exception, match="ivytrace guard"):
+            _ort(sess, _ids(2, 8, seed))
+
+
+@pytest.mark.parametrize("dtype", ["int", "float", "bool"])
+def test_a_tolist_guard_checks_shape_and_every_element(dtype, tmp_path):
+    def f(x, y):
+        sizes = (x > 0).long().sum(0) if dtype == "int" else x[1] if dtype == "float" else x[0] > 0
+        vals = sizes.tolist()
+        out = y * 2
+        if dtype == "int":
+            return torch.cat([p.sum(0, keepdim=True) for p in out.split(vals)])
+        return out + len([v for v in vals if v])
+
+    x = torch.tensor([[1.0, -1.0, 2.0], [float("nan"), 3.0, -2.0]])
+    y = torch.arange(6.0).reshape(3, 2) if dtype == "int" else torch.arange(6.0).reshape(2, 3)
+    if dtype == "int":
+        x = torch.tensor([[1.0, -1.0, 2.0], [1.0, 3.0, -2.0], [-1.0, 1.0, 1.0]])   # split sizes [2, 2, 2]
+        y = torch.arange(12.0).reshape(6, 2)
+    sess = _session(ivytrace.export(f, tmp_path / "tolist.onnx", args=(x, y), allow_specialized=True))
+    _check(_ort(sess, x, y), f(x, y), "the traced values")
+    same = x.clone()
+    _check(_ort(sess, same, y * 3), f(same, y * 3), "the same list, other y")
+    other = x.clone()
+    if dtype == "int":      # split sizes [1, 3, 2]: as many rows, another split
+        other[0, 0], other[0, 1] = -1.0, 5.0
+    elif dtype == "float":  # [nan, 5, -2]: the NaN still matches, the 5 does not
+        other[1, 1] = 5.0
+    else:                   # flags [True, True, True]
+        other[0, 1] = 5.0
+    with pytest.raises(Exception, match="ivytrace guard"):
+        _ort(sess, other, y)
