@@ -341,6 +341,13 @@ def _torch_cases():
     case("torch", "max_or_maximum", lambda x: torch.max(x, 1), X, variant="dim")
     case("torch", "unfold_windows", lambda x: x.unfold(2, 2, 1), X)
     case("torch", "torch_var", lambda x: x.var(1), X)
+    case("torch", "histc", lambda x: torch.histc(x, bins=5, min=-1.0, max=1.5), X)
+    case("torch", "histc", lambda x: torch.histc(x.round(), bins=3, min=0, max=2), X, variant="ints_at_edges")
+    # offsets from an input (every row in a group: torch leaves rows past the last offset unspecified)
+    case("torch", "grouped_mm",
+         lambda x, w, n: torch._grouped_mm(x, w, offs=torch.cat([n.cumsum(0)[:2], torch.tensor([6])]).to(torch.int32)),
+         f32(6, 4), f32(3, 4, 8), i64(3, lo=0, hi=3), static=True)
+    case("torch", "empty_like", lambda x: torch.empty_like(x).fill_(0.0) + x * 2, X)
     case("torch", "nonzero", lambda x: torch.nonzero(x > 0.5) * 2, X)
     case("torch", "nonzero", lambda x: torch.argwhere(x < 0).sum(0), X, variant="argwhere")
     case("torch", "where", lambda x: torch.stack(torch.where(x > 0)) + 1, X, variant="cond_only")

@@ -995,3 +995,16 @@ def test_a_tolist_guard_checks_shape_and_every_element(dtype, tmp_path):
         other[0, 1] = 5.0
     with pytest.raises(Exception, match="ivytrace guard"):
         _ort(sess, other, y)
+
+
+def test_mixtral_grouped_mm_experts_export_at_any_routing(tmp_path):
+    """transformers' default experts path sorts tokens by expert, counts them with `histc`, multiplies with
+    `torch._grouped_mm` and restores the order through `torch.empty_like` + an index write: none had an
+    ONNX lowering. No shape depends on the routing there, so every routing and batch matches eager."""
+    forward = _mixtral("grouped_mm")
+    sess = _session(ivytrace.export(forward, tmp_path / "mixtral_gmm.onnx", args=(_ids(2, 3, 0),),
+                                    allow_specialized=True))
+    for seed in range(1, 9):
+        ids = _ids(2, 3, seed)
+        _check(_ort(sess, ids), forward(ids), f"onnx, seed {seed}")
+    _check(_ort(sess, _ids(2, 7, 99)), forward(_ids(2, 7, 99)), "onnx at 2x7")

@@ -562,5 +562,77 @@ Status LowerCdist(const Node& node, const BoundCall& call, LoweringContext& ctx)
   return Status::Ok();
 }
 
+// torch.histc(input, bins, min, max): counts of the elements in `bins` equal bins over [min, max]
+// (the last bin closed), elements outside (and NaN) not counted: bin floor((x - min) * bins /
+// (max - min)), max itself in the last bin. min == max (torch then takes the data's range) is
+// refused.
+Status LowerHistc(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto bins = call.Int("bins");
+  auto lo = call.Double("min");
+  auto hi = call.Double("max");
+  if (!bins || !lo || !hi || *bins < 1) return Status::Unsupported("histc with bins, min or max that are not numbers");
+  if (!(*lo < *hi)) return Status::Unsupported("histc with min >= max (the range of the data)");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("histc of a non-float tensor");
+  const std::string v = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(x), ctx.DType(x), d), ctx.Int64s({-1})});
+  const std::string valid = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {v, F(ctx, *lo, d)}),
+                                                 ctx.EmitTemp("LessOrEqual", {v, F(ctx, *hi, d)})});
+  // NaN and out-of-range elements get bin 0 here and are dropped by `valid`.
+  const std::string safe = ctx.EmitTemp("Where", {valid, v, F(ctx, *lo, d)});
+  std::string pos = ctx.EmitTemp(
+      "Floor", {ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {ctx.EmitTemp("Sub", {safe, F(ctx, *lo, d)}), F(ctx, static_cast<double>(*bins), d)}),
+                                     F(ctx, *hi - *lo, d)})});
+  pos = ctx.EmitTemp("Min", {ctx.CastTo(pos, d, v1::INT64), ctx.Scalar(Number::Int(*bins - 1), v1::INT64)});
+  const std::string range = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), ctx.Scalar(Number::Int(*bins), v1::INT64),
+                                                   ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string hit = ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {ctx.EmitTemp("Unsqueeze", {pos, ctx.Int64s({1})}),
+                                                                      ctx.EmitTemp("Unsqueeze", {range, ctx.Int64s({0})})}),
+                                               ctx.EmitTemp("Unsqueeze", {valid, ctx.Int64s({1})})});
+  onnx::NodeProto* r = nullptr;
+  const std::string counts = ctx.EmitTemp("ReduceSum", {ctx.CastTo(hit, v1::BOOL, d), ctx.Int64s({0})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {counts}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// torch._grouped_mm(mat_a [S, K], mat_b [E, K, N], offs [E]): row s of mat_a times mat_b[g], g the
+// group whose offsets hold s (offs[g - 1] <= s < offs[g], the count of offsets <= s). Rows past the
+// last offset are unspecified in torch; here they take the last group. Each row's matrix is
+// gathered: right at any routing, though not the grouped kernel's cost.
+Status LowerGroupedMm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, offs, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "mat_a", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "mat_b", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.Tensor("offs")) return Status::Unsupported("_grouped_mm without offs");
+  offs = *call.Tensor("offs");
+  if (!call.IsNone("bias")) return Status::Unsupported("_grouped_mm with a bias");
+  if (ctx.Rank(a) != 2 || ctx.Rank(b) != 3 || ctx.Rank(offs) != 1) {
+    return Status::Unsupported("_grouped_mm other than a 2-D input and 3-D experts");
+  }
+  const v1::DType d = ctx.DType(result);
+  const std::string x = ctx.CastTo(ctx.In(a), ctx.DType(a), d), w = ctx.CastTo(ctx.In(b), ctx.DType(b), d);
+  const std::string o = ctx.CastTo(ctx.In(offs), ctx.DType(offs), v1::INT64);
+  const std::string rows = ctx.EmitTemp("Squeeze", {DimOf(ctx, x, 0), ctx.Int64s({0})});
+  const std::string s = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), rows, ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string past = ctx.EmitTemp("GreaterOrEqual", {ctx.EmitTemp("Unsqueeze", {s, ctx.Int64s({1})}),
+                                                           ctx.EmitTemp("Unsqueeze", {o, ctx.Int64s({0})})});
+  onnx::NodeProto* r = nullptr;
+  std::string group = ctx.EmitTemp("ReduceSum", {ctx.CastTo(past, v1::BOOL, v1::INT64), ctx.Int64s({1})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  const std::string last = ctx.EmitTemp("Sub", {ctx.EmitTemp("Squeeze", {DimOf(ctx, w, 0), ctx.Int64s({0})}),
+                                                ctx.Scalar(Number::Int(1), v1::INT64)});
+  group = ctx.EmitTemp("Min", {group, last});
+  onnx::NodeProto* g = nullptr;
+  const std::string wg = ctx.EmitTemp("Gather", {w, group}, &g);   // [S, K, N]
+  SetAttr(g, "axis", int64_t{0});
+  const std::string prod = ctx.EmitTemp("MatMul", {ctx.EmitTemp("Unsqueeze", {x, ctx.Int64s({1})}), wg});   // [S, 1, N]
+  ctx.Emit("Squeeze", {prod, ctx.Int64s({1})}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
