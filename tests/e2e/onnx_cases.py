@@ -515,6 +515,13 @@ def _numpy_cases():
     case("numpy", "where", lambda c, x: np.where(c, x, -x), boolean("B", 3), f32("B", 3))
     case("numpy", "where", lambda x: np.where(x > 0)[1] * 3, X, variant="cond_only")
     case("numpy", "nonzero", lambda x: np.stack(np.nonzero(x > 0.5)), X)
+    case("numpy", "bincount", lambda i: np.bincount(i) * 2, i64("B", hi=6))
+    case("numpy", "bincount", lambda i, w: np.bincount(i, weights=w, minlength=9), i64("B", hi=6), f32("B"),
+         variant="weights_minlength")
+    case("numpy", "searchsorted", lambda x: np.searchsorted(np.array([-1.0, 0.0, 0.0, 1.0, np.nan]), x) + 0,
+         X, variant="left_nan")
+    case("numpy", "searchsorted", lambda a, x: np.sort(a).searchsorted(np.where(x > 1.5, np.nan, x), side="right"),
+         f32(7), X, variant="right", static=True)
     case("numpy", "nonzero", lambda x: np.argwhere(x < 0) + 1, X, variant="argwhere")
     case("numpy", "clip", lambda x: np.clip(x, -0.5, 0.5), X)
     case("numpy", "permute_dims", lambda x: np.transpose(x, (2, 0, 1)), X)

@@ -45,6 +45,7 @@ const CanonicalLowering kTable[] = {
     {"avg_pool2d",                   "AveragePool",                  LowerPool},
     {"avg_pool3d",                   "AveragePool",                  LowerPool},
     {"batch_norm",                   "BatchNormalization",           LowerBatchNorm},
+    {"bincount",                     "Equal+ReduceSum",              LowerBincount},
     {"bitwise_and",                  "And (bool)",                   LowerElementwiseBinary},
     {"bitwise_not",                  "Not (bool)",                   LowerUnary},
     {"bitwise_or",                   "Or (bool)",                    LowerElementwiseBinary},
@@ -185,6 +186,7 @@ const CanonicalLowering kTable[] = {
     {"scaled_dot_product_attention", "MatMul+Softmax+MatMul (+Trilu mask)", LowerScaledDotProductAttention},
     {"scatter_elements",             "ScatterElements",              LowerScatterElements},
     {"scatter_elements_add",         "ScatterElements",              LowerScatterElements},
+    {"searchsorted",                 "Less+ReduceSum",               LowerSearchsorted},
     {"select_n",                     "Where",                        LowerSelectN},
     {"setitem",                      "ScatterND|Where (mask)",       LowerSetitem},
     {"sigmoid",                      "Sigmoid",                      LowerUnary},
@@ -259,9 +261,7 @@ const std::pair<std::string_view, std::string_view> kRefused[] = {
     {"random_integers", "a random op: bake its draws (optimize/export --bake-generators) to export"},
     {"scatter", "lax.scatter (general scatter dimension numbers) has no lowering yet"},
     {"scatter_add", "lax.scatter_add (general scatter dimension numbers) has no lowering yet"},
-    {"bincount", "bincount (a data-dependent length) has no lowering yet"},
     {"histogram", "histogram has no lowering yet"},
-    {"searchsorted", "searchsorted has no lowering yet"},
 };
 
 }  // namespace

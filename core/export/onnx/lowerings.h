@@ -96,6 +96,8 @@ IVY_LOWERING(LowerDiff);
 // lowerings_numpy.cc
 IVY_LOWERING(LowerAtan2);
 IVY_LOWERING(LowerRoll);
+IVY_LOWERING(LowerSearchsorted);
+IVY_LOWERING(LowerBincount);
 IVY_LOWERING(LowerHistc);
 IVY_LOWERING(LowerGroupedMm);
 IVY_LOWERING(LowerNonzero);

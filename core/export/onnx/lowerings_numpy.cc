@@ -634,5 +634,87 @@ Status LowerGroupedMm(const Node& node, const BoundCall& call, LoweringContext& 
   return Status::Ok();
 }
 
+// np.searchsorted(a, v, side): for each v, the count of a's elements ordered before it (side
+// "left": a < v; "right": a <= v), in NumPy's order, where NaN sorts after every number. `a` is
+// 1-D and sorted (as NumPy requires); a sorter is refused.
+Status LowerSearchsorted(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(a) != 1) return Status::Unsupported("searchsorted into an array that is not 1-D");
+  if (!call.IsNone("sorter")) return Status::Unsupported("searchsorted with a sorter");
+  std::string side = "left";
+  if (const v1::Arg* sd = call.Get("side"); sd && sd->kind_case() == v1::Arg::kS) side = sd->s();
+  if (side != "left" && side != "right") return Status::Unsupported("searchsorted side " + side);
+  const v1::Arg* varg = call.Get("v");
+  if (!varg) return Status::Unsupported("searchsorted without v");
+  const v1::DType ad = ctx.DType(a);
+  v1::DType d = ad;
+  if (varg->kind_case() == v1::Arg::kTensor) d = PromotedDType(ctx, {call.Get("input"), varg});
+  else if (varg->kind_case() == v1::Arg::kF && !IsFloating(d)) d = v1::FLOAT64;
+  std::string v;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *varg, d, &v));
+  const std::string arr = ctx.CastTo(ctx.In(a), ad, d);
+  // a as [1, ..., 1, n] against v as [..., 1]
+  const int vr = varg->kind_case() == v1::Arg::kTensor ? ctx.Rank(varg->tensor().value()) : 0;
+  std::vector<int64_t> shape(static_cast<size_t>(vr), 1);
+  shape.push_back(-1);
+  const std::string ab = ctx.EmitTemp("Reshape", {arr, ctx.Int64s(shape)});
+  const std::string vb = ctx.EmitTemp("Unsqueeze", {v, ctx.Int64s({-1})});
+  // lt(x, y) in NumPy's order: x < y, or y is NaN and x is not.
+  auto lt = [&](const std::string& x, const std::string& y) {
+    std::string r = ctx.EmitTemp("Less", {x, y});
+    if (IsFloating(d)) {
+      r = ctx.EmitTemp("Or", {r, ctx.EmitTemp("And", {ctx.EmitTemp("IsNaN", {y}), ctx.EmitTemp("Not", {ctx.EmitTemp("IsNaN", {x})})})});
+    }
+    return r;
+  };
+  const std::string before = side == "left" ? lt(ab, vb) : ctx.EmitTemp("Not", {lt(vb, ab)});
+  onnx::NodeProto* r = nullptr;
+  const std::string count = ctx.EmitTemp("ReduceSum", {ctx.CastTo(before, v1::BOOL, v1::INT64), ctx.Int64s({-1})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {ctx.CastTo(count, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.bincount(x, weights, minlength): counts (or weight sums) of each value 0..L-1 of a 1-D array of
+// non-negative ints, L = max(max(x) + 1, minlength) read when the model runs (a data-dependent
+// length). An empty x is refused by onnxruntime's ReduceMax (NumPy gives minlength zeros).
+Status LowerBincount(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) != 1) return Status::Unsupported("bincount of an array that is not 1-D");
+  auto minlength = call.Int("minlength");
+  if (!minlength) return Status::Unsupported("bincount with a minlength that is not an int");
+  const v1::DType d = ctx.DType(result);
+  const std::string xi = ctx.CastTo(ctx.In(x), ctx.DType(x), v1::INT64);
+  onnx::NodeProto* m = nullptr;
+  std::string top;
+  if (ctx.opset() >= 18) {
+    top = ctx.EmitTemp("ReduceMax", {xi, ctx.Int64s({0})}, &m);
+  } else {
+    top = ctx.EmitTemp("ReduceMax", {xi}, &m);
+    SetAttr(m, "axes", std::vector<int64_t>{0});
+  }
+  SetAttr(m, "keepdims", int64_t{0});
+  const std::string len = ctx.EmitTemp("Max", {ctx.EmitTemp("Add", {top, ctx.Scalar(Number::Int(1), v1::INT64)}),
+                                               ctx.Scalar(Number::Int(*minlength), v1::INT64)});
+  const std::string range = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), len, ctx.Scalar(Number::Int(1), v1::INT64)});
+  std::string hit = ctx.CastTo(ctx.EmitTemp("Equal", {ctx.EmitTemp("Unsqueeze", {xi, ctx.Int64s({1})}),
+                                                      ctx.EmitTemp("Unsqueeze", {range, ctx.Int64s({0})})}),
+                               v1::BOOL, d);
+  if (!call.IsNone("weights")) {
+    ValueId w;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "weights", &w));
+    hit = ctx.EmitTemp("Mul", {hit, ctx.EmitTemp("Unsqueeze", {ctx.CastTo(ctx.In(w), ctx.DType(w), d), ctx.Int64s({1})})});
+  }
+  onnx::NodeProto* r = nullptr;
+  const std::string sum = ctx.EmitTemp("ReduceSum", {hit, ctx.Int64s({0})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {sum}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
