@@ -516,6 +516,8 @@ def _numpy_cases():
     case("numpy", "where", lambda x: np.where(x > 0)[1] * 3, X, variant="cond_only")
     case("numpy", "nonzero", lambda x: np.stack(np.nonzero(x > 0.5)), X)
     case("numpy", "bincount", lambda i: np.bincount(i) * 2, i64("B", hi=6))
+    case("numpy", "asarray", lambda x: np.array([x.sum(), x.shape[0], (x > 0).sum(), 2.5], dtype=np.float32) * 2, X,
+         variant="mixed_list")
     case("numpy", "bincount", lambda i, w: np.bincount(i, weights=w, minlength=9), i64("B", hi=6), f32("B"),
          variant="weights_minlength")
     case("numpy", "searchsorted", lambda x: np.searchsorted(np.array([-1.0, 0.0, 0.0, 1.0, np.nan]), x) + 0,
