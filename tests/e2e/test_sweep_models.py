@@ -1008,3 +1008,20 @@ def test_mixtral_grouped_mm_experts_export_at_any_routing(tmp_path):
         ids = _ids(2, 3, seed)
         _check(_ort(sess, ids), forward(ids), f"onnx, seed {seed}")
     _check(_ort(sess, _ids(2, 7, 99)), forward(_ids(2, 7, 99)), "onnx at 2x7")
+
+
+def test_unbind_count_checks_of_one_line_have_distinct_node_names(tmp_path):
+    """One source line unbinding once per loop iteration gave several checks of one name: onnxruntime
+    refused to load the model (Hiera, ViTDet: "two nodes with same node name")."""
+    def g(x):
+        out = torch.zeros(())
+        for row in x:
+            for v in row[row > 0]:
+                out = out + v
+        return out
+
+    x = torch.tensor([[1.0, -1.0, 2.0], [3.0, -2.0, 1.0]])
+    sess = _session(ivytrace.export(g, tmp_path / "rows.onnx", args=(x,), allow_specialized=True))
+    _check(_ort(sess, x * 2), g(x * 2), "as many positives per row")
+    with pytest.raises(Exception, match="ivytrace guard"):
+        _ort(sess, -x)

@@ -525,7 +525,8 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
         ctx.EmitTemp("Where", {ok, shape, ctx.Int64s(std::vector<int64_t>(static_cast<size_t>(rank), -2))});
     onnx::NodeProto* r = nullptr;
     src = ctx.EmitTemp("Reshape", {src, to}, &r);
-    r->set_name("ivytrace guard (unbind count): " + node.op + " at " +
+    // Node names are unique in a model: the same line unbinds once per loop iteration.
+    r->set_name("ivytrace guard (unbind count) " + ctx.Temp("check") + ": " + node.op + " at " +
                 (node.loc.file().empty() ? std::string("an unknown line")
                                          : node.loc.file() + ":" + std::to_string(node.loc.line())) +
                 ": recorded " + std::to_string(results.size()) +
