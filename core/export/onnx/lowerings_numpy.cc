@@ -434,8 +434,8 @@ Status LowerPutAlongAxis(const Node& node, const BoundCall& call, LoweringContex
 
 // Tensor.unfold(dimension, size, step): windows of `size` along `dimension`, every `step`. The
 // window count L = (n - size) // step + 1 is read from the run-time length n; the windows are a
-// Gather of starts[:, None] + arange(size)[None, :] along the dim, whose new last-but-moved axis
-// (the offsets) goes to the end, as torch lays it out: x.shape[:d] + [L] + x.shape[d+1:] + [size].
+// Gather of starts[:, None] + arange(size)[None, :] along the dim, whose offsets axis then goes
+// to the end, as torch lays it out: x.shape[:d] + [L] + x.shape[d+1:] + [size].
 Status LowerUnfoldWindows(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -452,10 +452,9 @@ Status LowerUnfoldWindows(const Node& node, const BoundCall& call, LoweringConte
   if (rank == 0) in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({1})});   // a 0-d tensor unfolds as [x]
   const int r = std::max(rank, 1);
   const std::string n = DimOf(ctx, in, axis);
-  onnx::NodeProto* dv = nullptr;
   // Floor division (n >= size on any input torch accepts, so Div's truncation is the floor).
   const std::string count = ctx.EmitTemp(
-      "Add", {ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {n, ctx.Int64s({*size})}), ctx.Int64s({*step})}, &dv),
+      "Add", {ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {n, ctx.Int64s({*size})}), ctx.Int64s({*step})}),
               ctx.Int64s({1})});
   const std::string zero = ctx.Scalar(Number::Int(0), v1::INT64);
   const std::string one = ctx.Scalar(Number::Int(1), v1::INT64);
@@ -475,7 +474,6 @@ Status LowerUnfoldWindows(const Node& node, const BoundCall& call, LoweringConte
   perm.push_back(axis + 1);
   auto* t = ctx.Emit("Transpose", {win}, {ctx.Out(result)});
   SetAttr(t, "perm", perm);
-  (void)dv;
   return Status::Ok();
 }
 
