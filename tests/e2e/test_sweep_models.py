@@ -704,3 +704,329 @@ def test_a_write_to_a_captured_tensor_is_a_state_warning_not_silence():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ivytrace.StateWarning)
         ivytrace.trace_graph(forward, args=(x,))
+
+
+# ---------------------------------------------------------------------------------------- round 3
+def _mixtral(impl, experts=8, top_k=1):
+    torch.manual_seed(0)
+    cfg = transformers.MixtralConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                     num_attention_heads=4, num_key_value_heads=2, num_local_experts=experts,
+                                     num_experts_per_tok=top_k, use_cache=False, experts_implementation=impl)
+    model = transformers.MixtralModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+    return forward
+
+
+@pytest.mark.parametrize("impl", ["eager", "grouped_mm"])
+def test_mixtral_routing_replays_right_or_guards_at_the_same_shape(impl):
+    """Mixtral's experts: the eager loop runs over `expert_hit = ....nonzero()` (as many iterations as
+    experts some token picked), `torch.where(mask)` finds each expert's tokens and `index_add_` sums their
+    outputs; grouped_mm sorts the tokens by expert (`histc`, `torch._grouped_mm`). `nonzero`, `greater`,
+    `index_add_`, `histc` and `_grouped_mm` were not in the schemas: trace_graph was refused. Now every input
+    of the traced shape replays: another routing with as many experts hit gives eager's numbers (the expert
+    ids are graph values), another count is a GuardError (the loop's unbind count), never a wrong number."""
+    forward = _mixtral(impl)
+    graph = ivytrace.trace_graph(forward, args=(_ids(2, 3, 0),))
+    counts = {"ok": 0, "guard": 0}
+    for seed in range(1, 25):
+        ids = _ids(2, 3, seed)
+        want = forward(ids)
+        try:
+            got = graph(ids)
+        except ivytrace.GuardError:
+            counts["guard"] += 1
+            continue
+        _check(got, want, f"replay of seed {seed}")
+        counts["ok"] += 1
+    assert counts["ok"] >= 5, counts
+    if impl == "eager":   # 6 tokens over 8 experts: some inputs hit other counts of experts
+        assert counts["guard"] >= 1, counts
+    else:                 # no data-dependent shape on this path: right at any routing and shape
+        assert counts["guard"] == 0, counts
+        _check(graph(_ids(3, 5, 99)), forward(_ids(3, 5, 99)), "replay at 3x5")
+
+
+def test_index_add_and_nonzero_replay():
+    def f(x, idx, src):
+        y = x.index_add(0, idx, src, alpha=2.0)
+        z = torch.zeros_like(x)
+        z.index_add_(1, idx[:2] % 3, x[:, :2])
+        nz = torch.nonzero(x > 0)
+        rows, cols = torch.where(x > 0.5)
+        return y.sum() + z.sum() + nz.sum() + rows.sum() * 10 + cols.sum() + torch.greater(x, 0).sum()
+
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(4, 3, generator=g), torch.tensor([0, 2, 2]), torch.randn(3, 3, generator=g))
+    graph = ivytrace.trace_graph(f, args=args)
+    for seed in range(5):
+        g = torch.Generator().manual_seed(seed)
+        a = (torch.randn(4, 3, generator=g), torch.randint(0, 4, (3,), generator=g), torch.randn(3, 3, generator=g))
+        _check(graph(*a), f(*a), f"seed {seed}")   # nothing here reads a data-dependent size in Python
+
+
+def test_patchtst_unfold_and_clamp_min_replay_at_other_batches(tmp_path):
+    """PatchTST patches its series with `Tensor.unfold` (sliding windows) and scales by
+    `clamp_min`: neither was in the schemas (trace_graph refused). clamp_min/clamp_max are `clip`
+    with one bound; unfold lowers to a Gather of window indices computed from the run-time length."""
+    torch.manual_seed(0)
+    cfg = transformers.PatchTSTConfig(num_input_channels=3, context_length=32, patch_length=8, patch_stride=4,
+                                      num_hidden_layers=1, d_model=32, num_attention_heads=4, ffn_dim=64)
+    model = transformers.PatchTSTModel(cfg).eval()
+
+    def forward(past_values):
+        with torch.no_grad():
+            return model(past_values=past_values).last_hidden_state
+
+    g = torch.Generator().manual_seed(0)
+    graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 32, 3, generator=g),))
+    for b in (2, 3, 5):
+        x = torch.randn(b, 32, 3, generator=g) * 3 + 1
+        _check(graph(x), forward(x), f"replay at batch {b}")
+    sess = _session(ivytrace.export(forward, tmp_path / "patchtst.onnx", args=(torch.randn(2, 32, 3),)))
+    for b in (2, 4):
+        x = torch.randn(b, 32, 3, generator=g)
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+
+    def windows(x):   # the window count follows the run-time length (read as a shape: a dynamic dim)
+        return x.unfold(1, 4, 3).sum(-1) / x.shape[1] + x.unfold(1, 2, 2).amax(-1)[:, :1]
+
+    path = ivytrace.export(windows, tmp_path / "windows.onnx", args=(torch.randn(2, 11),))
+    for n in (11, 4, 17):
+        xn = torch.randn(3, n, generator=g)
+        _check(_ort(_session(path), xn), windows(xn), f"unfold over length {n}")
+
+    def clamps(x):
+        return x.clamp_min(0.25) + torch.clamp_max(x, -0.5) + x.clone().clamp_min_(0.0)
+
+    x = torch.randn(4, 5, generator=g)
+    path = ivytrace.export(clamps, tmp_path / "clamps.onnx", args=(x,))
+    for b in (4, 7):
+        xb = torch.randn(b, 5, generator=g)
+        _check(ivytrace.trace_graph(clamps, args=(x,))(xb), clamps(xb), f"replay at batch {b}")
+        _check(_ort(_session(path), xb), clamps(xb), f"onnx at batch {b}")
+
+
+def test_vqmodel_cdist_nearest_code_replays_and_exports(tmp_path):
+    """diffusers' VectorQuantizer picks each latent's nearest code by `torch.cdist` + argmin: cdist was not
+    in the schemas (trace_graph refused) and had no ONNX lowering. Its p=2 lowering follows torch's choice
+    of algorithm (a matrix product past 25 rows), so the distances round as torch's do."""
+    diffusers = pytest.importorskip("diffusers")
+    torch.manual_seed(0)
+    model = diffusers.VQModel(in_channels=3, out_channels=3, down_block_types=("DownEncoderBlock2D",) * 2,
+                              up_block_types=("UpDecoderBlock2D",) * 2, block_out_channels=(8, 16),
+                              layers_per_block=1, latent_channels=4, num_vq_embeddings=16, norm_num_groups=4,
+                              vq_embed_dim=4, sample_size=16).eval()
+
+    def forward(sample):
+        with torch.no_grad():
+            return model(sample).sample
+
+    g = torch.Generator().manual_seed(0)
+    graph = ivytrace.trace_graph(forward, args=(torch.randn(2, 3, 16, 16, generator=g),))
+    sess = _session(ivytrace.export(forward, tmp_path / "vq.onnx", args=(torch.randn(2, 3, 16, 16, generator=g),)))
+    for b in (2, 2, 3):
+        x = torch.randn(b, 3, 16, 16, generator=g)
+        _check(graph(x), forward(x), f"replay at batch {b}")
+        _check(_ort(sess, x), forward(x), f"onnx at batch {b}")
+
+
+def test_numpy_bincount_histogram_searchsorted_replay():
+    """np.bincount (a length of max + 1, at least minlength), np.histogram and np.searchsorted were not in
+    the schemas: trace_graph refused them. Replayed with labels whose maximum differs from the traced
+    one, so bincount's length differs too."""
+    def f(labels, x, edges):
+        c = np.bincount(labels)
+        w = np.bincount(labels, weights=x, minlength=6)
+        h, e = np.histogram(x, bins=5, range=(-2.0, 2.0))
+        pos = np.searchsorted(edges, x, side="right") + edges.searchsorted(0.5)
+        return np.concatenate([c.astype(np.float64), w, h.astype(np.float64), e, pos.astype(np.float64)])
+
+    r = np.random.RandomState(0)
+    edges = np.array([-1.0, 0.0, 0.5, 2.0])
+    graph = ivytrace.trace_graph(f, args=(r.randint(0, 4, 10), r.randn(10), edges))
+    for n, hi in ((10, 4), (10, 9), (7, 2)):
+        a = (r.randint(0, hi, n), r.randn(n), edges)
+        want = f(*a)
+        got = graph(*a)
+        _check(got, want, f"replay with {n} labels below {hi}")
+
+
+def test_torch_max_and_min_over_a_dim_export_with_ties_and_nan(tmp_path):
+    """xLSTM's `torch.max(x, dim)` (values and indices) was refused by the ONNX exporter. It lowers to
+    ArgMax/ArgMin (the first extreme, as torch) with the value read at that index; a run holding a NaN gives
+    NaN and the first NaN's index, as torch does (onnxruntime's ArgMax alone ignores NaN)."""
+    def f(x):
+        v, i = torch.max(x, dim=1)
+        w, j = x.min(-1, keepdim=True)
+        return torch.cat([v.flatten(), i.flatten().float(), w.flatten(), j.flatten().float()])
+
+    x = torch.tensor([[[1.0, 3.0, 3.0], [3.0, 0.0, -1.0]], [[float("nan"), 2.0, 2.0], [0.5, float("nan"), 7.0]]])
+    path = ivytrace.export(f, tmp_path / "maxdim.onnx", args=(x,))
+    sess = _session(path)
+    _check(_ort(sess, x), f(x), "ties and NaN")
+    g = torch.Generator().manual_seed(0)
+    for b in (1, 4):
+        xb = torch.randint(-2, 3, (b, 2, 3), generator=g).float()   # many ties
+        xb[0, 1, 2] = float("nan")
+        _check(_ort(sess, xb), f(xb), f"batch {b}")
+
+
+def test_xlstm_exports_with_torch_var_and_its_default_correction(tmp_path):
+    """xLSTM's layer norm computes `x.var(dim=-1, keepdim=True, unbiased=False)`: torch.var/std had no
+    canonical op (no ONNX lowering). They lower through the NumPy var/std lowering with torch's correction
+    (1 by default, unlike NumPy's ddof 0; `unbiased=`, `correction=`, and a bool in the dim slot)."""
+    torch.manual_seed(0)
+    cfg = transformers.xLSTMConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_heads=4, chunk_size=4,
+                                   use_cache=False, autocast_kernel_dtype="float32", mode="inference")
+    model = transformers.xLSTMModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    path = ivytrace.export(forward, tmp_path / "xlstm.onnx", args=(_ids(2, 8, 0),), allow_specialized=True)
+    sess = _session(path)
+    for seed in (0, 1):
+        ids = _ids(2, 8, seed)
+        _check(_ort(sess, ids), forward(ids), f"onnx, seed {seed}")
+
+    def f(x):
+        return torch.cat([x.var(1).flatten(), x.std(1, keepdim=True).flatten(), torch.var(x, False).reshape(1),
+                          torch.std(x, dim=0, correction=0).flatten()])
+
+    x = torch.randn(3, 4)
+    sess = _session(ivytrace.export(f, tmp_path / "var.onnx", args=(x,)))
+    for b in (3, 6):
+        xb = torch.randn(b, 4)
+        _check(_ort(sess, xb), f(xb), f"var/std at batch {b}")
+
+
+def test_a_loop_over_a_data_dependent_length_is_a_guard_in_onnxruntime_too(tmp_path):
+    """`for v in x[x > 0]` (MoE's `for expert in expert_hit`) unrolls into an unbind of the recorded count.
+    The replay raised a GuardError at another count, but onnxruntime failed inside the Split, naming no
+    guard. The unbind now checks its length first, in a node named as an ivytrace guard."""
+    def f(x):
+        out = torch.zeros(())
+        for v in x[x > 0]:
+            out = out + v * 2
+        return out
+
+    x = torch.tensor([1.0, -1.0, 2.0, -3.0])
+    graph = ivytrace.trace_graph(f, args=(x,))
+    sess = _session(ivytrace.export(f, tmp_path / "loop.onnx", args=(x,), allow_specialized=True))
+    same = torch.tensor([5.0, -1.0, 7.0, -3.0])
+    _check(graph(same), f(same), "replay, as many positives")
+    _check(_ort(sess, same), f(same), "onnx, as many positives")
+    for other in (torch.tensor([1.0, 1.0, 2.0, -3.0]), torch.tensor([-1.0, -1.0, 2.0, -3.0])):
+        with pytest.raises(ivytrace.GuardError):
+            graph(other)
+        with pytest.raises(Exception, match="ivytrace guard"):
+            _ort(sess, other)
+
+
+def test_mixtral_eager_experts_export_right_or_refuse_by_a_guard(tmp_path):
+    """The eager experts loop exports: `nonzero` (NonZero), `torch.where(mask)` (NonZero rows),
+    `weights[token_idx, k_idx, None]` (GatherND + Unsqueeze) and `index_add_` (ScatterElements with
+    reduction add) had no lowering. Other routings at the traced shape give eager's numbers in
+    onnxruntime when as many experts are hit, and another count fails in the loop's unbind guard."""
+    forward = _mixtral("eager")
+    sess = _session(ivytrace.export(forward, tmp_path / "mixtral.onnx", args=(_ids(2, 3, 0),),
+                                    allow_specialized=True))
+    counts = {"ok": 0, "guard": 0}
+    for seed in range(1, 25):
+        ids = _ids(2, 3, seed)
+        want = forward(ids)
+        try:
+            got = _ort(sess, ids)
+        except Exception as e:  # noqa: BLE001
+            assert "ivytrace guard" in str(e), e
+            counts["guard"] += 1
+            continue
+        _check(got, want, f"onnx, seed {seed}")
+        counts["ok"] += 1
+    assert counts["ok"] >= 5 and counts["guard"] >= 1, counts
+
+
+def test_jetmoe_tolist_guard_is_checked_in_onnx_not_silently_wrong(tmp_path):
+    """JetMoE splits the routed tokens by `expert_size.tolist()`. Exported with allow_specialized, that guard
+    (a list value) was only listed in the model's metadata, never checked: another routing at the traced
+    shape ran the recorded split in onnxruntime and gave a silently wrong output (max |d| 0.6). A list-valued
+    guard is now checked like a number: the run-time shape and every element against the recorded list."""
+    torch.manual_seed(0)
+    cfg = transformers.JetMoeConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_key_value_heads=2,
+                                    kv_channels=8, intermediate_size=64, num_local_experts=8, num_experts_per_tok=2,
+                                    use_cache=False)
+    model = transformers.JetMoeModel(cfg).eval()
+
+    def forward(input_ids):
+        with torch.no_grad():
+            return model(input_ids=input_ids).last_hidden_state
+
+    sess = _session(ivytrace.export(forward, tmp_path / "jetmoe.onnx", args=(_ids(2, 8, 0),), allow_specialized=True))
+    _check(_ort(sess, _ids(2, 8, 0)), forward(_ids(2, 8, 0)), "the traced input")
+    for seed in (1, 2, 3):   # other routings: another expert_size list
+        with pytest.raises(Exception, match="ivytrace guard"):
+            _ort(sess, _ids(2, 8, seed))
+
+
+@pytest.mark.parametrize("dtype", ["int", "float", "bool"])
+def test_a_tolist_guard_checks_shape_and_every_element(dtype, tmp_path):
+    def f(x, y):
+        sizes = (x > 0).long().sum(0) if dtype == "int" else x[1] if dtype == "float" else x[0] > 0
+        vals = sizes.tolist()
+        out = y * 2
+        if dtype == "int":
+            return torch.cat([p.sum(0, keepdim=True) for p in out.split(vals)])
+        return out + len([v for v in vals if v])
+
+    x = torch.tensor([[1.0, -1.0, 2.0], [float("nan"), 3.0, -2.0]])
+    y = torch.arange(6.0).reshape(3, 2) if dtype == "int" else torch.arange(6.0).reshape(2, 3)
+    if dtype == "int":
+        x = torch.tensor([[1.0, -1.0, 2.0], [1.0, 3.0, -2.0], [-1.0, 1.0, 1.0]])   # split sizes [2, 2, 2]
+        y = torch.arange(12.0).reshape(6, 2)
+    sess = _session(ivytrace.export(f, tmp_path / "tolist.onnx", args=(x, y), allow_specialized=True))
+    _check(_ort(sess, x, y), f(x, y), "the traced values")
+    same = x.clone()
+    _check(_ort(sess, same, y * 3), f(same, y * 3), "the same list, other y")
+    other = x.clone()
+    if dtype == "int":      # split sizes [1, 3, 2]: as many rows, another split
+        other[0, 0], other[0, 1] = -1.0, 5.0
+    elif dtype == "float":  # [nan, 5, -2]: the NaN still matches, the 5 does not
+        other[1, 1] = 5.0
+    else:                   # flags [True, True, True]
+        other[0, 1] = 5.0
+    with pytest.raises(Exception, match="ivytrace guard"):
+        _ort(sess, other, y)
+
+
+def test_mixtral_grouped_mm_experts_export_at_any_routing(tmp_path):
+    """transformers' default experts path sorts tokens by expert, counts them with `histc`, multiplies with
+    `torch._grouped_mm` and restores the order through `torch.empty_like` + an index write: none had an
+    ONNX lowering. No shape depends on the routing there, so every routing and batch matches eager."""
+    forward = _mixtral("grouped_mm")
+    sess = _session(ivytrace.export(forward, tmp_path / "mixtral_gmm.onnx", args=(_ids(2, 3, 0),),
+                                    allow_specialized=True))
+    for seed in range(1, 9):
+        ids = _ids(2, 3, seed)
+        _check(_ort(sess, ids), forward(ids), f"onnx, seed {seed}")
+    _check(_ort(sess, _ids(2, 7, 99)), forward(_ids(2, 7, 99)), "onnx at 2x7")
+
+
+def test_unbind_count_checks_of_one_line_have_distinct_node_names(tmp_path):
+    """One source line unbinding once per loop iteration gave several checks of one name: onnxruntime
+    refused to load the model (Hiera, ViTDet: "two nodes with same node name")."""
+    def g(x):
+        out = torch.zeros(())
+        for row in x:
+            for v in row[row > 0]:
+                out = out + v
+        return out
+
+    x = torch.tensor([[1.0, -1.0, 2.0], [3.0, -2.0, 1.0]])
+    sess = _session(ivytrace.export(g, tmp_path / "rows.onnx", args=(x,), allow_specialized=True))
+    _check(_ort(sess, x * 2), g(x * 2), "as many positives per row")
+    with pytest.raises(Exception, match="ivytrace guard"):
+        _ort(sess, -x)

@@ -380,12 +380,56 @@ Status LowerFactory(const Node& node, const BoundCall& call, LoweringContext& ct
              {ctx.Out(result)});
     return Status::Ok();
   }
+  auto int_items = [&](const v1::Arg& list) {   // only ints and 0-d int values: DynamicInts reads them
+    for (const auto& it : list.kind_case() == v1::Arg::kList ? list.list().items() : list.tuple().items()) {
+      if (it.kind_case() == v1::Arg::kI) continue;
+      if (it.kind_case() != v1::Arg::kTensor) return false;
+      const ValueId v = it.tensor().value();
+      const v1::DType vd = ctx.DType(v);
+      if (ctx.Rank(v) != 0 || IsFloating(vd) || vd == v1::SYM_FLOAT || vd == v1::SYM_BOOL || vd == v1::BOOL) return false;
+    }
+    return true;
+  };
   if (HasTensor(*data) && IsSymbolicArg(ctx, *data) &&
-      (data->kind_case() == v1::Arg::kList || data->kind_case() == v1::Arg::kTuple) && ctx.Rank(result) == 1) {
+      (data->kind_case() == v1::Arg::kList || data->kind_case() == v1::Arg::kTuple) && ctx.Rank(result) == 1 &&
+      int_items(*data)) {
     // torch.tensor([b, t]): shape-derived ints, computed at run time.
     std::string ints;
     IVY_RETURN_IF_ERROR(DynamicInts(ctx, *data, &ints));
     ctx.Emit("Identity", {ctx.CastTo(ints, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  if (HasTensor(*data) && (data->kind_case() == v1::Arg::kList || data->kind_case() == v1::Arg::kTuple) &&
+      ctx.Rank(result) == 1 && ctx.DType(result) != v1::DTYPE_UNSPECIFIED) {
+    // np.array([x.sum(), idx.size, 2.0]): numbers, shape-derived values and 0-d tensors, each cast
+    // to the result's dtype and concatenated.
+    const v1::DType d = ctx.DType(result);
+    std::vector<std::string> parts;
+    const auto& items = data->kind_case() == v1::Arg::kList ? data->list().items() : data->tuple().items();
+    for (const auto& it : items) {
+      if (it.kind_case() == v1::Arg::kTensor) {
+        const ValueId v = it.tensor().value();
+        if (ctx.Rank(v) != 0) return Status::Unsupported("an array of a list holding tensors that are not 0-d");
+        v1::DType from = ctx.DType(v);
+        if (from == v1::SYM_INT) from = v1::INT64;
+        else if (from == v1::SYM_FLOAT) from = v1::FLOAT64;
+        else if (from == v1::SYM_BOOL) from = v1::BOOL;
+        if (OnnxElemType(from) == 0 || from == v1::COMPLEX64 || from == v1::COMPLEX128) {
+          return Status::Unsupported("an array of a list holding a " + std::string(DTypeName(from)) + " value");
+        }
+        parts.push_back(ctx.Unsqueeze(ctx.CastTo(ctx.In(v), from, d), {0}));
+      } else if (it.kind_case() == v1::Arg::kI || it.kind_case() == v1::Arg::kF || it.kind_case() == v1::Arg::kB) {
+        const Number n = it.kind_case() == v1::Arg::kF ? Number::Float(it.f())
+                         : it.kind_case() == v1::Arg::kI ? Number::Int(it.i()) : Number::Int(it.b() ? 1 : 0);
+        parts.push_back(ctx.Unsqueeze(ctx.Scalar(n, d), {0}));
+      } else {
+        return Status::Unsupported("an array of a list holding " + ArgToString(it, true));
+      }
+    }
+    onnx::NodeProto* c = nullptr;
+    const std::string cat = ctx.EmitTemp("Concat", parts, &c);
+    SetAttr(c, "axis", int64_t{0});
+    ctx.Emit("Identity", {cat}, {ctx.Out(result)});
     return Status::Ok();
   }
   if (HasTensor(*data)) return Status::Unsupported("torch.tensor of a list holding tensors");

@@ -96,6 +96,15 @@ IVY_LOWERING(LowerDiff);
 // lowerings_numpy.cc
 IVY_LOWERING(LowerAtan2);
 IVY_LOWERING(LowerRoll);
+IVY_LOWERING(LowerSearchsorted);
+IVY_LOWERING(LowerBincount);
+IVY_LOWERING(LowerHistc);
+IVY_LOWERING(LowerGroupedMm);
+IVY_LOWERING(LowerNonzero);
+IVY_LOWERING(LowerIndexAdd);
+IVY_LOWERING(LowerCdist);
+IVY_LOWERING(LowerTorchVariance);
+IVY_LOWERING(LowerUnfoldWindows);
 IVY_LOWERING(LowerTakeAlongAxis);
 IVY_LOWERING(LowerPtp);
 IVY_LOWERING(LowerNanToNum);

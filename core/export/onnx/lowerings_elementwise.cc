@@ -296,8 +296,80 @@ Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringC
   return Status::Unsupported("'elementwise_binary' lowering does not know canonical op '" + c + "'");
 }
 
+namespace {
+
+// torch.max/torch.min(input, dim, keepdim=False): (values, indices). The index is the first extreme
+// along dim, as torch returns it; along a run holding a NaN it is the first NaN (torch propagates
+// NaN: the value is NaN and the index points at it; ONNX ArgMax ignores NaN). The value is read at
+// that index (GatherElements), so values and indices always agree.
+Status LowerMinMaxOverDim(const Node& node, const BoundCall& call, LoweringContext& ctx, bool is_max,
+                          v1::ArgList items) {
+  if (items.items_size() == 0) *items.add_items() = *call.Get("dim");   // torch.max(x, dim=1)
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (results.size() != 2) return Status::Unsupported("torch.max/min over a dim without (values, indices)");
+  if (items.items(0).kind_case() != v1::Arg::kI) {
+    return Status::Unsupported("torch.max/min with dim " + ArgToString(items.items(0), true));
+  }
+  bool keepdim = call.Bool("keepdim").value_or(false);
+  if (items.items_size() == 2) {
+    if (items.items(1).kind_case() != v1::Arg::kB) {
+      return Status::Unsupported("torch.max/min with keepdim " + ArgToString(items.items(1), true));
+    }
+    keepdim = items.items(1).b();
+  } else if (items.items_size() > 2) {
+    return Status::Unsupported("torch.max/min with more than (dim, keepdim)");
+  }
+  const int rank = ctx.Rank(x);
+  if (rank == 0) return Status::Unsupported("torch.max/min over a dim of a 0-d tensor");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(items.items(0).i(), rank, &axis));
+  const v1::DType d = ctx.DType(x);
+  std::string in = ctx.In(x);
+  std::string arg_in = d == v1::BOOL ? ctx.CastTo(in, d, v1::INT32) : in;
+  auto arg = [&](const std::string& of, bool max) {
+    onnx::NodeProto* n = nullptr;
+    std::string r = ctx.EmitTemp(max ? "ArgMax" : "ArgMin", {of}, &n);
+    SetAttr(n, "axis", axis);
+    SetAttr(n, "keepdims", int64_t{1});
+    return r;
+  };
+  std::string idx = arg(arg_in, is_max);
+  if (IsFloating(d)) {
+    const std::string nan = ctx.CastTo(ctx.EmitTemp("IsNaN", {in}), v1::BOOL, v1::INT32);
+    onnx::NodeProto* any = nullptr;
+    std::string has_nan;
+    if (ctx.opset() >= 18) {
+      has_nan = ctx.EmitTemp("ReduceMax", {nan, ctx.Int64s({axis})}, &any);
+    } else {
+      has_nan = ctx.EmitTemp("ReduceMax", {nan}, &any);
+      SetAttr(any, "axes", std::vector<int64_t>{axis});
+    }
+    SetAttr(any, "keepdims", int64_t{1});
+    has_nan = ctx.CastTo(has_nan, v1::INT32, v1::BOOL);
+    idx = ctx.EmitTemp("Where", {has_nan, arg(nan, true), idx});
+  }
+  onnx::NodeProto* g = nullptr;
+  const std::string val = ctx.EmitTemp("GatherElements", {in, idx}, &g);
+  SetAttr(g, "axis", axis);
+  const v1::DType di = ctx.DType(results[1]);
+  const std::string idx_out = di == v1::INT64 || di == v1::DTYPE_UNSPECIFIED ? idx : ctx.CastTo(idx, v1::INT64, di);
+  if (keepdim) {
+    ctx.Emit("Identity", {val}, {ctx.Out(results[0])});
+    ctx.Emit("Identity", {idx_out}, {ctx.Out(results[1])});
+  } else {
+    ctx.Emit("Squeeze", {val, ctx.Int64s({axis})}, {ctx.Out(results[0])});
+    ctx.Emit("Squeeze", {idx_out, ctx.Int64s({axis})}, {ctx.Out(results[1])});
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 // torch.max/torch.min(input, *args): with a tensor argument the elementwise maximum/minimum;
-// with none, the reduction over every element (torch.max(x, dim) returns a tuple: refused).
+// with none, the reduction over every element; with a dim, (values, indices) over that dim.
 Status LowerMinMaxOverload(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   const bool is_max = ctx.canonical() == "max_or_maximum";
   const v1::Arg* args = call.Get("args");
@@ -308,11 +380,13 @@ Status LowerMinMaxOverload(const Node& node, const BoundCall& call, LoweringCont
     ctx.SetCanonical(is_max ? "maximum" : "minimum");
     return LowerElementwiseBinary(node, c, ctx);
   }
+  if (n == 0 && !call.IsNone("dim")) return LowerMinMaxOverDim(node, call, ctx, is_max, v1::ArgList());
   if (n == 0) {
     ctx.SetCanonical(is_max ? "max" : "min");
     return LowerReduce(node, c, ctx);
   }
-  return Status::Unsupported("torch.max/min over a dim (values and indices)");
+  if (n >= 1 && call.IsNone("dim")) return LowerMinMaxOverDim(node, call, ctx, is_max, args->list());
+  return Status::Unsupported("torch.max/min with arguments " + ArgToString(*args, true));
 }
 
 // clip(input, min, max): numbers, tensors or None -> Max/Min (ONNX Clip takes only 0-d bounds).
@@ -344,10 +418,18 @@ Status LowerClip(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 Status LowerWhere(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId cond, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "condition", &cond));
+  if (call.IsNone("input") && call.IsNone("other")) {   // where(cond): the indices where cond holds
+    BoundCall c = call;
+    c.Set("input", call.Get("condition") ? *call.Get("condition") : v1::Arg());
+    ctx.SetCanonical("nonzero");
+    return LowerNonzero(node, c, ctx);
+  }
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::Arg* a = call.Get("input");
   const v1::Arg* b = call.Get("other");
-  if (!a || !b) return Status::Unsupported("where with one argument (nonzero) has no static shape");
+  if (!a || !b || call.IsNone("input") || call.IsNone("other")) {
+    return Status::Unsupported("where with a condition and one value");
+  }
   v1::DType d = ctx.DType(result);
   if (d == v1::DTYPE_UNSPECIFIED) d = PromotedDType(ctx, {a, b});
   std::string lhs, rhs;

@@ -433,5 +433,287 @@ Status LowerPutAlongAxis(const Node& node, const BoundCall& call, LoweringContex
   return Status::Ok();
 }
 
+// Tensor.unfold(dimension, size, step): windows of `size` along `dimension`, every `step`. The
+// window count L = (n - size) // step + 1 is read from the run-time length n; the windows are a
+// Gather of starts[:, None] + arange(size)[None, :] along the dim, whose offsets axis then goes
+// to the end, as torch lays it out: x.shape[:d] + [L] + x.shape[d+1:] + [size].
+Status LowerUnfoldWindows(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto dim = call.Int("dimension");
+  auto size = call.Int("size");
+  auto step = call.Int("step");
+  if (!dim || !size || !step) return Status::Unsupported("unfold with a dimension, size or step that is not an int");
+  if (*size < 0 || *step < 1) return Status::Unsupported("unfold with size < 0 or step < 1");
+  const int rank = ctx.Rank(x);
+  int64_t axis = 0;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(rank, 1), &axis));
+  std::string in = ctx.In(x);
+  if (rank == 0) in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({1})});   // a 0-d tensor unfolds as [x]
+  const int r = std::max(rank, 1);
+  const std::string n = DimOf(ctx, in, axis);
+  // Floor division (n >= size on any input torch accepts, so Div's truncation is the floor).
+  const std::string count = ctx.EmitTemp(
+      "Add", {ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {n, ctx.Int64s({*size})}), ctx.Int64s({*step})}),
+              ctx.Int64s({1})});
+  const std::string zero = ctx.Scalar(Number::Int(0), v1::INT64);
+  const std::string one = ctx.Scalar(Number::Int(1), v1::INT64);
+  const std::string count0 = ctx.EmitTemp("Squeeze", {count, ctx.Int64s({0})});
+  const std::string starts = ctx.EmitTemp("Mul", {ctx.EmitTemp("Range", {zero, count0, one}),
+                                                  ctx.Scalar(Number::Int(*step), v1::INT64)});
+  const std::string offs = ctx.EmitTemp("Range", {zero, ctx.Scalar(Number::Int(*size), v1::INT64), one});
+  const std::string idx = ctx.EmitTemp("Add", {ctx.EmitTemp("Unsqueeze", {starts, ctx.Int64s({1})}),
+                                               ctx.EmitTemp("Unsqueeze", {offs, ctx.Int64s({0})})});
+  onnx::NodeProto* g = nullptr;
+  const std::string win = ctx.EmitTemp("Gather", {in, idx}, &g);
+  SetAttr(g, "axis", axis);
+  // win: shape[:axis] + [L, size] + shape[axis+1:]; move the size axis (axis + 1) to the end.
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i <= axis; ++i) perm.push_back(i);
+  for (int64_t i = axis + 2; i <= r; ++i) perm.push_back(i);
+  perm.push_back(axis + 1);
+  auto* t = ctx.Emit("Transpose", {win}, {ctx.Out(result)});
+  SetAttr(t, "perm", perm);
+  return Status::Ok();
+}
+
+// torch.cdist(x1, x2, p, compute_mode): p-norm distances between the rows of x1 [..., P, M] and
+// x2 [..., R, M], [..., P, R]. For p = 2 torch picks an algorithm: with compute_mode None it
+// computes through a matrix product (cat(-2 a, |a|^2, 1) @ cat(b, 1, |b|^2)^T, clamped at 0, then
+// sqrt) when P > 25 or R > 25 and directly otherwise; both are emitted and the run-time P and R
+// choose, so the rounding follows torch's at any size.
+Status LowerCdist(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x1, x2, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x1", &x1));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x2", &x2));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x1);
+  if (rank < 2 || ctx.Rank(x2) != rank) return Status::Unsupported("cdist of tensors of rank < 2 or of two ranks");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("cdist with a non-float result");
+  const double p = call.Double("p").value_or(2.0);
+  if (p < 0) return Status::Unsupported("cdist with p < 0");
+  std::string mode = "use_mm_for_euclid_dist_if_necessary";
+  if (const v1::Arg* m = call.Get("compute_mode"); m && m->kind_case() == v1::Arg::kS) mode = m->s();
+  else if (m && m->kind_case() != v1::Arg::kNone) return Status::Unsupported("cdist compute_mode " + ArgToString(*m, true));
+  const std::string a = ctx.CastTo(ctx.In(x1), ctx.DType(x1), d), b = ctx.CastTo(ctx.In(x2), ctx.DType(x2), d);
+  auto reduce = [&](const char* op, const std::string& v, int64_t keep) {
+    onnx::NodeProto* n = nullptr;
+    std::string r;
+    if (std::string_view(op) == "ReduceSum" || ctx.opset() >= 18) {
+      r = ctx.EmitTemp(op, {v, ctx.Int64s({-1})}, &n);
+    } else {
+      r = ctx.EmitTemp(op, {v}, &n);
+      SetAttr(n, "axes", std::vector<int64_t>{-1});
+    }
+    SetAttr(n, "keepdims", keep);
+    return r;
+  };
+  const std::string diff = ctx.EmitTemp("Sub", {ctx.EmitTemp("Unsqueeze", {a, ctx.Int64s({-2})}),
+                                                ctx.EmitTemp("Unsqueeze", {b, ctx.Int64s({-3})})});
+  const std::string out = ctx.Out(result);
+  if (p == 0) {
+    const std::string nz = ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {diff, F(ctx, 0.0, d)})});
+    ctx.Emit("Identity", {reduce("ReduceSum", ctx.CastTo(nz, v1::BOOL, d), 0)}, {out});
+    return Status::Ok();
+  }
+  const std::string ad = ctx.EmitTemp("Abs", {diff});
+  if (p == 1) {
+    ctx.Emit("Identity", {reduce("ReduceSum", ad, 0)}, {out});
+  } else if (std::isinf(p)) {
+    ctx.Emit("Identity", {reduce("ReduceMax", ad, 0)}, {out});
+  } else if (p != 2) {
+    const std::string s = reduce("ReduceSum", ctx.EmitTemp("Pow", {ad, F(ctx, p, d)}), 0);
+    ctx.Emit("Pow", {s, F(ctx, 1.0 / p, d)}, {out});
+  } else {
+    const std::string direct = ctx.EmitTemp("Sqrt", {reduce("ReduceSum", ctx.EmitTemp("Mul", {diff, diff}), 0)});
+    if (mode == "donot_use_mm_for_euclid_dist") {
+      ctx.Emit("Identity", {direct}, {out});
+      return Status::Ok();
+    }
+    const std::string an = reduce("ReduceSum", ctx.EmitTemp("Mul", {a, a}), 1);
+    const std::string bn = reduce("ReduceSum", ctx.EmitTemp("Mul", {b, b}), 1);
+    onnx::NodeProto* c1 = nullptr;
+    onnx::NodeProto* c2 = nullptr;
+    const std::string a_ = ctx.EmitTemp(
+        "Concat", {ctx.EmitTemp("Mul", {a, F(ctx, -2.0, d)}), an, ctx.EmitTemp("Expand", {F(ctx, 1.0, d), ctx.EmitTemp("Shape", {an})})}, &c1);
+    SetAttr(c1, "axis", int64_t{-1});
+    const std::string b_ = ctx.EmitTemp(
+        "Concat", {b, ctx.EmitTemp("Expand", {F(ctx, 1.0, d), ctx.EmitTemp("Shape", {bn})}), bn}, &c2);
+    SetAttr(c2, "axis", int64_t{-1});
+    std::vector<int64_t> perm;
+    for (int i = 0; i < rank; ++i) perm.push_back(i);
+    std::swap(perm[rank - 2], perm[rank - 1]);
+    onnx::NodeProto* t = nullptr;
+    const std::string bt = ctx.EmitTemp("Transpose", {b_}, &t);
+    SetAttr(t, "perm", perm);
+    const std::string mm = ctx.EmitTemp("Sqrt", {ctx.EmitTemp("Max", {ctx.EmitTemp("MatMul", {a_, bt}), F(ctx, 0.0, d)})});
+    if (mode == "use_mm_for_euclid_dist") {
+      ctx.Emit("Identity", {mm}, {out});
+      return Status::Ok();
+    }
+    const std::string limit = ctx.Int64s({25});
+    const std::string big = ctx.EmitTemp("Or", {ctx.EmitTemp("Greater", {DimOf(ctx, a, rank - 2), limit}),
+                                                ctx.EmitTemp("Greater", {DimOf(ctx, b, rank - 2), limit})});
+    ctx.Emit("Where", {ctx.EmitTemp("Squeeze", {big, ctx.Int64s({0})}), mm, direct}, {out});
+  }
+  return Status::Ok();
+}
+
+// torch.histc(input, bins, min, max): counts of the elements in `bins` equal bins over [min, max]
+// (the last bin closed), elements outside (and NaN) not counted: bin floor((x - min) * bins /
+// (max - min)), max itself in the last bin. min == max (torch then takes the data's range) is
+// refused.
+Status LowerHistc(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto bins = call.Int("bins");
+  auto lo = call.Double("min");
+  auto hi = call.Double("max");
+  if (!bins || !lo || !hi || *bins < 1) return Status::Unsupported("histc with bins, min or max that are not numbers");
+  if (!(*lo < *hi)) return Status::Unsupported("histc with min >= max (the range of the data)");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("histc of a non-float tensor");
+  const std::string v = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(x), ctx.DType(x), d), ctx.Int64s({-1})});
+  const std::string valid = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {v, F(ctx, *lo, d)}),
+                                                 ctx.EmitTemp("LessOrEqual", {v, F(ctx, *hi, d)})});
+  // NaN and out-of-range elements get bin 0 here and are dropped by `valid`.
+  const std::string safe = ctx.EmitTemp("Where", {valid, v, F(ctx, *lo, d)});
+  std::string pos = ctx.EmitTemp(
+      "Floor", {ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {ctx.EmitTemp("Sub", {safe, F(ctx, *lo, d)}), F(ctx, static_cast<double>(*bins), d)}),
+                                     F(ctx, *hi - *lo, d)})});
+  pos = ctx.EmitTemp("Min", {ctx.CastTo(pos, d, v1::INT64), ctx.Scalar(Number::Int(*bins - 1), v1::INT64)});
+  const std::string range = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), ctx.Scalar(Number::Int(*bins), v1::INT64),
+                                                   ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string hit = ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {ctx.EmitTemp("Unsqueeze", {pos, ctx.Int64s({1})}),
+                                                                      ctx.EmitTemp("Unsqueeze", {range, ctx.Int64s({0})})}),
+                                               ctx.EmitTemp("Unsqueeze", {valid, ctx.Int64s({1})})});
+  onnx::NodeProto* r = nullptr;
+  const std::string counts = ctx.EmitTemp("ReduceSum", {ctx.CastTo(hit, v1::BOOL, d), ctx.Int64s({0})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {counts}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// torch._grouped_mm(mat_a [S, K], mat_b [E, K, N], offs [E]): row s of mat_a times mat_b[g], g the
+// group whose offsets hold s (offs[g - 1] <= s < offs[g], the count of offsets <= s). Rows past the
+// last offset are unspecified in torch; here they take the last group. Each row's matrix is
+// gathered: right at any routing, though not the grouped kernel's cost.
+Status LowerGroupedMm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, offs, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "mat_a", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "mat_b", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.Tensor("offs")) return Status::Unsupported("_grouped_mm without offs");
+  offs = *call.Tensor("offs");
+  if (!call.IsNone("bias")) return Status::Unsupported("_grouped_mm with a bias");
+  if (ctx.Rank(a) != 2 || ctx.Rank(b) != 3 || ctx.Rank(offs) != 1) {
+    return Status::Unsupported("_grouped_mm other than a 2-D input and 3-D experts");
+  }
+  const v1::DType d = ctx.DType(result);
+  const std::string x = ctx.CastTo(ctx.In(a), ctx.DType(a), d), w = ctx.CastTo(ctx.In(b), ctx.DType(b), d);
+  const std::string o = ctx.CastTo(ctx.In(offs), ctx.DType(offs), v1::INT64);
+  const std::string rows = ctx.EmitTemp("Squeeze", {DimOf(ctx, x, 0), ctx.Int64s({0})});
+  const std::string s = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), rows, ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string past = ctx.EmitTemp("GreaterOrEqual", {ctx.EmitTemp("Unsqueeze", {s, ctx.Int64s({1})}),
+                                                           ctx.EmitTemp("Unsqueeze", {o, ctx.Int64s({0})})});
+  onnx::NodeProto* r = nullptr;
+  std::string group = ctx.EmitTemp("ReduceSum", {ctx.CastTo(past, v1::BOOL, v1::INT64), ctx.Int64s({1})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  const std::string last = ctx.EmitTemp("Sub", {ctx.EmitTemp("Squeeze", {DimOf(ctx, w, 0), ctx.Int64s({0})}),
+                                                ctx.Scalar(Number::Int(1), v1::INT64)});
+  group = ctx.EmitTemp("Min", {group, last});
+  onnx::NodeProto* g = nullptr;
+  const std::string wg = ctx.EmitTemp("Gather", {w, group}, &g);   // [S, K, N]
+  SetAttr(g, "axis", int64_t{0});
+  const std::string prod = ctx.EmitTemp("MatMul", {ctx.EmitTemp("Unsqueeze", {x, ctx.Int64s({1})}), wg});   // [S, 1, N]
+  ctx.Emit("Squeeze", {prod, ctx.Int64s({1})}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.searchsorted(a, v, side): for each v, the count of a's elements ordered before it (side
+// "left": a < v; "right": a <= v), in NumPy's order, where NaN sorts after every number. `a` is
+// 1-D and sorted (as NumPy requires); a sorter is refused.
+Status LowerSearchsorted(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(a) != 1) return Status::Unsupported("searchsorted into an array that is not 1-D");
+  if (!call.IsNone("sorter")) return Status::Unsupported("searchsorted with a sorter");
+  std::string side = "left";
+  if (const v1::Arg* sd = call.Get("side"); sd && sd->kind_case() == v1::Arg::kS) side = sd->s();
+  if (side != "left" && side != "right") return Status::Unsupported("searchsorted side " + side);
+  const v1::Arg* varg = call.Get("v");
+  if (!varg) return Status::Unsupported("searchsorted without v");
+  const v1::DType ad = ctx.DType(a);
+  v1::DType d = ad;
+  if (varg->kind_case() == v1::Arg::kTensor) d = PromotedDType(ctx, {call.Get("input"), varg});
+  else if (varg->kind_case() == v1::Arg::kF && !IsFloating(d)) d = v1::FLOAT64;
+  std::string v;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *varg, d, &v));
+  const std::string arr = ctx.CastTo(ctx.In(a), ad, d);
+  // a as [1, ..., 1, n] against v as [..., 1]
+  const int vr = varg->kind_case() == v1::Arg::kTensor ? ctx.Rank(varg->tensor().value()) : 0;
+  std::vector<int64_t> shape(static_cast<size_t>(vr), 1);
+  shape.push_back(-1);
+  const std::string ab = ctx.EmitTemp("Reshape", {arr, ctx.Int64s(shape)});
+  const std::string vb = ctx.EmitTemp("Unsqueeze", {v, ctx.Int64s({-1})});
+  // lt(x, y) in NumPy's order: x < y, or y is NaN and x is not.
+  auto lt = [&](const std::string& x, const std::string& y) {
+    std::string r = ctx.EmitTemp("Less", {x, y});
+    if (IsFloating(d)) {
+      r = ctx.EmitTemp("Or", {r, ctx.EmitTemp("And", {ctx.EmitTemp("IsNaN", {y}), ctx.EmitTemp("Not", {ctx.EmitTemp("IsNaN", {x})})})});
+    }
+    return r;
+  };
+  const std::string before = side == "left" ? lt(ab, vb) : ctx.EmitTemp("Not", {lt(vb, ab)});
+  onnx::NodeProto* r = nullptr;
+  const std::string count = ctx.EmitTemp("ReduceSum", {ctx.CastTo(before, v1::BOOL, v1::INT64), ctx.Int64s({-1})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {ctx.CastTo(count, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.bincount(x, weights, minlength): counts (or weight sums) of each value 0..L-1 of a 1-D array of
+// non-negative ints, L = max(max(x) + 1, minlength) read when the model runs (a data-dependent
+// length). An empty x is refused by onnxruntime's ReduceMax (NumPy gives minlength zeros).
+Status LowerBincount(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) != 1) return Status::Unsupported("bincount of an array that is not 1-D");
+  auto minlength = call.Int("minlength");
+  if (!minlength) return Status::Unsupported("bincount with a minlength that is not an int");
+  const v1::DType d = ctx.DType(result);
+  const std::string xi = ctx.CastTo(ctx.In(x), ctx.DType(x), v1::INT64);
+  onnx::NodeProto* m = nullptr;
+  std::string top;
+  if (ctx.opset() >= 18) {
+    top = ctx.EmitTemp("ReduceMax", {xi, ctx.Int64s({0})}, &m);
+  } else {
+    top = ctx.EmitTemp("ReduceMax", {xi}, &m);
+    SetAttr(m, "axes", std::vector<int64_t>{0});
+  }
+  SetAttr(m, "keepdims", int64_t{0});
+  const std::string len = ctx.EmitTemp("Max", {ctx.EmitTemp("Add", {top, ctx.Scalar(Number::Int(1), v1::INT64)}),
+                                               ctx.Scalar(Number::Int(*minlength), v1::INT64)});
+  const std::string range = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), len, ctx.Scalar(Number::Int(1), v1::INT64)});
+  std::string hit = ctx.CastTo(ctx.EmitTemp("Equal", {ctx.EmitTemp("Unsqueeze", {xi, ctx.Int64s({1})}),
+                                                      ctx.EmitTemp("Unsqueeze", {range, ctx.Int64s({0})})}),
+                               v1::BOOL, d);
+  if (!call.IsNone("weights")) {
+    ValueId w;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "weights", &w));
+    hit = ctx.EmitTemp("Mul", {hit, ctx.EmitTemp("Unsqueeze", {ctx.CastTo(ctx.In(w), ctx.DType(w), d), ctx.Int64s({1})})});
+  }
+  onnx::NodeProto* r = nullptr;
+  const std::string sum = ctx.EmitTemp("ReduceSum", {hit, ctx.Int64s({0})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {sum}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace

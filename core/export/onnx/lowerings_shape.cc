@@ -203,6 +203,35 @@ Status LowerVariance(const Node& node, const BoundCall& call, LoweringContext& c
   return Status::Ok();
 }
 
+// torch.var/torch.std: the correction is torch's (1 unless `unbiased=False` or `correction=` says
+// otherwise; NumPy's var/std default to ddof 0), and a bool in the dim slot is the
+// (input, unbiased) overload.
+Status LowerTorchVariance(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  BoundCall c = call;
+  std::optional<bool> unbiased = call.Bool("unbiased");
+  if (const v1::Arg* d = call.Get("dim"); d && d->kind_case() == v1::Arg::kB) {
+    if (unbiased) return Status::Unsupported("torch.var/std with two unbiased flags");
+    unbiased = d->b();
+    v1::Arg none;
+    none.set_none(true);
+    c.Set("dim", none);
+  }
+  double correction = 1.0;
+  if (!call.IsNone("correction")) {
+    auto v = call.Double("correction");
+    if (!v) return Status::Unsupported("torch.var/std with correction " + ArgToString(*call.Get("correction"), true));
+    if (unbiased) return Status::Unsupported("torch.var/std with both unbiased and correction");
+    correction = *v;
+  } else if (unbiased) {
+    correction = *unbiased ? 1.0 : 0.0;
+  }
+  v1::Arg ddof;
+  ddof.set_f(correction);
+  c.Set("correction", ddof);
+  ctx.SetCanonical(ctx.canonical() == "torch_std" ? "std" : "var");
+  return LowerVariance(node, c, ctx);
+}
+
 // torch.linalg.vector_norm(x, ord, dim, keepdim, dtype) and NumPy's linalg.norm of vectors:
 // ord 2 -> ReduceL2, 1 -> ReduceL1, inf / -inf -> ReduceMax / ReduceMin of |x|, 0 -> the count
 // of nonzeros, other p -> (sum |x|^p)^(1/p). NumPy's matrix norms (two axes, or a matrix with
@@ -498,6 +527,29 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   // JAX's are static, and a chunked dim of another size fails in the Split, never silently).
   call.Get("chunks");
   call.Get("sizes");
+  // unbind gives as many tensors as the dim is long: the graph holds the recorded count, so a
+  // run-time length that differs (`for e in x[mask]`, `for i in t.nonzero()`) is the replay's
+  // GuardError. Here the same check: x is reshaped to its own shape while the length is the
+  // recorded count, and to an invalid shape otherwise, in a node named as an ivytrace guard, so
+  // onnxruntime refuses the input there rather than in the Split (or silently, for one piece).
+  std::string src = ctx.In(x);
+  if (unbind && rank > 0) {
+    onnx::NodeProto* g = nullptr;
+    const std::string shape = ctx.EmitTemp("Shape", {src});
+    const std::string n = ctx.EmitTemp("Gather", {shape, ctx.Int64s({axis})}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    const std::string ok = ctx.EmitTemp("Equal", {n, ctx.Int64s({static_cast<int64_t>(results.size())})});
+    const std::string to =
+        ctx.EmitTemp("Where", {ok, shape, ctx.Int64s(std::vector<int64_t>(static_cast<size_t>(rank), -2))});
+    onnx::NodeProto* r = nullptr;
+    src = ctx.EmitTemp("Reshape", {src, to}, &r);
+    // Node names are unique in a model: the same line unbinds once per loop iteration.
+    r->set_name("ivytrace guard (unbind count) " + ctx.Temp("check") + ": " + node.op + " at " +
+                (node.loc.file().empty() ? std::string("an unknown line")
+                                         : node.loc.file() + ":" + std::to_string(node.loc.line())) +
+                ": recorded " + std::to_string(results.size()) +
+                " values (the input gives another count: the program takes another path)");
+  }
   std::vector<int64_t> sizes;
   std::vector<std::string> outs;
   for (ValueId r : results) {
@@ -540,7 +592,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     auto* sp = ctx.Emit("Split", {ctx.In(x), split}, outs);
     SetAttr(sp, "axis", axis);
   } else if (results.size() == 1) {
-    ctx.Emit("Identity", {ctx.In(x)}, {outs[0]});
+    ctx.Emit("Identity", {src}, {outs[0]});
   } else if (point_list) {
     for (const auto& it : points->kind_case() == v1::Arg::kList ? points->list().items() : points->tuple().items()) {
       if (auto i = AsInt(it); i && *i < 0) return Status::Unsupported("np.split at a negative index");
@@ -563,7 +615,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     auto* n = ctx.Emit("Split", {ctx.In(x), split}, outs);
     SetAttr(n, "axis", axis);
   } else {
-    auto* n = ctx.Emit("Split", {ctx.In(x), ctx.Int64s(sizes)}, outs);
+    auto* n = ctx.Emit("Split", {src, ctx.Int64s(sizes)}, outs);
     SetAttr(n, "axis", axis);
   }
   if (unbind) {

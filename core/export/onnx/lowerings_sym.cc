@@ -196,12 +196,42 @@ bool IsSymbolicValue(const Graph& graph, ValueId v) {
                                      graph.values[v].dtype == v1::SYM_FLOAT);
 }
 
+namespace {
+
+// A guard's recorded value that is a (nested) list of numbers, as `t.tolist()` gives it: its
+// leaves in row-major order and its nesting as a shape. False for anything else (a ragged list).
+bool FlattenObserved(const v1::Arg& a, int depth, std::vector<int64_t>* shape, std::vector<const v1::Arg*>* leaves) {
+  const auto k = a.kind_case();
+  if (k == v1::Arg::kB || k == v1::Arg::kI || k == v1::Arg::kF) {
+    if (depth != static_cast<int>(shape->size())) return false;
+    leaves->push_back(&a);
+    return true;
+  }
+  if (k != v1::Arg::kList && k != v1::Arg::kTuple) return false;
+  const auto& items = k == v1::Arg::kList ? a.list().items() : a.tuple().items();
+  if (depth == static_cast<int>(shape->size())) shape->push_back(items.size());
+  else if ((*shape)[depth] != items.size()) return false;
+  for (const auto& it : items) {
+    if (!FlattenObserved(it, depth + 1, shape, leaves)) return false;
+  }
+  // An empty list has no leaves to fix the depth below it.
+  return !items.empty() || depth + 1 == static_cast<int>(shape->size());
+}
+
+}  // namespace
+
 bool GuardCheckable(const Graph& graph, const v1::Guard& guard) {
   if (!guard.has_tensor() || guard.tensor().value() >= graph.values.size()) return false;
-  const v1::DType d = graph.values[guard.tensor().value()].dtype;
+  const Value& v = graph.values[guard.tensor().value()];
+  const v1::DType d = v.dtype;
   if (OnnxElemType(d) == 0 || d == v1::COMPLEX64 || d == v1::COMPLEX128) return false;
   const auto k = guard.observed().kind_case();
-  return k == v1::Arg::kB || k == v1::Arg::kI || k == v1::Arg::kF;
+  if (k == v1::Arg::kB || k == v1::Arg::kI || k == v1::Arg::kF) return true;
+  // t.tolist(): a list whose nesting is the tensor's recorded rank.
+  std::vector<int64_t> shape;
+  std::vector<const v1::Arg*> leaves;
+  return (k == v1::Arg::kList || k == v1::Arg::kTuple) && FlattenObserved(guard.observed(), 0, &shape, &leaves) &&
+         shape.size() == v.shape.size();
 }
 
 namespace {
@@ -210,10 +240,58 @@ namespace {
 // t.item() read a one-element tensor: it is reshaped to 0-d, then compared.
 // A 0-d bool that is true when the guard holds; `*negated`: it is false then instead (a recorded
 // False is checked on the value itself, not through a Not).
+// t.tolist() recorded as a list: the run-time shape equals the list's nesting and every element
+// equals the recorded one (NaN matching NaN). The elements are compared in float64 when any was
+// recorded as a float, else in int64 (bools as 0/1). A tensor of another size is compared after
+// padding/cutting to the recorded size; its shape already fails the check.
+std::string ListGuardOk(LoweringContext& ctx, const v1::Guard& g) {
+  const ValueId v = g.tensor().value();
+  const v1::DType d = PlainDType(ctx.DType(v));
+  std::vector<int64_t> shape;
+  std::vector<const v1::Arg*> leaves;
+  FlattenObserved(g.observed(), 0, &shape, &leaves);
+  const std::string t = ctx.In(v);
+  auto all = [&](const std::string& bools) {   // a 1-D bool -> 0-d: every element true
+    onnx::NodeProto* r = nullptr;
+    std::string m = ctx.EmitTemp("ReduceMin", {ctx.CastTo(bools, v1::BOOL, v1::INT64)}, &r);
+    SetAttr(r, "keepdims", int64_t{0});
+    return ctx.CastTo(m, v1::INT64, v1::BOOL);
+  };
+  std::string ok = shape.empty() ? std::string()
+                                 : all(ctx.EmitTemp("Equal", {ctx.EmitTemp("Shape", {t}), ctx.Int64s(shape)}));
+  if (leaves.empty()) return ok.empty() ? ctx.EmitTemp("Equal", {ctx.EmitTemp("Size", {t}), ctx.Scalar(Number::Int(0), v1::INT64)}) : ok;
+  const bool floats = std::any_of(leaves.begin(), leaves.end(), [](const v1::Arg* a) { return a->kind_case() == v1::Arg::kF; });
+  const v1::DType cd = floats ? v1::FLOAT64 : v1::INT64;
+  onnx::TensorProto want;
+  want.set_data_type(OnnxElemType(cd));
+  want.add_dims(static_cast<int64_t>(leaves.size()));
+  for (const v1::Arg* a : leaves) {
+    const double f = a->kind_case() == v1::Arg::kF ? a->f() : a->kind_case() == v1::Arg::kI ? static_cast<double>(a->i()) : (a->b() ? 1.0 : 0.0);
+    if (floats) want.add_double_data(f);
+    else want.add_int64_data(a->kind_case() == v1::Arg::kI ? a->i() : (a->b() ? 1 : 0));
+  }
+  const std::string c = ctx.AddInitializer(std::move(want), "guard.tolist");
+  const int64_t n = static_cast<int64_t>(leaves.size());
+  std::string flat = ctx.CastTo(ctx.CastTo(ctx.EmitTemp("Reshape", {t, ctx.Int64s({-1})}), d, d == v1::BOOL ? v1::INT64 : d),
+                                d == v1::BOOL ? v1::INT64 : d, cd);
+  onnx::NodeProto* cat = nullptr;
+  flat = ctx.EmitTemp("Concat", {flat, c}, &cat);   // at least n long whatever t's size
+  SetAttr(cat, "axis", int64_t{0});
+  flat = ctx.EmitTemp("Slice", {flat, ctx.Int64s({0}), ctx.Int64s({n}), ctx.Int64s({0})});
+  std::string eq = ctx.EmitTemp("Equal", {flat, c});
+  if (floats) eq = ctx.EmitTemp("Or", {eq, ctx.EmitTemp("And", {ctx.EmitTemp("IsNaN", {flat}), ctx.EmitTemp("IsNaN", {c})})});
+  std::string values = all(eq);
+  const std::string size_ok = ctx.EmitTemp("Equal", {ctx.EmitTemp("Size", {t}), ctx.Scalar(Number::Int(n), v1::INT64)});
+  values = ctx.EmitTemp("And", {size_ok, values});
+  return ok.empty() ? values : ctx.EmitTemp("And", {ok, values});
+}
+
 std::string GuardOk(LoweringContext& ctx, const v1::Guard& g, bool* negated) {
   *negated = false;
   const ValueId v = g.tensor().value();
   const v1::DType d = PlainDType(ctx.DType(v));
+  const auto k = g.observed().kind_case();
+  if (k == v1::Arg::kList || k == v1::Arg::kTuple) return ListGuardOk(ctx, g);
   std::string t = ctx.In(v);
   if (ctx.Rank(v) != 0) t = ctx.EmitTemp("Reshape", {t, ctx.Int64s({})});
   const v1::Arg& want = g.observed();

@@ -252,6 +252,81 @@ static bool IsRuntimeSliceBound(const LoweringContext& ctx, const v1::Slice& s) 
   return true;
 }
 
+// torch.nonzero(x) / torch.argwhere(x) / np.argwhere(x): the [N, rank] indices of x's nonzero
+// elements in row-major order (ONNX NonZero gives them as [rank, N]). With as_tuple (torch.where(c),
+// np.nonzero, np.where(c)): one [N] index tensor per dim. N is a run-time length.
+Status LowerNonzero(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  const int rank = ctx.Rank(x);
+  if (rank == 0) return Status::Unsupported("nonzero of a 0-d tensor");
+  const bool tuple = node.result.kind_case() == v1::Arg::kTuple || node.result.kind_case() == v1::Arg::kList ||
+                     call.Bool("as_tuple").value_or(false);
+  std::string in = ctx.In(x);
+  const std::string nz = ctx.EmitTemp("NonZero", {in});   // [rank, N] int64
+  auto cast = [&](const std::string& v, ValueId r) {
+    const v1::DType d = ctx.DType(r);
+    return d == v1::INT64 || d == v1::DTYPE_UNSPECIFIED ? v : ctx.CastTo(v, v1::INT64, d);
+  };
+  if (!tuple) {
+    if (results.size() != 1) return Status::Unsupported("nonzero with an unexpected result");
+    onnx::NodeProto* t = nullptr;
+    const std::string tr = ctx.EmitTemp("Transpose", {nz}, &t);
+    SetAttr(t, "perm", std::vector<int64_t>{1, 0});
+    ctx.Emit("Identity", {cast(tr, results[0])}, {ctx.Out(results[0])});
+    return Status::Ok();
+  }
+  if (static_cast<int>(results.size()) != rank) return Status::Unsupported("nonzero as a tuple of another length");
+  for (int i = 0; i < rank; ++i) {
+    onnx::NodeProto* g = nullptr;
+    const std::string row = ctx.EmitTemp("Gather", {nz, ctx.Scalar(Number::Int(i), v1::INT64)}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    ctx.Emit("Identity", {cast(row, results[i])}, {ctx.Out(results[i])});
+  }
+  return Status::Ok();
+}
+
+// index_add(input, dim, index, source, alpha) (and index_add_): input with alpha * source[..., i, ...]
+// added at input[..., index[i], ...] along dim, repeated indices summed: ScatterElements with
+// reduction add (opset 16), the index broadcast to source's shape.
+Status LowerIndexAdd(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, index, source, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "source", &source));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.opset() < 16) return Status::Unsupported("index_add needs opset 16 (ScatterElements with reduction add)");
+  const int rank = ctx.Rank(x);
+  if (rank == 0 || ctx.Rank(source) != rank || ctx.Rank(index) > 1) {
+    return Status::Unsupported("index_add of a 0-d tensor, a source of another rank, or an index that is not 1-D");
+  }
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("index_add with dim " + ArgToString(*call.Get("dim"), true));
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL) return Status::Unsupported("index_add of bools");
+  std::string src = ctx.CastTo(ctx.In(source), ctx.DType(source), d);
+  if (const v1::Arg* a = call.Get("alpha"); a && !call.IsNone("alpha")) {
+    if (!(a->kind_case() == v1::Arg::kI && a->i() == 1)) {
+      std::string alpha;
+      IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &alpha));
+      src = ctx.EmitTemp("Mul", {src, alpha});
+    }
+  }
+  std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+  shape[static_cast<size_t>(axis)] = -1;
+  const std::string idx = ctx.EmitTemp(
+      "Expand", {ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(index), ctx.DType(index), v1::INT64), ctx.Int64s(shape)}),
+                 ctx.EmitTemp("Shape", {src})});
+  auto* n = ctx.Emit("ScatterElements", {ctx.CastTo(ctx.In(x), ctx.DType(x), d), idx, src}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  SetAttr(n, "reduction", std::string("add"));
+  return Status::Ok();
+}
+
 Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -284,16 +359,38 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       }
       ++n;
     }
-    // Only integer tensors, indexing the leading dims (mask[batch_idx, kv_idx]): they broadcast
-    // together, and GatherND reads x at the stacked coordinates.
-    bool all_int_tensors = tensors == n && n >= 2;
-    for (const v1::Arg* it : items) {
-      all_int_tensors = all_int_tensors && ctx.DType(it->tensor().value()) != v1::BOOL;
+    // Integer tensors indexing the leading dims (mask[batch_idx, kv_idx]), then only full slices
+    // and None (weights[token_idx, k_idx, None]): the tensors broadcast together, GatherND reads x
+    // at the stacked coordinates (the broadcast dims first, then x's other dims, as torch lays
+    // out adjacent leading advanced indices), and each None is a new axis at its place among the
+    // trailing dims.
+    int leading = 0;
+    while (leading < n && items[leading]->kind_case() == v1::Arg::kTensor) ++leading;
+    bool all_int_tensors = tensors == leading && leading >= 2;
+    for (int i = 0; i < leading; ++i) {
+      all_int_tensors = all_int_tensors && ctx.DType(items[i]->tensor().value()) != v1::BOOL;
     }
-    if (all_int_tensors && n <= ctx.Rank(x)) {
+    std::vector<int64_t> new_axes;
+    int trailing_slices = 0;
+    if (all_int_tensors) {
+      int b = 0;
+      for (int i = 0; i < leading; ++i) b = std::max(b, ctx.Rank(items[i]->tensor().value()));
+      int64_t o = b;
+      for (int i = leading; i < n && all_int_tensors; ++i) {
+        if (items[i]->kind_case() == v1::Arg::kNone) {
+          new_axes.push_back(o++);
+        } else if (items[i]->kind_case() == v1::Arg::kSlice && simple) {
+          ++o;
+          ++trailing_slices;
+        } else {
+          all_int_tensors = false;
+        }
+      }
+    }
+    if (all_int_tensors && leading + trailing_slices <= ctx.Rank(x)) {
       std::vector<std::string> idx;
-      for (const v1::Arg* it : items) {
-        const ValueId t = it->tensor().value();
+      for (int i = 0; i < leading; ++i) {
+        const ValueId t = items[i]->tensor().value();
         idx.push_back(ctx.CastTo(ctx.In(t), ctx.DType(t), v1::INT64));
       }
       std::string sum = idx[0];
@@ -304,7 +401,11 @@ Status LowerGetitem(const Node& node, const BoundCall& call, LoweringContext& ct
       onnx::NodeProto* c = nullptr;
       std::string coords = ctx.EmitTemp("Concat", parts, &c);
       SetAttr(c, "axis", int64_t{-1});
-      ctx.Emit("GatherND", {ctx.In(x), coords}, {ctx.Out(result)});
+      if (new_axes.empty()) {
+        ctx.Emit("GatherND", {ctx.In(x), coords}, {ctx.Out(result)});
+      } else {
+        ctx.Emit("Unsqueeze", {ctx.EmitTemp("GatherND", {ctx.In(x), coords}), ctx.Int64s(new_axes)}, {ctx.Out(result)});
+      }
       return Status::Ok();
     }
     if (tensors == 1 && simple) {
