@@ -711,6 +711,14 @@ def _numpy_cases():
                                     np.arctanh(x / 3.5)), X64, variant="float64", rtol=1e-9, atol=1e-12)
     case("numpy", "atan", lambda x: (np.arctan(x * 1e40), np.arcsin(x / 3.5), np.arccos(x / 3.5), np.arctan2(x, x[::-1])),
          X64, variant="float64", rtol=1e-6, atol=1e-7)
+    # np.histogram with a fixed range: values on the edges (multiples of 0.25 over [-1, 1] in 8 bins),
+    # outside the range and NaN (dropped), in float32 and float64; the edges are the second output.
+    def edgy(x):
+        return np.where(x > 1.8, np.nan, np.round(x * 4) / 4)
+    case("numpy", "histogram", lambda x: np.histogram(edgy(x), bins=8, range=(-1, 1)), X)
+    case("numpy", "histogram", lambda x: np.histogram(edgy(x).astype(np.float64) * 0.1, 5, (-0.15, 0.1)), X,
+         variant="float64")
+    case("numpy", "histogram", lambda x: np.histogram(x, bins=3, range=(0.5, 0.5)), X, variant="empty_range")
     # numpy.arange's dtype (positional or keyword), its default dtypes (int64 for ints, float64 for a float
     # bound) and a length read from the batch.
     case("numpy", "arange", lambda x: x * np.arange(x.shape[0], dtype=np.float32)[:, None, None]

@@ -117,6 +117,7 @@ const CanonicalLowering kTable[] = {
     {"hardtanh",                     "Clip|Max+Min",                 LowerActivation},
     {"heaviside",                    "Equal+Greater+Where",           LowerSpecialBinary},
     {"histc",                        "Floor+Equal+ReduceSum",        LowerHistc},
+    {"histogram",                    "Gather+Less+Equal+ReduceSum",  LowerHistogram},
     {"hstack",                       "Concat|Unsqueeze+Concat",      LowerNumpyStacks},
     {"hypot",                        "Sqrt(a*a+b*b)",                LowerElementwiseBinary},
     {"identity",                     "Identity",                     LowerUnary},
@@ -285,7 +286,6 @@ const std::pair<std::string_view, std::string_view> kRefused[] = {
     {"random_integers", "a random op: bake its draws (optimize/export --bake-generators) to export"},
     {"scatter", "lax.scatter (general scatter dimension numbers) has no lowering yet"},
     {"scatter_add", "lax.scatter_add (general scatter dimension numbers) has no lowering yet"},
-    {"histogram", "histogram has no lowering yet"},
 };
 
 }  // namespace

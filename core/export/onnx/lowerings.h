@@ -99,6 +99,7 @@ IVY_LOWERING(LowerRoll);
 IVY_LOWERING(LowerSearchsorted);
 IVY_LOWERING(LowerBincount);
 IVY_LOWERING(LowerHistc);
+IVY_LOWERING(LowerHistogram);
 IVY_LOWERING(LowerGroupedMm);
 IVY_LOWERING(LowerNonzero);
 IVY_LOWERING(LowerIndexAdd);

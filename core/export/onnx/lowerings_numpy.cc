@@ -597,6 +597,76 @@ Status LowerHistc(const Node& node, const BoundCall& call, LoweringContext& ctx)
   return Status::Ok();
 }
 
+// np.histogram(a, bins=n, range=(lo, hi), density=None|bool): counts and the n + 1 edges, as NumPy
+// computes them for equal bins: edges = linspace(lo, hi, n + 1) in float64 cast to the edges' dtype;
+// each kept element (lo <= x <= hi; NaN dropped) gets bin int((x - lo) / (hi - lo) * n) in that
+// dtype, moved down one where x is below its bin's left edge and up one where it reaches the next
+// edge (not past the last bin), exactly NumPy's corrections. A range read from the data (range=None),
+// bin edges given as an array, weights and density=True are refused.
+Status LowerHistogram(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (results.size() != 2) return Status::Unsupported("histogram without (counts, edges)");
+  auto bins = call.Int("bins");
+  if (!bins || *bins < 1) return Status::Unsupported("histogram bins that are not a positive int (edges as an array)");
+  const v1::Arg* range_arg = call.Get("range");
+  const auto range = range_arg ? SequenceItems(*range_arg) : std::nullopt;
+  std::optional<double> b0 = range && range->size() == 2 ? AsDouble(*(*range)[0]) : std::nullopt;
+  std::optional<double> b1 = range && range->size() == 2 ? AsDouble(*(*range)[1]) : std::nullopt;
+  if (!b0 || !b1) return Status::Unsupported("histogram without range=(lo, hi) numbers (the range read from the data)");
+  if (!call.IsNone("weights")) return Status::Unsupported("histogram with weights");
+  if (call.Bool("density").value_or(false)) return Status::Unsupported("histogram with density=True");
+  double lo = *b0, hi = *b1;
+  if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi)) return Status::Unsupported("histogram range that is not finite and ordered");
+  if (lo == hi) lo -= 0.5, hi += 0.5;   // as NumPy widens an empty range
+  const int64_t n = *bins;
+  const v1::DType d = ctx.DType(results[1]);   // the edges' dtype: the one NumPy computes the bins in
+  if (!IsFloating(d)) return Status::Unsupported(std::string("histogram edges of ") + DTypeName(d));
+  // np.linspace(lo, hi, n + 1): i * step + lo in float64, the last edge hi itself.
+  std::vector<double> edges(static_cast<size_t>(n + 1));
+  const double step = (hi - lo) / static_cast<double>(n);
+  for (int64_t i = 0; i <= n; ++i) edges[static_cast<size_t>(i)] = static_cast<double>(i) * step + lo;
+  edges.back() = hi;
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::DOUBLE);
+  t.add_dims(n + 1);
+  for (double e : edges) t.add_double_data(e);
+  const std::string edges_d = ctx.CastTo(ctx.AddInitializer(std::move(t), "histogram_edges"), v1::FLOAT64, d);
+  ctx.Emit("Identity", {edges_d}, {ctx.Out(results[1])});
+
+  const std::string v = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(x), ctx.DType(x), d), ctx.Int64s({-1})});
+  const std::string first = F(ctx, lo, d), last = F(ctx, hi, d);
+  const std::string keep = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {v, first}), ctx.EmitTemp("LessOrEqual", {v, last})});
+  const std::string safe = ctx.EmitTemp("Where", {keep, v, first});
+  const std::string f = ctx.EmitTemp("Mul", {ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {safe, first}), F(ctx, hi - lo, d)}),
+                                             F(ctx, static_cast<double>(n), d)});
+  const std::string top = ctx.Scalar(Number::Int(n - 1), v1::INT64), one = ctx.Scalar(Number::Int(1), v1::INT64);
+  std::string idx = ctx.EmitTemp("Min", {ctx.CastTo(f, d, v1::INT64), top});
+  auto edge_at = [&](const std::string& i) {
+    onnx::NodeProto* g = nullptr;
+    const std::string e = ctx.EmitTemp("Gather", {edges_d, i}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    return e;
+  };
+  const std::string down = ctx.EmitTemp("Less", {safe, edge_at(idx)});
+  idx = ctx.EmitTemp("Sub", {idx, ctx.CastTo(down, v1::BOOL, v1::INT64)});
+  const std::string up = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {safe, edge_at(ctx.EmitTemp("Add", {idx, one}))}),
+                                              ctx.EmitTemp("Less", {idx, top})});
+  idx = ctx.EmitTemp("Add", {idx, ctx.CastTo(up, v1::BOOL, v1::INT64)});
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = i;
+  const std::string hit = ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {ctx.Unsqueeze(idx, {1}), ctx.Unsqueeze(ctx.Int64s(ids), {0})}),
+                                               ctx.Unsqueeze(keep, {1})});
+  const v1::DType cd = ctx.DType(results[0]);
+  onnx::NodeProto* r = nullptr;
+  const std::string counts = ctx.EmitTemp("ReduceSum", {ctx.CastTo(hit, v1::BOOL, v1::INT64), ctx.Int64s({0})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  ctx.Emit("Identity", {ctx.CastTo(counts, v1::INT64, cd)}, {ctx.Out(results[0])});
+  return Status::Ok();
+}
+
 // torch._grouped_mm(mat_a [S, K], mat_b [E, K, N], offs [E]): row s of mat_a times mat_b[g], g the
 // group whose offsets hold s (offs[g - 1] <= s < offs[g], the count of offsets <= s). Rows past the
 // last offset are unspecified in torch; here they take the last group. Each row's matrix is
