@@ -1226,6 +1226,9 @@ def _module_attribute_writes(before, after):
     changed = []
     for key in sorted(set(before) | set(after)):
         b, a = before.get(key), after.get(key)
+        if (b is not None and a is not None and type(b[0]) in (bool, int, float, str)
+                and type(a[0]) is type(b[0]) and a[0] == b[0]):
+            continue   # the same number or string assigned again (a new float object of one value)
         if b is None or a is None or b[0] is not a[0] or b[1] != a[1]:
             changed.append(key)
     return changed
