@@ -793,7 +793,9 @@ def _compile_backend(spec, target, static_positions, sym_positions):
         # with "KeyError: int" on a plan with guards. The compiled copy gets Python's builtins:
         # the code is the same generated code, which refers to none of them by itself.
         import builtins
-        fn = spec.plan._fn
+        # TorchDynamo traces Python bytecode: a plan whose steps run in ivytrace._replay (a long
+        # one) is compiled from its generated code instead.
+        fn = (load_plan(spec.plan.path, machine=False) if spec.plan.machine else spec.plan)._fn
         fn = types.FunctionType(fn.__code__, {**fn.__globals__, "__builtins__": builtins.__dict__}, fn.__name__,
                                 fn.__defaults__, fn.__closure__)
         spec.fn = torch.compile(fn)

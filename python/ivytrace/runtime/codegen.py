@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import linecache
+import os
 import re
 import weakref
 import itertools
@@ -27,7 +28,25 @@ from ivytrace.runtime.errors import GuardError, PlanError
 from ivytrace.runtime.values import array_from_proto, literal, same_value, tensor_from_proto
 from ivytrace.v1 import common_pb2
 
+try:   # the plan machine (C++); without it every plan is compiled as Python
+    from ivytrace import _replay
+except ImportError:
+    _replay = None
+
 _counter = itertools.count()
+
+# Plans of at least this many steps run in ivytrace._replay: compiling them as Python would take
+# ~15 us a step (IVYTRACE_PLAN_MACHINE=1 / 0 forces the machine on / off, for tests).
+MACHINE_MIN_STEPS = 5000
+
+
+def machine_min_steps() -> int:
+    forced = os.environ.get("IVYTRACE_PLAN_MACHINE")
+    if forced == "1":
+        return 0
+    if forced == "0":
+        return 1 << 62
+    return MACHINE_MIN_STEPS
 
 # How a guard re-evaluates the value Python saw, by the last component of Guard.op.
 _GUARD_EVAL = {
@@ -86,9 +105,13 @@ def _has_slot(arg) -> bool:
 
 
 class _Gen:
-    def __init__(self, plan, allow, filename, target=None, convert_inputs=True, data=None):
+    def __init__(self, plan, allow, filename, target=None, convert_inputs=True, data=None, raw=None,
+                 machine=None):
         self.plan = plan
         self.data = data   # format 02: the constants' bytes, by index (plan.read_plan)
+        self.raw = raw     # the Plan's serialized bytes, if the caller has them (the machine parses them)
+        self.machine = machine   # run the steps in ivytrace._replay: True, False, None (by size)
+        self.machine_used = False
         self.allow = allow
         self.filename = filename
         # Retargeting: steps of other frameworks call `target`'s implementation of their canonical
@@ -296,6 +319,65 @@ class _Gen:
         if plan.HasField("outputs"):
             self._collect_outputs(plan.outputs)
 
+        if not self._machine_steps(params):
+            self._emit_steps()
+        return self._finish(params)
+
+    def _machine_steps(self, params) -> bool:
+        """Hand the steps to ivytrace._replay (see _replay.cc) instead of writing them as Python:
+        for plans of MACHINE_MIN_STEPS steps or more (or as `machine` says), replayed in the
+        framework they were recorded in, when the extension is built. Returns whether it did."""
+        plan = self.plan
+        if self.machine is False:
+            return False
+        why = ("ivytrace._replay is not built here" if _replay is None else
+               f"the plan is replayed in another framework ({self.to})" if self.to else
+               "the plan calls JAX primitives" if "jax" in plan.framework.split(",") else None)
+        if why:
+            if self.machine:
+                raise PlanError(f"{self.filename}: machine=True, but {why}")
+            return False
+        if self.machine is None and len(plan.steps) < machine_min_steps():
+            return False
+        defined = [s for s in self.names if s not in self.constants]   # inputs, in the order passed
+        prog = _replay.Program(
+            self.raw if self.raw is not None else plan.SerializeToString(), self.filename, plan.num_slots,
+            defined, {s: self.ns[self.names[s]] for s in self.constants}, sorted(self.outputs),
+            {s: [self.ns[g] for g in checks] for s, checks in self.guards_by_slot.items()},
+            PlanError, GuardError)
+        functions = prog.functions
+        if any(name.startswith("jax.") for name, _ in functions):
+            # JAX primitives replay through their jax.numpy functions (public_jax_call): codegen's.
+            if self.machine:
+                raise PlanError(f"{self.filename}: machine=True, but the plan calls JAX primitives")
+            return False
+        fns, kinds = [], []
+        for name, first in functions:
+            f = self.allow.function(name, f"{self.filename}: step {first} ({name})")
+            method = getattr(f, "method_name", None)
+            kinds.append(_MACHINE_OPERATORS.get(name) or ((3, method) if method else 0))
+            fns.append(f)
+        lits = []
+        for raw, first in prog.literals:
+            where = f"{self.filename}: step {first} ({plan.steps[first].function})"
+            lits.append(self.literal(common_pb2.Arg.FromString(raw), self.allow, where))
+        machine = self.bind("m", prog.link(fns, kinds, lits))
+        self.machine_used = True
+        self.guards_by_slot.clear()   # the machine checks them
+        outs = prog.defined_outputs
+        for s in outs:
+            self.names[s] = f"v{s}"
+        call = f"{machine}({', '.join(self.names[s] for s in defined)})"
+        self.lines.append(f"    # steps 0 to {len(plan.steps) - 1}: run by ivytrace._replay "
+                          f"(load_plan(..., machine=False) writes them as Python)")
+        if outs:
+            self.lines.append(f"    ({', '.join(self.names[s] for s in outs)},) = {call}")
+        else:
+            self.lines.append(f"    {call}")
+        return True
+
+    def _emit_steps(self):
+        plan, body, where_plan = self.plan, self.lines, self.filename
         for i, step in enumerate(plan.steps):
             where = f"{where_plan}: step {i} ({step.function})"
             retargeted = self.to and retarget.framework_of(step.function) not in (self.to, "ivytrace")
@@ -395,6 +477,8 @@ class _Gen:
             if free:
                 body.append(f"    del {', '.join(free)}")
 
+    def _finish(self, params) -> str:
+        plan, body, where_plan = self.plan, self.lines, self.filename
         if self.unsupported:
             raise PlanError(self.unsupported_message())
         if self.guards_by_slot:
@@ -624,6 +708,13 @@ for _names, _fmt in (
         _OPERATORS[f"torch.Tensor.{_n}"] = (_fmt,) + (None,) * _fmt.count("{")
         if _n.startswith("__"):
             _OPERATORS[f"numpy.ndarray.{_n}"] = _OPERATORS[f"torch.Tensor.{_n}"]
+# The same operators for ivytrace._replay: (1, binary op) or (2, unary op), numbered as in _replay.cc.
+_MACHINE_CODES = {"{0} * {1}": 0, "{0} + {1}": 1, "{0} - {1}": 2, "{0} / {1}": 3, "{0} @ {1}": 4,
+                  "{0} ** {1}": 5, "{0} // {1}": 6, "{0} % {1}": 7, "{0} == {1}": 8, "{0} != {1}": 9,
+                  "{0} < {1}": 10, "{0} <= {1}": 11, "{0} > {1}": 12, "{0} >= {1}": 13, "{0} & {1}": 14,
+                  "{0} | {1}": 15, "{0} ^ {1}": 16, "{0}[{1}]": 17, "-{0}": 100, "~{0}": 101}
+_MACHINE_OPERATORS = {name: (1 if op[0].count("{") == 2 else 2, _MACHINE_CODES[op[0]])
+                      for name, op in _OPERATORS.items()}
 _LOCAL = re.compile(r"\b(?:v\d+|a\d+|r\d+t?|t\d+_\d+)\b")
 
 
@@ -716,7 +807,8 @@ def _needs_paths(arg) -> bool:
 class Generated:
     """The generated function, its source and its namespace."""
 
-    def __init__(self, source, namespace, function, input_names, filename):
+    def __init__(self, source, namespace, function, input_names, filename, machine=False):
+        self.machine = machine   # whether the steps run in ivytrace._replay
         self.source = source
         self.namespace = namespace
         self.function = function
@@ -724,8 +816,9 @@ class Generated:
         self.filename = filename
 
 
-def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True, data=None) -> Generated:
-    g = _Gen(plan, allow, filename, target, convert_inputs, data)
+def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True, data=None, raw=None,
+             machine=None) -> Generated:
+    g = _Gen(plan, allow, filename, target, convert_inputs, data, raw, machine)
     source = g.run()
     plan_no = next(_counter)
     # A chunked plan's functions are compiled one by one: compiling them as one module would hold
@@ -749,4 +842,4 @@ def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=
     fn = g.ns["forward"]
     for code_name in names:
         weakref.finalize(fn, linecache.cache.pop, code_name, None)
-    return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename)
+    return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename, g.machine_used)

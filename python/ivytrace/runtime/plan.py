@@ -28,6 +28,12 @@ def read_plan(path):
     i's bytes, for format 02 (plan.proto): the file is mapped copy-on-write, so the constants are
     the file's pages, read lazily and shared with the page cache, never parsed or copied (a step
     that writes into one gets a private page). None for format 01, whose Plan holds the bytes."""
+    plan, data, _ = _read_plan(path)
+    return plan, data
+
+
+def _read_plan(path):
+    """read_plan's (plan, data), and a view of the Plan's serialized bytes in the file."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -69,7 +75,7 @@ def read_plan(path):
     except Exception as e:  # protobuf's DecodeError; the message differs by backend
         raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
     if magic == PLAN_MAGIC_V1:
-        return plan, None
+        return plan, None, view[at:end]
     data = []
     for i, c in enumerate(plan.constants):
         where = f"{path}: constant {i} (slot {c.slot})"
@@ -79,7 +85,7 @@ def read_plan(path):
             raise PlanError(f"{where}: bytes {c.data_offset} to {c.data_offset + c.data_bytes} of the data section "
                             f"({section} bytes) are out of range or not {DATA_ALIGN}-byte aligned")
         data.append(view[DATA_START + c.data_offset:DATA_START + c.data_offset + c.data_bytes])
-    return plan, data
+    return plan, data, view[at:end]
 
 
 def write_plan_file(path, plan: plan_pb2.Plan) -> None:
@@ -129,10 +135,15 @@ class CompiledPlan:
     through its public jax.numpy function where the JAX schema names one: bit for bit what the
     program computed un-jitted. Under jit XLA fuses ops, and results can differ in the last bits
     (as jax.jit of the original program's do); `return_backend_traced_fn` is the place for it.
+
+    machine: run the steps in ivytrace._replay, a register machine in C++, instead of compiling
+    them as Python: True, False, or None (the default) for plans of codegen.MACHINE_MIN_STEPS steps
+    or more, where compiling would cost seconds. Same calls, same results; `source` then shows
+    the call of the machine instead of each step. Not for retargeted or JAX plans.
     """
 
     def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None,
-                 target: str | None = None, jit: bool = False, data=None):
+                 target: str | None = None, jit: bool = False, data=None, raw=None, machine=None):
         self.plan = plan
         self.path = path
         target = target or plan.target or None
@@ -143,9 +154,10 @@ class CompiledPlan:
                             f"{self.framework!r}, or non-array inputs, or guards on values)")
         # Under jit the inputs are converted before the jitted function sees them.
         gen = generate(plan, allow or default_allowlist(), filename=path, target=target,
-                       convert_inputs=not use_jit, data=data)
+                       convert_inputs=not use_jit, data=data, raw=raw, machine=machine)
         self.source = gen.source
         self.namespace = gen.namespace   # what the generated code's names are bound to
+        self.machine = gen.machine       # whether its steps run in ivytrace._replay
         self._fn = gen.function
         self.jitted = use_jit
         if use_jit:
@@ -187,12 +199,12 @@ class CompiledPlan:
 
 
 def load_plan(path, allow: AllowList | None = None, target: str | None = None,
-              jit: bool = False) -> CompiledPlan:
+              jit: bool = False, machine: bool | None = None) -> CompiledPlan:
     """Read a plan file and compile it. Never executes anything from the file: functions and
     symbols are resolved through the schema allow-list (PlanError otherwise).
 
     target: the framework to replay in ("torch", "numpy", "jax"); default: the plan's own (see
-    CompiledPlan)."""
+    CompiledPlan). machine: see CompiledPlan."""
     path = os.fspath(path)
-    plan, data = read_plan(path)
-    return CompiledPlan(plan, path, allow, target=target, jit=jit, data=data)
+    plan, data, raw = _read_plan(path)
+    return CompiledPlan(plan, path, allow, target=target, jit=jit, data=data, raw=raw, machine=machine)
