@@ -120,6 +120,7 @@ def test_wheel_holds_the_cli_generated_modules_schemas_and_extension(wheel):
                  "ivytrace/schemas/numpy.textproto"):
         assert must in names, must
     assert any(re.fullmatch(r"ivytrace/_speedups\.cpython-.*\.so", n) for n in names), sorted(names)
+    assert any(re.fullmatch(r"ivytrace/_replay\.cpython-.*\.so", n) for n in names), sorted(names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "ivytrace = ivytrace.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
     # Only the Python package: not the C++ install (lib/, include/, the CMake package).
@@ -143,7 +144,7 @@ def test_import_without_torch_uses_the_installed_package(venv):
     code = r"""
 import importlib.util, json, sys
 import numpy as np
-import ivytrace, ivytrace.v1.trace_pb2, ivytrace.v1.plan_pb2, ivytrace._speedups
+import ivytrace, ivytrace.v1.trace_pb2, ivytrace.v1.plan_pb2, ivytrace._speedups, ivytrace._replay
 from ivytrace.cli_bin import find_cli
 from ivytrace.runtime.plan import load_plan
 
@@ -154,7 +155,9 @@ def fn(x):
 x = np.random.RandomState(1).randn(3, 8).astype(np.float32)
 graph = ivytrace.trace_graph(fn, args=(x,))
 x2 = np.random.RandomState(2).randn(3, 8).astype(np.float32)
-print(json.dumps({"torch_spec": importlib.util.find_spec("torch") is not None,
+machine = load_plan(graph.plan_path, machine=True)   # the plan machine, as long plans run
+print(json.dumps({"machine_ok": bool(np.array_equal(machine(x2), load_plan(graph.plan_path, machine=False)(x2))),
+                  "torch_spec": importlib.util.find_spec("torch") is not None,
                   "torch_loaded": "torch" in sys.modules,
                   "file": ivytrace.__file__, "cli": find_cli(), "speedups": ivytrace._speedups.__file__,
                   "replay_ok": bool(np.allclose(graph(x2), fn(x2), rtol=1e-5, atol=1e-6))}))
@@ -167,7 +170,7 @@ print(json.dumps({"torch_spec": importlib.util.find_spec("torch") is not None,
     assert Path(got["file"]).resolve() == (site / "ivytrace" / "__init__.py").resolve(), got
     assert Path(got["cli"]).resolve() == (site / "ivytrace" / "bin" / "ivytrace").resolve(), got
     assert Path(got["speedups"]).parent.resolve() == (site / "ivytrace").resolve(), got
-    assert got["replay_ok"], got
+    assert got["replay_ok"] and got["machine_ok"], got
 
 
 NUMPY_PROGRAM = r'''

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 import mmap
 import os
 import zlib
@@ -170,7 +171,10 @@ class CompiledPlan:
             else:
                 self._fn = jitted
         self.input_names = gen.input_names
+        bad = next((n for n in self.input_names if not n.isidentifier() or keyword.iskeyword(n)), None)
         try:
+            if bad is not None:   # inspect.Parameter("") is an IndexError, not its ValueError
+                raise ValueError(f"{bad!r} is not a valid parameter name")
             self.signature = inspect.Signature(
                 [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in self.input_names])
         except ValueError as e:  # names that are not identifiers or repeat: bind by position only
