@@ -139,3 +139,28 @@ def test_a_negative_narrow_written_back_counts_from_the_end():
         x.narrow(0, -2, 1).mul_(3)
         return x
     assert _replays(fn, torch.randn(4, 2), [torch.randn(5, 2), torch.randn(2, 3)]) == ["match"] * 2
+
+
+def test_numpy_a_shape_number_returned_as_is():
+    # The NumPy recorder's result encoder met the stand-in of `n // 3` and read its array: an
+    # AttributeError while tracing.
+    def fn(x):
+        n = -(x.shape[0] * 6)
+        return x * (n // 3), n // 3, n % 4
+    g = ivytrace.trace_graph(fn, args=(np.ones((4, 1), np.float32),))
+    for shape in [(4, 1), (5, 2), (1, 3)]:
+        assert G.replay_outcome(g, fn, G.NumpyF, G.data(G.NumpyF, shape, 1)) == "match"
+
+
+def test_numpy_an_augmented_assignment_to_a_scalar_rebinds_it():
+    # x.sum() is a NumPy scalar; while recording it is a 0-d array, and `y += 1` was recorded as
+    # an in-place add (out=y), which the replay, where NumPy returns a scalar, failed to run.
+    def fn(x):
+        y = x.sum() * 0.1
+        y += 1
+        z = x[0, 0]
+        z *= 3
+        return y, z
+    g = ivytrace.trace_graph(fn, args=(np.ones((3, 4), np.float32),))
+    for shape in [(3, 4), (2, 2)]:
+        assert G.replay_outcome(g, fn, G.NumpyF, G.data(G.NumpyF, shape, 1)) == "match"
