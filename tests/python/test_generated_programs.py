@@ -164,3 +164,25 @@ def test_numpy_an_augmented_assignment_to_a_scalar_rebinds_it():
     g = ivytrace.trace_graph(fn, args=(np.ones((3, 4), np.float32),))
     for shape in [(3, 4), (2, 2)]:
         assert G.replay_outcome(g, fn, G.NumpyF, G.data(G.NumpyF, shape, 1)) == "match"
+
+
+def test_a_reshape_that_was_the_identity_when_traced_is_kept():
+    # simplify forwarded a reshape/flatten whose recorded result had its input's shape; on an
+    # input of another shape (or rank: a program that reads no shape does not guard it) the
+    # replay returned the input's shape.
+    progs = [(lambda x: x.flatten() + 1, torch.ones(2), torch.randn(5, 5)),
+             (lambda x: x.reshape(2, 3) * 2, torch.ones(2, 3), torch.randn(3, 2)),
+             (lambda x: x.reshape(-1) - 1, np.ones(2, np.float32), np.ones((2, 2), np.float32))]
+    for fn, x0, x in progs:
+        F = G.TorchF if isinstance(x0, torch.Tensor) else G.NumpyF
+        g = ivytrace.trace_graph(fn, args=(x0,))
+        assert G.replay_outcome(g, fn, F, x) == "match"
+
+
+def test_a_reshape_to_its_own_symbolic_sizes_is_still_removed():
+    def fn(x):
+        b, t, c = x.shape
+        return x.view(b, t, c).relu()
+    g = ivytrace.trace_graph(fn, args=(torch.randn(2, 3, 4),))
+    assert "torch.Tensor.view" not in {s.function for s in g.plan.plan.steps}
+    assert G.replay_outcome(g, fn, G.TorchF, torch.randn(3, 1, 5)) == "match"
