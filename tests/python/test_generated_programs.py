@@ -160,7 +160,9 @@ def test_numpy_an_augmented_assignment_to_a_scalar_rebinds_it():
         y += 1
         z = x[0, 0]
         z *= 3
-        return y, z
+        w = z.copy()
+        w -= 1
+        return y, z, w
     g = ivytrace.trace_graph(fn, args=(np.ones((3, 4), np.float32),))
     for shape in [(3, 4), (2, 2)]:
         assert G.replay_outcome(g, fn, G.NumpyF, G.data(G.NumpyF, shape, 1)) == "match"

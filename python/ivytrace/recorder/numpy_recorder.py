@@ -267,7 +267,12 @@ def _make_method(mname):
         out = kwargs.get("out")
         if mname in _WRITING_METHODS:
             out = self
-        return _call(f"numpy.ndarray.{mname}", base, (self,) + args, kwargs, out)
+        result = _call(f"numpy.ndarray.{mname}", base, (self,) + args, kwargs, out)
+        # A NumPy scalar's methods (s.copy(), s.astype(...)) give scalars: so do its stand-in's.
+        if self.__dict__.get("_ivytrace_scalar") and type(result) is TracedArray and result is not self \
+                and np.ndarray.ndim.__get__(result) == 0:
+            result._ivytrace_scalar = True
+        return result
     method.__name__ = mname
     return method
 
