@@ -171,6 +171,20 @@ Status PlanLowering::Prepare() {
     for (const auto& m : n.mutated) {
       const ValueId mv = m.value();
       if (std::find(returned.begin(), returned.end(), mv) != returned.end()) continue;
+      // The argument the call wrote, when it is one: its slot holds the object written. It is
+      // not always the latest earlier value of the same recorder tensor: after a write through
+      // an indexing view, a region input's newer versions live in a private copy (the builder's
+      // clone + __setitem__, under a synthetic id), and `x[mask] = v` then writes that copy.
+      int64_t arg_value = -1;
+      auto find = [&](const v1::TensorRef& r) {
+        if (arg_value < 0 && r.id() == m.id()) arg_value = r.value();
+      };
+      for (const auto& a : n.args) ForEachTensor(a, find);
+      for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), find);
+      if (arg_value >= 0 && static_cast<ValueId>(arg_value) < mv) {
+        alias_[mv] = alias_[arg_value];
+        continue;
+      }
       for (ValueId j = mv; j-- > 0;) {
         const Value& c = g.values[j];
         if (c.tensor_id != g.values[mv].tensor_id) continue;

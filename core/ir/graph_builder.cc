@@ -408,6 +408,12 @@ class Builder {
     if (carries_views) {
       uint64_t self_id = 0;
       if (!n.args.empty() && n.args[0].has_tensor()) self_id = n.args[0].tensor().id();
+      // `torch.add(a, b, out=v)` writes `out`, not its first argument: when `a` is a view of
+      // the same storage (`torch.add(x[:, :1], 1, out=x[:, -1:])`) both are listed as mutated
+      // (one version counter), and keeping `a` would write the result back into the wrong box.
+      for (const auto& kw : n.kwargs) {
+        if (kw.name() == "out" && kw.value().has_tensor()) self_id = kw.value().tensor().id();
+      }
       std::vector<v1::TensorRef> kept;
       for (const auto& m : n.mutated) {
         bool drop = false;
@@ -507,6 +513,11 @@ class Builder {
     std::vector<int64_t> parent_shape;
     v1::DType parent_dtype = v1::DTYPE_UNSPECIFIED;
     bool underivable = false;           // one of several outputs of an op we cannot invert
+    // split/chunk: the index holds the recorded offsets, right only at the recorded size of the
+    // parent's dim `size_dim`; using the link guards that size (once).
+    int64_t size_dim = -1;
+    int64_t recorded_size = 0;
+    bool size_guarded = false;
   };
 
   static bool IntArg(const v1::Arg& a, int64_t* v) {
@@ -584,6 +595,10 @@ class Builder {
           }
         });
         offset += len;
+        if (!unbind) {   // unbind's item i is x[i] at any size; split/chunk offsets are not
+          link.size_dim = dim;
+          link.recorded_size = parent.shape[dim];
+        }
         // Re-derived as parent[index], the same view.
         link.node.op = "torch.Tensor.__getitem__";
         link.node.schema = registry_.Find(link.node.op);
@@ -606,6 +621,10 @@ class Builder {
     const auto& out = n.result.tensor();
     const auto& in = n.args[0].tensor();
     if (out.storage() == 0 || out.id() == in.id()) return Status::Ok();
+    // `torch.add(a, b, out=v)` returns `v` itself: no new view of `a`, whatever storage they share.
+    for (const auto& kw : n.kwargs) {
+      if (kw.name() == "out" && kw.value().has_tensor() && kw.value().tensor().id() == out.id()) return Status::Ok();
+    }
     const Value& parent = graph_->values[in.value()];
     if (in.storage() != out.storage()) return Status::Ok();
     ViewLink link;
@@ -686,10 +705,11 @@ class Builder {
         if (!check_dim(a) || rank == 0) return bad_dim(a);
         link.inverse = Inverse::kSetItem;
         const int64_t d = norm(a);
+        // A negative start counts from the end at any size: the slice keeps it negative (and
+        // open-ended when the view reaches the end), not resolved against the recorded size.
         int64_t start = b, stop = 0;
         // Values from the file: overflow is damage, not undefined behaviour.
-        if ((b < 0 && __builtin_add_overflow(b, parent.shape[d], &start)) ||
-            __builtin_add_overflow(start, len, &stop)) {
+        if (__builtin_add_overflow(start, len, &stop)) {
           return Status::Corruption("trace '" + reader_.path() + "' (record ending at byte " +
                                     std::to_string(reader_.offset()) + "): op '" + op + "' at " +
                                     At(n.loc) + ": start " + std::to_string(b) + " and length " +
@@ -697,7 +717,7 @@ class Builder {
         }
         link.index = IndexAt(d, [&](v1::Arg* x) {
           x->mutable_slice()->mutable_start()->set_i(start);
-          x->mutable_slice()->mutable_stop()->set_i(stop);
+          if (!(start < 0 && stop == 0)) x->mutable_slice()->mutable_stop()->set_i(stop);
         });
       }
     }
@@ -803,6 +823,32 @@ class Builder {
     return Status::Ok();
   }
 
+  // A split/chunk view's index holds the offsets recorded: re-deriving it, or writing it back,
+  // is right only while the parent's dim has its recorded size, so the first use guards that
+  // size (ivytrace.sym.size of the parent, checked on replay and in an exported model).
+  void GuardLinkSize(uint64_t view_id, ValueId parent) {
+    auto it = links_.find(view_id);
+    if (it == links_.end()) return;
+    ViewLink& link = it->second;
+    if (link.size_dim < 0 || link.size_guarded) return;
+    link.size_guarded = true;
+    Node n;
+    n.op = "ivytrace.sym.size";
+    n.loc = link.node.loc;
+    n.args.push_back(TensorArg(parent));
+    v1::Arg dim;
+    dim.set_i(link.size_dim);
+    n.args.push_back(dim);
+    const uint64_t sid = kSyntheticId | ++synthetic_;
+    const ValueId size = Emit(std::move(n), sid, 0, sid, v1::SYM_INT, {});
+    v1::Guard g;
+    *g.mutable_tensor() = TensorArg(size).tensor();
+    g.set_op("ivytrace.sym.__int__");
+    g.mutable_observed()->set_i(link.recorded_size);
+    *g.mutable_loc() = link.node.loc;
+    graph_->guards.push_back(std::move(g));
+  }
+
   // `r` (a view, at a version no op defined): its view op replayed on its parent at that version.
   Status DeriveAlias(const v1::TensorRef& r, const Where& where, ValueId* out) {
     const ViewLink& link = links_.at(r.id());
@@ -819,6 +865,7 @@ class Builder {
     pr.set_storage(r.storage());
     ValueId parent;
     IVY_RETURN_IF_ERROR(Resolve(pr, where, &parent));
+    GuardLinkSize(r.id(), parent);
     Node n = link.node;
     n.args[0] = TensorArg(parent);
     const Value& old = graph_->values[link.node.result.tensor().value()];
@@ -860,17 +907,17 @@ class Builder {
       pr.set_storage(m.storage());
       ValueId parent_old;
       IVY_RETURN_IF_ERROR(Resolve(pr, where, &parent_old));
+      GuardLinkSize(child, parent_old);
       ValueId parent_new = 0;
       Node n;
       n.loc = loc;
       switch (link.inverse) {
         case Inverse::kReshape: {
-          n.op = "torch.reshape";
+          // reshape_as the parent, not a reshape to its recorded shape: a replay at another
+          // shape writes back at that shape (`v = x.view(-1); v[0] = 5` at any size of x).
+          n.op = "torch.Tensor.reshape_as";
           n.args.push_back(TensorArg(child_new));
-          v1::Arg shape;
-          shape.mutable_tuple();
-          for (int64_t d : link.parent_shape) shape.mutable_tuple()->add_items()->set_i(d);
-          n.args.push_back(shape);
+          n.args.push_back(TensorArg(parent_old));
           parent_new = Emit(std::move(n), link.parent, nv, m.storage(), link.parent_dtype, link.parent_shape);
           break;
         }

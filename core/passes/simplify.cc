@@ -211,6 +211,70 @@ std::optional<ValueId> Match(const Graph& g, const Node& n) {
   return std::nullopt;
 }
 
+// Whether every graph input's rank is guarded (a region that read a shape guards them all):
+// then each value's rank is the recorded one on every replay.
+bool RanksGuarded(const Graph& g) {
+  std::unordered_set<ValueId> guarded;
+  for (const auto& guard : g.guards) {
+    const std::string& op = guard.op();
+    const auto dot = op.rfind('.');
+    const std::string last = dot == std::string::npos ? op : op.substr(dot + 1);
+    if (last == "dim" || last == "ndim" || last == "shape") guarded.insert(guard.tensor().value());
+  }
+  for (ValueId v : g.InputValues()) {
+    if (!guarded.count(v)) return false;
+  }
+  return true;
+}
+
+// A reshape or flatten whose recorded result has its input's shape is the identity on that
+// input, but a replay may give the input another shape: x.reshape(2, 3) of a (3, 2) input, or
+// x.flatten() of a 2-d input where a 1-d one was recorded, is no identity. The forward holds on
+// every input only when the target follows the input: each size is `ivytrace.sym.size(x, i)` of
+// the input itself at its own position (at most one -1 among them), or x is 1-d, flattened or
+// reshaped to (-1,). Both need the input's rank to be the recorded one: a read shape guards
+// the ranks of the region's inputs (`ranks_guarded`).
+bool ShapeFollowsInput(const Graph& g, const Node& n, ValueId in, bool ranks_guarded) {
+  if (!ranks_guarded) return false;
+  const Value& x = g.values[in];
+  if (n.canonical() == "flatten") {
+    return x.shape.size() <= 1;
+  }
+  std::vector<const v1::Arg*> target;
+  for (const auto& kw : n.kwargs) {
+    if (kw.name() != "shape") return false;
+  }
+  const v1::Arg* shape_arg = nullptr;
+  if (!n.kwargs.empty()) shape_arg = &n.kwargs[0].value();
+  else if (n.args.size() == 2 && (n.args[1].has_tuple() || n.args[1].has_list())) shape_arg = &n.args[1];
+  if (shape_arg) {
+    const auto& items = shape_arg->has_tuple() ? shape_arg->tuple().items() : shape_arg->list().items();
+    for (const auto& it : items) target.push_back(&it);
+  } else {
+    for (size_t i = 1; i < n.args.size(); ++i) target.push_back(&n.args[i]);
+  }
+  if (target.size() != x.shape.size()) return false;
+  int minus_one = 0;
+  for (size_t i = 0; i < target.size(); ++i) {
+    const v1::Arg& a = *target[i];
+    if (a.kind_case() == v1::Arg::kI) {
+      if (a.i() != -1 || ++minus_one > 1) return false;
+      continue;
+    }
+    if (!a.has_tensor()) return false;
+    const Value& s = g.values[a.tensor().value()];
+    if (s.kind != v1::NODE_OUTPUT || s.producer < 0) return false;
+    const Node& p = g.nodes[s.producer];
+    if (p.op != "ivytrace.sym.size" || p.args.size() != 2 || !p.args[0].has_tensor() ||
+        p.args[0].tensor().value() != in || p.args[1].kind_case() != v1::Arg::kI) {
+      return false;
+    }
+    const int64_t d = p.args[1].i() < 0 ? p.args[1].i() + static_cast<int64_t>(x.shape.size()) : p.args[1].i();
+    if (d != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
 // reshape(reshape-or-flatten(x, s1), s2) reads x directly: the value of arg 0 to use instead, or nothing.
 // Every link's memory must be free of in-place writes (`written`): aliasing changes.
 std::optional<ValueId> ReshapeChainSource(const Graph& g, const Node& n, WrittenStorage& written) {
@@ -248,6 +312,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
   // Storage written in place anywhere in the graph: asked only of reshapes and of calls a rule
   // matched, so it is worked out on the first question (most nodes never ask).
   WrittenStorage written(*g);
+  const bool ranks_guarded = RanksGuarded(*g);
   std::unordered_set<ValueId> region_outputs;
   std::unordered_set<uint64_t> output_storage;
   for (ValueId v : g->OutputValues()) {
@@ -292,6 +357,9 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     const Value& from = g->values[*in];
     const Value& to = g->values[out];
     if (from.dtype != to.dtype || from.shape != to.shape) continue;
+    if ((n.canonical() == "reshape" || n.canonical() == "flatten") && !ShapeFollowsInput(*g, n, *in, ranks_guarded)) {
+      continue;
+    }
     if ((from.storage && written.Contains(from.storage)) || (to.storage && written.Contains(to.storage))) continue;
     if (region_outputs.count(out) &&
         (from.kind != v1::NODE_OUTPUT || region_outputs.count(*in) ||

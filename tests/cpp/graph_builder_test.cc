@@ -230,8 +230,11 @@ TEST(GraphBuilder, WriteThroughAViewDefinesTheNextVersionOfTheBase) {
   ASSERT_TRUE(VerifyGraph(g).ok());
   ASSERT_EQ(g.nodes.size(), 4u);
   const Node& back = g.nodes[3];
-  EXPECT_EQ(back.op, "torch.reshape");
+  // reshape_as the base's old value, so that a replay at another shape writes back at that shape.
+  EXPECT_EQ(back.op, "torch.Tensor.reshape_as");
   EXPECT_EQ(back.inputs[0], g.nodes[2].outputs[0]) << "the base's new value is made from the written view";
+  EXPECT_EQ(g.values[back.inputs[1]].tensor_id, 2u) << "shaped like the base";
+  EXPECT_EQ(g.values[back.inputs[1]].tensor_version, 0u);
   EXPECT_EQ(g.OutputValues()[0], back.outputs[0]);
   EXPECT_EQ(g.values[back.outputs[0]].tensor_id, 2u);
   EXPECT_EQ(g.values[back.outputs[0]].tensor_version, 1u);

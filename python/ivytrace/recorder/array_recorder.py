@@ -335,14 +335,15 @@ class ArrayRecorder(RegionFraming):
 
     def _define_region_result(self, tensors):
         for t in tensors:
-            if not self._is_known(t) and self._has_value(t[0]):
+            # (None, ...) stands for a symbolic int (a NumPy shape stand-in returned as is).
+            if t[0] is not None and not self._is_known(t) and self._has_value(t[0]):
                 self._write_value(t[0], self._tensor_ref(*t), CONSTANT)
                 self._learn(t)
 
     def _write_region_outputs(self, tensors):
         seen = set()
         for t in tensors:
-            if t[1] not in seen and self._has_value(t[0]):
+            if t[0] is not None and t[1] not in seen and self._has_value(t[0]):
                 seen.add(t[1])
                 self._write_value(t[0], self._tensor_ref(*t), REGION_OUTPUT)
 

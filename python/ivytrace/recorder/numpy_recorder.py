@@ -153,11 +153,27 @@ def _traced(v):
     if type(v) is np.ndarray:
         return v.view(TracedArray)
     if isinstance(v, np.generic) and not isinstance(v, (np.str_, np.bytes_, np.void)):
-        return np.asarray(v).view(TracedArray)   # numpy scalars become 0-d arrays (recorded)
+        a = np.asarray(v).view(TracedArray)   # numpy scalars become 0-d arrays (recorded)
+        a._ivytrace_scalar = True             # ... that stay immutable (see _scalar_inplace)
+        return a
     t = type(v)
     if t is tuple or t is list:
         return t(_traced(x) for x in v)
     return v
+
+
+def _scalar_inplace(name):
+    """`y += 1` on a NumPy scalar rebinds y to a new scalar; on the 0-d array that stands for it
+    while recording it would write in place (a recorded `out=`), which the replay, where NumPy
+    returns the scalar, cannot do. Such a stand-in computes the new value instead."""
+    inplace, plain = getattr(np.ndarray, f"__i{name}__"), getattr(np.ndarray, f"__{name}__")
+
+    def method(self, other):
+        if self.__dict__.get("_ivytrace_scalar"):
+            return plain(self, other)
+        return inplace(self, other)
+    method.__name__ = f"__i{name}__"
+    return method
 
 
 class TracedArray(np.ndarray):
@@ -179,6 +195,11 @@ class TracedArray(np.ndarray):
         mod = getattr(func, "__module__", "") or "numpy"
         name = f"{mod}.{func.__name__}" if mod == "numpy" or mod.startswith("numpy.") else f"numpy.{func.__name__}"
         return _call(name, func, args, kwargs, kwargs.get("out"))
+
+    for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+                  "lshift", "rshift"):
+        locals()[f"__i{_name}__"] = _scalar_inplace(_name)
+    del _name
 
     @property
     def T(self):
@@ -246,7 +267,12 @@ def _make_method(mname):
         out = kwargs.get("out")
         if mname in _WRITING_METHODS:
             out = self
-        return _call(f"numpy.ndarray.{mname}", base, (self,) + args, kwargs, out)
+        result = _call(f"numpy.ndarray.{mname}", base, (self,) + args, kwargs, out)
+        # A NumPy scalar's methods (s.copy(), s.astype(...)) give scalars: so do its stand-in's.
+        if self.__dict__.get("_ivytrace_scalar") and type(result) is TracedArray and result is not self \
+                and np.ndarray.ndim.__get__(result) == 0:
+            result._ivytrace_scalar = True
+        return result
     method.__name__ = mname
     return method
 
