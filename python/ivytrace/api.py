@@ -461,7 +461,7 @@ class Graph:
     def __repr__(self):
         if not self._specs:
             return f"<ivytrace.Graph {self.name!r}, not traced yet>"
-        return f"<ivytrace.Graph {self.name!r}: {len(self.plan.plan.steps)} steps, {len(self._specs)} trace(s)>"
+        return f"<ivytrace.Graph {self.name!r}: {self.plan.num_steps} steps, {len(self._specs)} trace(s)>"
 
 
 class LazyGraph(Graph):

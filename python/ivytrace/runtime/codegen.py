@@ -106,11 +106,16 @@ def _has_slot(arg) -> bool:
 
 class _Gen:
     def __init__(self, plan, allow, filename, target=None, convert_inputs=True, data=None, raw=None,
-                 machine=None):
+                 machine=None, program=None):
         self.plan = plan
         self.data = data   # format 02: the constants' bytes, by index (plan.read_plan)
         self.raw = raw     # the Plan's serialized bytes, if the caller has them (the machine parses them)
         self.machine = machine   # run the steps in ivytrace._replay: True, False, None (by size)
+        # A Program (ivytrace._replay) that parsed the plan's bytes, when the caller read only the
+        # rest of the plan in Python (plan.py _parse: plan.steps is then empty).
+        self.program = program
+        self.headless = program is not None
+        self.num_steps = None
         self.machine_used = False
         self.allow = allow
         self.filename = filename
@@ -320,6 +325,8 @@ class _Gen:
             self._collect_outputs(plan.outputs)
 
         if not self._machine_steps(params):
+            if self.headless:   # parsed without its steps for the machine, which does not run them
+                plan.ParseFromString(self.raw)
             self._emit_steps()
         return self._finish(params)
 
@@ -337,14 +344,19 @@ class _Gen:
             if self.machine:
                 raise PlanError(f"{self.filename}: machine=True, but {why}")
             return False
-        if self.machine is None and len(plan.steps) < machine_min_steps():
-            return False
+        prog = self.program
+        if prog is None:
+            if self.machine is None and len(plan.steps) < machine_min_steps():
+                return False
+            try:
+                prog = _replay.Program(self.raw if self.raw is not None else plan.SerializeToString())
+            except ValueError:
+                raise PlanError(f"{self.filename}: the plan does not parse as ivytrace.v1.Plan") from None
+        self.program = None   # built once; a fallback below reads the steps in Python
         defined = [s for s in self.names if s not in self.constants]   # inputs, in the order passed
-        prog = _replay.Program(
-            self.raw if self.raw is not None else plan.SerializeToString(), self.filename, plan.num_slots,
-            defined, {s: self.ns[self.names[s]] for s in self.constants}, sorted(self.outputs),
-            {s: [self.ns[g] for g in checks] for s, checks in self.guards_by_slot.items()},
-            PlanError, GuardError)
+        prog.build(self.filename, plan.num_slots, defined, {s: self.ns[self.names[s]] for s in self.constants},
+                   sorted(self.outputs), {s: [self.ns[g] for g in checks] for s, checks in self.guards_by_slot.items()},
+                   PlanError, GuardError)
         functions = prog.functions
         if any(name.startswith("jax.") for name, _ in functions):
             # JAX primitives replay through their jax.numpy functions (public_jax_call): codegen's.
@@ -358,17 +370,18 @@ class _Gen:
             kinds.append(_MACHINE_OPERATORS.get(name) or ((3, method) if method else 0))
             fns.append(f)
         lits = []
-        for raw, first in prog.literals:
-            where = f"{self.filename}: step {first} ({plan.steps[first].function})"
+        for raw, first, function in prog.literals:
+            where = f"{self.filename}: step {first} ({function})"
             lits.append(self.literal(common_pb2.Arg.FromString(raw), self.allow, where))
         machine = self.bind("m", prog.link(fns, kinds, lits))
         self.machine_used = True
         self.guards_by_slot.clear()   # the machine checks them
+        self.num_steps = prog.num_steps
         outs = prog.defined_outputs
         for s in outs:
             self.names[s] = f"v{s}"
         call = f"{machine}({', '.join(self.names[s] for s in defined)})"
-        self.lines.append(f"    # steps 0 to {len(plan.steps) - 1}: run by ivytrace._replay "
+        self.lines.append(f"    # steps 0 to {prog.num_steps - 1}: run by ivytrace._replay "
                           f"(load_plan(..., machine=False) writes them as Python)")
         if outs:
             self.lines.append(f"    ({', '.join(self.names[s] for s in outs)},) = {call}")
@@ -807,8 +820,9 @@ def _needs_paths(arg) -> bool:
 class Generated:
     """The generated function, its source and its namespace."""
 
-    def __init__(self, source, namespace, function, input_names, filename, machine=False):
+    def __init__(self, source, namespace, function, input_names, filename, machine=False, num_steps=0):
         self.machine = machine   # whether the steps run in ivytrace._replay
+        self.num_steps = num_steps
         self.source = source
         self.namespace = namespace
         self.function = function
@@ -817,8 +831,8 @@ class Generated:
 
 
 def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=True, data=None, raw=None,
-             machine=None) -> Generated:
-    g = _Gen(plan, allow, filename, target, convert_inputs, data, raw, machine)
+             machine=None, program=None) -> Generated:
+    g = _Gen(plan, allow, filename, target, convert_inputs, data, raw, machine, program)
     source = g.run()
     plan_no = next(_counter)
     # A chunked plan's functions are compiled one by one: compiling them as one module would hold
@@ -842,4 +856,5 @@ def generate(plan, allow, filename: str = "<plan>", target=None, convert_inputs=
     fn = g.ns["forward"]
     for code_name in names:
         weakref.finalize(fn, linecache.cache.pop, code_name, None)
-    return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename, g.machine_used)
+    return Generated(source, g.ns, fn, [gi.name for gi in plan.inputs], filename, g.machine_used,
+                     len(plan.steps) if g.num_steps is None else g.num_steps)

@@ -13,6 +13,7 @@ import os
 import zlib
 
 from ivytrace.runtime.allowlist import AllowList, default_allowlist
+from ivytrace.runtime import codegen
 from ivytrace.runtime.codegen import generate
 from ivytrace.runtime.errors import PlanError
 from ivytrace.v1 import plan_pb2
@@ -29,12 +30,14 @@ def read_plan(path):
     i's bytes, for format 02 (plan.proto): the file is mapped copy-on-write, so the constants are
     the file's pages, read lazily and shared with the page cache, never parsed or copied (a step
     that writes into one gets a private page). None for format 01, whose Plan holds the bytes."""
-    plan, data, _ = _read_plan(path)
+    plan, data, _, _ = _read_plan(path, machine=False)
     return plan, data
 
 
-def _read_plan(path):
-    """read_plan's (plan, data), and a view of the Plan's serialized bytes in the file."""
+def _read_plan(path, machine=None):
+    """read_plan's (plan, data), a view of the Plan's serialized bytes in the file, and the
+    ivytrace._replay.Program that parsed them for the machine (`machine` as load_plan's) if one
+    did: then `plan` holds all but the steps (see _parse)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -70,13 +73,9 @@ def _read_plan(path):
         raise PlanError(f"{path}: byte offset {end}: damaged: the checksum of bytes 0 to {end} "
                         f"({actual:#010x}) does not match the stored one ({stored:#010x}): bytes were "
                         f"changed after the plan was written")
-    plan = plan_pb2.Plan()
-    try:
-        plan.ParseFromString(view[at:end])   # a view: a slice would be a copy
-    except Exception as e:  # protobuf's DecodeError; the message differs by backend
-        raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
+    plan, program = _parse(view[at:end], path, at, machine)   # a view: a slice would be a copy
     if magic == PLAN_MAGIC_V1:
-        return plan, None, view[at:end]
+        return plan, None, view[at:end], program
     data = []
     for i, c in enumerate(plan.constants):
         where = f"{path}: constant {i} (slot {c.slot})"
@@ -86,7 +85,29 @@ def _read_plan(path):
             raise PlanError(f"{where}: bytes {c.data_offset} to {c.data_offset + c.data_bytes} of the data section "
                             f"({section} bytes) are out of range or not {DATA_ALIGN}-byte aligned")
         data.append(view[DATA_START + c.data_offset:DATA_START + c.data_offset + c.data_bytes])
-    return plan, data, view[at:end]
+    return plan, data, view[at:end], program
+
+
+def _parse(body, path, at, machine):
+    """(plan, program): the Plan in `body`. A long plan that the plan machine may run is parsed
+    by the C++ protobuf library (ivytrace._replay.Program, which keeps the steps) and only the
+    rest of it by Python's, which would take seconds and a copy of every step (the codegen module
+    reads the steps in Python after all if the machine does not run them). Otherwise program is
+    None and the plan is whole."""
+    if machine is not False and codegen._replay is not None and \
+            len(body) >= (0 if machine else 16 * codegen.machine_min_steps()):   # a step is > 16 bytes
+        try:
+            program = codegen._replay.Program(body)
+        except ValueError:
+            raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan") from None
+        if machine or program.num_steps >= codegen.machine_min_steps():
+            return plan_pb2.Plan.FromString(program.head()), program
+    plan = plan_pb2.Plan()
+    try:
+        plan.ParseFromString(body)
+    except Exception as e:  # protobuf's DecodeError; the message differs by backend
+        raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan: {e}") from None
+    return plan, None
 
 
 def write_plan_file(path, plan: plan_pb2.Plan) -> None:
@@ -144,7 +165,7 @@ class CompiledPlan:
     """
 
     def __init__(self, plan: plan_pb2.Plan, path: str = "<plan>", allow: AllowList | None = None,
-                 target: str | None = None, jit: bool = False, data=None, raw=None, machine=None):
+                 target: str | None = None, jit: bool = False, data=None, raw=None, machine=None, program=None):
         self.plan = plan
         self.path = path
         target = target or plan.target or None
@@ -155,10 +176,11 @@ class CompiledPlan:
                             f"{self.framework!r}, or non-array inputs, or guards on values)")
         # Under jit the inputs are converted before the jitted function sees them.
         gen = generate(plan, allow or default_allowlist(), filename=path, target=target,
-                       convert_inputs=not use_jit, data=data, raw=raw, machine=machine)
+                       convert_inputs=not use_jit, data=data, raw=raw, machine=machine, program=program)
         self.source = gen.source
         self.namespace = gen.namespace   # what the generated code's names are bound to
         self.machine = gen.machine       # whether its steps run in ivytrace._replay
+        self.num_steps = gen.num_steps   # (plan.steps is empty when they do: see plan._parse)
         self._fn = gen.function
         self.jitted = use_jit
         if use_jit:
@@ -199,7 +221,7 @@ class CompiledPlan:
         return self._fn(*bound.args)
 
     def __repr__(self):
-        return f"<ivytrace plan {self.plan.name!r} from {self.path}: {len(self.plan.steps)} steps>"
+        return f"<ivytrace plan {self.plan.name!r} from {self.path}: {self.num_steps} steps>"
 
 
 def load_plan(path, allow: AllowList | None = None, target: str | None = None,
@@ -210,5 +232,6 @@ def load_plan(path, allow: AllowList | None = None, target: str | None = None,
     target: the framework to replay in ("torch", "numpy", "jax"); default: the plan's own (see
     CompiledPlan). machine: see CompiledPlan."""
     path = os.fspath(path)
-    plan, data, raw = _read_plan(path)
-    return CompiledPlan(plan, path, allow, target=target, jit=jit, data=data, raw=raw, machine=machine)
+    plan, data, raw, program = _read_plan(path, machine=machine if target is None and not jit else False)
+    return CompiledPlan(plan, path, allow, target=target, jit=jit, data=data, raw=raw, machine=machine,
+                        program=program)
