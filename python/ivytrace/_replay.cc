@@ -282,10 +282,7 @@ class Builder {
         c.push_back(a.list().items_size());
         for (const auto& x : a.list().items()) if (!Expr(x, step)) return false;
         return true;
-      default: break;
-    }
-    if (!HasSlot(a)) {
-      if (a.kind_case() == v1::Arg::kDict) {   // a new dict per call, as codegen's torch/NumPy literal dicts
+      case v1::Arg::kDict: {   // always a new dict too (codegen's, for torch and NumPy plans)
         const auto& d = a.dict();
         if (d.keys_size() != d.values_size())
           return Fail(Where(step) + ": dict argument has " + std::to_string(d.keys_size()) + " keys but " +
@@ -301,6 +298,9 @@ class Builder {
         }
         return true;
       }
+      default: break;
+    }
+    if (!HasSlot(a)) {
       c.push_back(kObj);
       c.push_back(Literal(a, step));
       return true;
@@ -311,22 +311,6 @@ class Builder {
         c.push_back(a.tuple().items_size());
         for (const auto& x : a.tuple().items()) if (!Expr(x, step)) return false;
         return true;
-      case v1::Arg::kDict: {
-        const auto& d = a.dict();
-        if (d.keys_size() != d.values_size())
-          return Fail(Where(step) + ": dict argument has " + std::to_string(d.keys_size()) + " keys but " +
-                      std::to_string(d.values_size()) + " values");
-        c.push_back(kDict);
-        c.push_back(d.keys_size());
-        for (int i = 0; i < d.keys_size(); ++i) {
-          int32_t k = Key(d.keys(i));
-          if (k < 0) return false;
-          c.push_back(kObj);
-          c.push_back(k);
-          if (!Expr(d.values(i), step)) return false;
-        }
-        return true;
-      }
       case v1::Arg::kSlice: {
         c.push_back(kSlice);
         const auto& s = a.slice();
