@@ -838,46 +838,43 @@ bool Build(Program* p, unsigned long num_slots, PyObject* defined, PyObject* con
   return true;
 }
 
-PyObject* Program_functions(PyObject* self, void*) {
-  Program* p = (Program*)self;
-  PyObject* out = PyList_New((Py_ssize_t)p->fn_names->size());
+// A new list of n items, item(i) each (a new reference, or nullptr with an exception set).
+template <typename Item>
+PyObject* ListOf(size_t n, Item item) {
+  PyObject* out = PyList_New((Py_ssize_t)n);
   if (!out) return nullptr;
-  for (size_t i = 0; i < p->fn_names->size(); ++i) {
-    PyObject* t = Py_BuildValue("(s#i)", (*p->fn_names)[i].data(), (Py_ssize_t)(*p->fn_names)[i].size(),
-                                (*p->fn_first)[i]);
-    if (!t) {
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* v = item(i);
+    if (!v) {
       Py_DECREF(out);
       return nullptr;
     }
-    PyList_SET_ITEM(out, (Py_ssize_t)i, t);
+    PyList_SET_ITEM(out, (Py_ssize_t)i, v);
   }
   return out;
+}
+
+PyObject* Program_functions(PyObject* self, void*) {
+  Program* p = (Program*)self;
+  return ListOf(p->fn_names->size(), [p](size_t i) {
+    const std::string& name = (*p->fn_names)[i];
+    return Py_BuildValue("(s#i)", name.data(), (Py_ssize_t)name.size(), (*p->fn_first)[i]);
+  });
 }
 
 PyObject* Program_literals(PyObject* self, void*) {
   Program* p = (Program*)self;
-  PyObject* out = PyList_New((Py_ssize_t)p->lit_bytes->size());
-  if (!out) return nullptr;
-  for (size_t i = 0; i < p->lit_bytes->size(); ++i) {
+  return ListOf(p->lit_bytes->size(), [p](size_t i) {
     const int32_t first = (*p->lit_first)[i];
     const std::string& fn = (*p->fn_names)[(*p->steps)[first].function];
-    PyObject* t = Py_BuildValue("(y#is#)", (*p->lit_bytes)[i].data(), (Py_ssize_t)(*p->lit_bytes)[i].size(), first,
-                                fn.data(), (Py_ssize_t)fn.size());
-    if (!t) {
-      Py_DECREF(out);
-      return nullptr;
-    }
-    PyList_SET_ITEM(out, (Py_ssize_t)i, t);
-  }
-  return out;
+    const std::string& arg = (*p->lit_bytes)[i];
+    return Py_BuildValue("(y#is#)", arg.data(), (Py_ssize_t)arg.size(), first, fn.data(), (Py_ssize_t)fn.size());
+  });
 }
 
 PyObject* Program_outputs(PyObject* self, void*) {
   Program* p = (Program*)self;
-  PyObject* out = PyList_New((Py_ssize_t)p->outputs->size());
-  if (!out) return nullptr;
-  for (size_t i = 0; i < p->outputs->size(); ++i) PyList_SET_ITEM(out, (Py_ssize_t)i, PyLong_FromLong((*p->outputs)[i]));
-  return out;
+  return ListOf(p->outputs->size(), [p](size_t i) { return PyLong_FromLong((*p->outputs)[i]); });
 }
 
 PyObject* Program_num_steps(PyObject* self, void*) { return PyLong_FromLong(((Program*)self)->num_steps); }
