@@ -403,3 +403,38 @@ def test_damaged_plans_load_and_run_alike_in_both_engines(name, edits):
         assert want[0] == got[0], (want, got, bytes(b).hex())
         if want[0] == "ok":
             assert same(want[1], got[1]), (want, got, bytes(b).hex())
+
+
+# -- generated programs: the machine against the generated code --------------------------------
+def _generated():
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent))
+    import program_gen
+    return program_gen
+
+
+@settings(max_examples=int(__import__("os").environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "25")), deadline=None,
+          derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(framework=st.sampled_from(["torch", "numpy"]), data_=st.data())
+def test_generated_programs_replay_alike_in_both_engines(framework, data_):
+    """Programs of tests/python/program_gen.py (views, in-place writes, masks, scatter, Python
+    numbers, branches...), traced once, replayed by both engines on the traced input and others:
+    the same values, the same input writes, the same guard messages."""
+    G = _generated()
+    F = G.FRAMEWORKS[framework]
+    steps = data_.draw(st.lists(st.tuples(st.sampled_from(G.names_for(framework)), st.integers(0, 7)),
+                                min_size=1, max_size=6))
+    shape = data_.draw(st.tuples(st.integers(1, 5), st.integers(1, 5)))
+    fn = G.make_program(steps, F)
+    g = G.trace(fn, F, G.data(F, shape, 0))
+    if g is None or isinstance(g, BaseException):
+        hypothesis.assume(False)
+    code, machine = both(g.plan_path)
+    for i, s in enumerate([shape, shape, (shape[0] + 1, shape[1]), (2, 3)]):
+        xs = [G.data(F, s, i), G.data(F, s, i)]   # one each: a program may write its input
+        want, got = outcome(code, xs[0]), outcome(machine, xs[1])
+        assert want[0] == got[0], (steps, s, want, got)
+        if want[0] == "ok":
+            assert same(want[1], got[1]) and same(xs[0], xs[1]), (steps, s)
+        elif want[0] == "GuardError":
+            assert want[1] == got[1]
