@@ -691,6 +691,11 @@ int Program_init(PyObject* self, PyObject* args, PyObject* kw) {
   p->fninfo = new std::vector<FnInfo>();
   p->linked = false;
   p->built = false;
+  if (buf.len > INT32_MAX) {   // ParseFromArray takes an int size (a plan's steps past 2 GiB)
+    PyBuffer_Release(&buf);
+    PyErr_SetString(PyExc_ValueError, "the plan message is over 2 GiB, more than protobuf parses at once");
+    return -1;
+  }
   bool parsed;
   Py_BEGIN_ALLOW_THREADS
   parsed = p->plan->ParseFromArray(buf.buf, (int)buf.len);

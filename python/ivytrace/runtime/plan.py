@@ -98,8 +98,8 @@ def _parse(body, path, at, machine):
             len(body) >= (0 if machine else 16 * codegen.machine_min_steps()):   # a step is > 16 bytes
         try:
             program = codegen._replay.Program(body)
-        except ValueError:
-            raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan") from None
+        except ValueError as e:
+            raise PlanError(f"{path}: byte offset {at}: the plan does not parse as ivytrace.v1.Plan ({e})") from None
         if machine or program.num_steps >= codegen.machine_min_steps():
             return plan_pb2.Plan.FromString(program.head()), program
     plan = plan_pb2.Plan()
