@@ -586,3 +586,28 @@ def test_flax_apply_keeps_params_as_inputs():
     assert not np.allclose(np.asarray(want), np.asarray(model.apply(params, x)))
     np.testing.assert_allclose(np.asarray(g(new, x)), np.asarray(want), rtol=1e-5, atol=1e-6)
     assert g.traces == 1
+
+
+def test_specializations_alternate_through_the_direct_call_path():
+    """A Graph calls its newest specialization's replay directly when the call's arguments are
+    its inputs as they are; a guard that fails there goes on to the other specializations (each
+    replayed once), and the one that took the call becomes the newest."""
+    calls = []
+
+    def branch(x):
+        calls.append(x.shape[0])
+        return x * 2 if x.shape[0] > 2 else x - 1
+
+    g = ivytrace.trace_graph(branch, retrace=True)
+    small, big = torch.randn(2, 3), torch.randn(4, 3)
+    torch.testing.assert_close(g(small), small - 1)
+    with pytest.warns(ivytrace.RetraceWarning):
+        torch.testing.assert_close(g(big), big * 2)
+    traced = len(calls)
+    for x in (small, big, big, small, small, big):
+        torch.testing.assert_close(g(x), branch(x))
+    assert g.traces == 2
+    assert len(calls) == traced + 6   # the replays never ran the function; only the comparisons did
+    with pytest.raises(TypeError):
+        g(small, small)              # a wrong number of arguments still binds as before
+    torch.testing.assert_close(g(x=big), big * 2)   # and keywords
