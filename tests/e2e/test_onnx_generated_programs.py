@@ -151,3 +151,28 @@ def test_a_slice_write_on_an_empty_batch(tmp_path):
         x[:, 1:] += 1
         return x + x[x > 0].sum()
     assert _export_and_run(fn, torch.zeros(0, 2), tmp_path) == "match"
+
+
+def test_a_seeded_program_exports_only_with_its_draws_baked(tmp_path):
+    # Seeding inside the function makes its draws a function of the shapes: baked, they are what
+    # every call draws, so the model matches the program on every call; unbaked, the export is
+    # refused (ONNX has no global generator to seed), never a model of other random numbers.
+    import torch
+
+    def torch_fn(x):
+        torch.manual_seed(5)
+        return x + torch.rand(x.shape)
+
+    def numpy_fn(x):
+        np.random.seed(5)
+        return x + np.random.rand(*x.shape).astype(np.float32)
+    for fn, F in ((torch_fn, G.TorchF), (numpy_fn, G.NumpyF)):
+        x0 = G.data(F, (2, 3), 0)
+        path = tmp_path / f"{fn.__name__}.onnx"
+        with pytest.raises(CLIError, match="random op"):
+            ivytrace.export(fn, path, args=(F.copy(x0),))
+        assert not path.exists()
+        ivytrace.export(fn, path, args=(F.copy(x0),), include_generators=False)
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        for seed in (1, 2):
+            assert model_outcome(sess, fn, F, G.data(F, (2, 3), seed)) == "match"
