@@ -670,6 +670,8 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     onnx_export::RemoveUnreadInitializers(og);
   }
 
+  onnx_export::ProtectRangeGathers(og);
+
   // Strict type and shape inference catches type mismatches the checker does not look at, and
   // tells which output dims follow the symbolic batch. It runs on the model itself, not a copy (a
   // copy of a million-node graph cost more than a tenth of the export, and twice its memory):

@@ -78,6 +78,13 @@ int MergeDuplicateNodes(onnx::GraphProto* graph);
 // Drops the nodes none of whose outputs is read by a later node or is a graph output (in reverse
 // order, so chains go at once). Returns how many.
 int RemoveUnreadNodes(onnx::GraphProto* graph);
+// onnxruntime's extended optimizations (GatherToSliceFusion) turn Gather(x, Range(s, l, d)) into
+// Slice(x, s, l, d), which differs wherever the indices count from the end: Range(n-1, -1, -1)
+// reverses x, Slice(n-1, -1, -1) is empty (its end -1 means the last element). Each Gather of a
+// Range not known to start at >= 0 with a positive step gets its negative indices wrapped,
+// Where(i < 0, i + dim, i) (what Gather does with them): the fusion no longer applies and the
+// values are Gather's. Returns how many.
+int ProtectRangeGathers(onnx::GraphProto* graph);
 
 // Folds a Transpose of an initializer that nothing else reads (a linear layer's constant weight)
 // into the initializer: it then holds the transposed bytes, under its name with ".T" appended,
