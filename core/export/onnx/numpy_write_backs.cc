@@ -131,7 +131,18 @@ class Carrier {
       for (auto& a : n.args) Rename(&a);
       for (auto& kw : n.kwargs) Rename(kw.mutable_value());
       Graph::IndexNode(&n);
-      if (IsNumpy(n) && n.writes) Carry(i, &after[i], carried);
+      if (IsNumpy(n) && n.writes) {
+        // The recorder writes a written array's id and version only; the builder takes its dtype
+        // and shape from an argument of that id, and an alias is none: it has its value's before.
+        for (const auto& m : n.mutated) {
+          Value& val = g_.values[m.value()];
+          auto before = cur_.find(m.id());
+          if (val.dtype != v1::DTYPE_UNSPECIFIED || before == cur_.end()) continue;
+          val.dtype = g_.values[before->second].dtype;
+          val.shape = g_.values[before->second].shape;
+        }
+        Carry(i, &after[i], carried);
+      }
       for (ValueId v : n.outputs) Note(v);
       for (const Node& made : after[i]) {
         for (ValueId v : made.outputs) Note(v);

@@ -638,6 +638,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       changed += onnx_export::FoldIntConstants(og, inferred, int64s, scalar);
       changed += onnx_export::DedupeGateChecks(og, scalar);
       changed += onnx_export::DropMultipliesByOne(og, inferred);
+      changed += onnx_export::FoldEmptyExpands(og, inferred);
       changed += onnx_export::ComputeWithoutMissingFloat64Kernels(og, inferred);
       changed += onnx_export::ConstantKnownShapes(og, inferred, int64s, scalar);
       for (auto& v : onnx_export::DeclareReshapeShapes(*og, inferred)) {

@@ -1877,3 +1877,53 @@ int ProtectRangeGathers(onnx::GraphProto* graph) {
 
 }  // namespace onnx_export
 }  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+int FoldEmptyExpands(onnx::GraphProto* graph, const InferredTypes& inferred) {
+  std::unordered_set<std::string> names;
+  for (const auto& n : graph->node()) names.insert(n.output().begin(), n.output().end());
+  for (const auto& t : graph->initializer()) names.insert(t.name());
+  for (const auto& in : graph->input()) names.insert(in.name());
+  std::unordered_set<std::string> outputs;
+  for (const auto& o : graph->output()) outputs.insert(o.name());
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> dead(nodes->size(), false);
+  std::unordered_map<std::string, std::string> renamed;
+  int folded = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto& n = *nodes->Mutable(i);
+    for (auto& in : *n.mutable_input()) {
+      auto it = renamed.find(in);
+      if (it != renamed.end()) in = it->second;
+    }
+    if (n.op_type() != "Expand" || !n.domain().empty() || n.output_size() != 1 || outputs.count(n.output(0))) continue;
+    const onnx::TypeProto* t = inferred(n.output(0));
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+    const auto& shape = t->tensor_type().shape();
+    bool all_known = true, empty = false;
+    for (const auto& d : shape.dim()) {
+      all_known = all_known && d.has_dim_value();
+      empty = empty || (d.has_dim_value() && d.dim_value() == 0);
+    }
+    if (!all_known || !empty || t->tensor_type().elem_type() == 0) continue;
+    std::string name = n.output(0) + ".empty";
+    for (int k = 1; names.count(name); ++k) name = n.output(0) + ".empty." + std::to_string(k);
+    names.insert(name);
+    auto* init = graph->add_initializer();
+    init->set_name(name);
+    init->set_data_type(t->tensor_type().elem_type());
+    for (const auto& d : shape.dim()) init->add_dims(d.dim_value());
+    init->set_raw_data("");
+    renamed[n.output(0)] = name;
+    dead[i] = true;
+    ++folded;
+  }
+  if (!folded) return 0;
+  DropNodes(nodes, dead);
+  return folded;
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

@@ -85,6 +85,11 @@ int RemoveUnreadNodes(onnx::GraphProto* graph);
 // Where(i < 0, i + dim, i) (what Gather does with them): the fusion no longer applies and the
 // values are Gather's. Returns how many.
 int ProtectRangeGathers(onnx::GraphProto* graph);
+// Each Expand whose output shape inference knows to be static and empty (a dim of 0) becomes an
+// empty initializer of that shape. onnxruntime's constant folding expands a constant (1, 1) to
+// (0, 1) as (1, 1), and its shape inference then refuses to load the model (a Concat of the
+// index grid of `x[:, 1:] += 1` on a (0, 2) input). Returns how many.
+int FoldEmptyExpands(onnx::GraphProto* graph, const InferredTypes& inferred);
 
 // Folds a Transpose of an initializer that nothing else reads (a linear layer's constant weight)
 // into the initializer: it then holds the transposed bytes, under its name with ".T" appended,

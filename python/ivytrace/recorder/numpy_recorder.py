@@ -327,8 +327,9 @@ def _rewrap(result, args, kwargs, out):
         outs = out if isinstance(out, tuple) else (out,)
         if isinstance(result, tuple) and len(result) == len(outs):
             return tuple(o if o is not None else _traced(r) for o, r in zip(outs, result))
-        if isinstance(result, np.ndarray) and outs and outs[0] is not None and \
-                np.shares_memory(result, outs[0]) and result.shape == outs[0].shape:
+        # (np.shares_memory is False for empty arrays: an empty result of out= is the out array.)
+        if isinstance(result, np.ndarray) and outs and outs[0] is not None and result.shape == outs[0].shape and \
+                (result.size == 0 or np.shares_memory(result, outs[0])):
             return outs[0]
     return _traced(result)
 
