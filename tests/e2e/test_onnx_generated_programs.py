@@ -224,6 +224,26 @@ def test_a_slice_write_on_an_empty_batch(tmp_path):
         assert model_outcome(sess, fn, F, G.data(F, shape, 1)) in ("match", "static", "guard")
 
 
+def test_a_failed_guard_is_named_before_the_op_it_protects(tmp_path):
+    # chunk_sum then if_square, recorded at (4, 2, 3), run at (3, 4, 3): the Split of the recorded
+    # chunk sizes [2, 2] failed ("size 2 exceeds the remaining size") naming no guard. The pieces'
+    # total is now checked before the Split, in a node named as an ivytrace guard.
+    import torch
+    fn = G.make_program([("chunk_sum", 6), ("if_square", 6)], G.TorchF)
+    sess = export_or_refuse(fn, G.TorchF, G.data(G.TorchF, (4, 2, 3), 0), tmp_path / "chunk.onnx")
+    assert sess is not None, "refused"
+    assert model_outcome(sess, fn, G.TorchF, G.data(G.TorchF, (4, 2, 3), 1)) == "match"
+    assert model_outcome(sess, fn, G.TorchF, G.data(G.TorchF, (3, 4, 3), 1)) == "guard"
+
+    # One recorded piece: the model returned the whole input as that piece at another length.
+    def first_piece(x):
+        return torch.split(x, 5, 0)[0] * 2
+    sess = export_or_refuse(first_piece, G.TorchF, torch.ones(3, 3), tmp_path / "first.onnx")
+    assert sess is not None, "refused"
+    assert model_outcome(sess, first_piece, G.TorchF, torch.randn(3, 3)) == "match"
+    assert model_outcome(sess, first_piece, G.TorchF, torch.randn(7, 3)) == "guard"
+
+
 def test_a_seeded_program_exports_only_with_its_draws_baked(tmp_path):
     # Seeding inside the function makes its draws a function of the shapes: baked, they are what
     # every call draws, so the model matches the program on every call; unbaked, the export is
