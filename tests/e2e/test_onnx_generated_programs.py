@@ -244,6 +244,39 @@ def test_a_failed_guard_is_named_before_the_op_it_protects(tmp_path):
     assert model_outcome(sess, first_piece, G.TorchF, torch.randn(7, 3)) == "guard"
 
 
+@pytest.mark.parametrize("p", [0, 1, 7])
+def test_while_halve_checks_its_guards_on_other_data(tmp_path, p):
+    # `while x.numel() and x.amax() > 1 + p` in torch: Tensor.amax() (dim=() meaning every dim in
+    # torch) was lowered as NumPy's reduction over no axis, an Identity, and the guard's check
+    # then failed in a Concat of checks of other shapes, on any data.
+    fn = G.make_program([("while_halve", p)], G.TorchF)
+    sess = export_or_refuse(fn, G.TorchF, G.data(G.TorchF, (4,), 0), tmp_path / "m.onnx")
+    assert sess is not None, "refused"
+    outcomes = {model_outcome(sess, fn, G.TorchF, G.data(G.TorchF, (4,), seed, kind))
+                for seed in range(1, 8) for kind in ("normal", "small_ints")}
+    assert outcomes <= {"match", "guard"} and "match" in outcomes
+
+
+def test_a_guard_on_a_torch_amax_loads(tmp_path):
+    # float(x.amax()) guards a value the model computed as x itself (the Identity above): its
+    # check's Reshape got a 2-D shape and onnxruntime refused to load the model ("shape input
+    # must be 1D"), about 19 of 600 generated programs.
+    fn = G.make_program([("expand_mid", 6), ("float_of_max", 0), ("flip_axis", 1), ("view_write", 3)], G.TorchF)
+    sess = export_or_refuse(fn, G.TorchF, G.data(G.TorchF, (2, 2, 1), 0), tmp_path / "m.onnx")
+    assert sess is not None, "refused"
+    assert model_outcome(sess, fn, G.TorchF, G.data(G.TorchF, (2, 2, 1), 0)) == "match"
+    assert model_outcome(sess, fn, G.TorchF, G.data(G.TorchF, (2, 2, 1), 1)) == "guard"
+
+
+def test_torch_reductions_over_an_empty_dim_list_reduce_every_dim(tmp_path):
+    import torch
+    for fn in (lambda x: x.amax() * 2, lambda x: torch.amin(x, dim=()) + 1, lambda x: torch.sum(x, dim=[]) - 1):
+        sess = export_or_refuse(fn, G.TorchF, torch.randn(3, 4), tmp_path / "m.onnx")
+        assert sess is not None, "refused"
+        assert model_outcome(sess, fn, G.TorchF, torch.randn(5, 4)) == "match"
+        (tmp_path / "m.onnx").unlink()
+
+
 def test_a_seeded_program_exports_only_with_its_draws_baked(tmp_path):
     # Seeding inside the function makes its draws a function of the shapes: baked, they are what
     # every call draws, so the model matches the program on every call; unbaked, the export is

@@ -76,8 +76,9 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
   const int rank = ctx.Rank(x);
   std::vector<int64_t> axes;
   IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
-  if (!call.IsNone("dim") && axes.empty() && rank > 0 && Items(call.Get("dim"))) {
-    // dim=() : NumPy/JAX reduce over no axis.
+  // dim=() : NumPy/JAX reduce over no axis; torch over every axis (x.amax(), torch.sum(x, dim=[])).
+  const bool torch_op = node.op.rfind("torch.", 0) == 0;
+  if (!call.IsNone("dim") && axes.empty() && rank > 0 && Items(call.Get("dim")) && !torch_op) {
     ctx.Emit("Identity", {ctx.CastTo(ctx.In(x), ctx.DType(x), ctx.DType(result))}, {ctx.Out(result)});
     return Status::Ok();
   }
