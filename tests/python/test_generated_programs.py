@@ -267,6 +267,25 @@ def test_seeding_inside_the_traced_function_is_replayed(framework):
     assert np.array_equal(after_replay, after_eager)
 
 
+def test_seeding_is_recorded_when_torch_manual_seed_is_wrapped(monkeypatch):
+    # torch.compile (torch._dynamo) replaces torch.manual_seed by a wrapper whose own name is
+    # torch.random.manual_seed, which schemas/ does not list: the call was recorded under that
+    # name, dropped by dce, and the replay drew unseeded again.
+    orig = torch.manual_seed
+
+    def manual_seed(seed):
+        return orig(seed)
+    manual_seed.__module__ = "torch.random"
+    monkeypatch.setattr(torch, "manual_seed", manual_seed)
+
+    def fn(x):
+        torch.manual_seed(11)
+        return x + torch.rand(x.shape)
+    g = ivytrace.trace_graph(fn, args=(torch.zeros(2, 2),))
+    assert "torch.manual_seed" in [s.function for s in g.plan.plan.steps]
+    assert G.replay_outcome(g, fn, G.TorchF, torch.ones(3, 2)) == "match"
+
+
 @pytest.mark.parametrize("framework", ["torch", "numpy"])
 def test_a_seed_whose_draws_are_dead_is_still_replayed(framework):
     # The seeding call has an effect outside the graph's outputs (the global generator): dce
@@ -290,3 +309,4 @@ def test_a_seed_whose_draws_are_dead_is_still_replayed(framework):
     else:
         np.random.seed(7)
         assert np.array_equal(want.numpy(), np.random.rand(2))
+

@@ -305,6 +305,11 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
                 rec = rec_ref()
                 if rec is None or not rec._records_seeding():
                     return _orig(seed)
+                # Recorded under its public name whatever wraps it (torch._dynamo replaces
+                # torch.manual_seed by a wrapper whose own name is torch.random.manual_seed).
+                info = rec._info.get(id(_orig))
+                if info is None or info[4] is not _orig:
+                    rec._info[id(_orig)] = rec._make_info(_names.OP, "torch.manual_seed", _orig)
                 made = []
 
                 def invoke(func, args, kwargs):
