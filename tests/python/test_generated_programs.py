@@ -310,3 +310,28 @@ def test_a_seed_whose_draws_are_dead_is_still_replayed(framework):
         np.random.seed(7)
         assert np.array_equal(want.numpy(), np.random.rand(2))
 
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_another_input_dtype_is_a_guard_failure_or_eager_dtype(framework):
+    # Traced with float32, `x.float()` was dropped as the identity it was, and a float64 input
+    # came back float64 where eager gives float32. The graph is specialized on its inputs' dtypes:
+    # another dtype fails a guard (and retrace=True traces again, giving eager's dtype).
+    if framework == "torch":
+        def fn(x):
+            return x.float() * 2, x.sum()
+        x32, x64 = torch.ones(3), torch.ones(3, dtype=torch.float64)
+    else:
+        def fn(x):
+            return x.astype(np.float32) * 2, x.sum()
+        x32, x64 = np.ones(3, np.float32), np.ones(3)
+    F = G.TorchF if framework == "torch" else G.NumpyF
+    g = ivytrace.trace_graph(fn, args=(x32,))
+    assert G.replay_outcome(g, fn, F, x32) == "match"
+    with pytest.raises(ivytrace.GuardError, match="dtypes"):
+        g(x64)
+    again = ivytrace.trace_graph(fn, args=(x32,), retrace=True)
+    with pytest.warns(ivytrace.RetraceWarning):
+        assert G.same(F, again(x64), fn(x64)) is None
+    assert again.traces == 2
+    assert G.same(F, again(x32), fn(x32)) is None
+
