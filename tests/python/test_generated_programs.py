@@ -335,3 +335,19 @@ def test_another_input_dtype_is_a_guard_failure_or_eager_dtype(framework):
     assert again.traces == 2
     assert G.same(F, again(x32), fn(x32)) is None
 
+
+
+@pytest.mark.xfail(strict=True, reason="NumPy's ravel/reshape return a view or a copy depending on the memory "
+                                       "layout, and the recorder records only what the traced call did: traced "
+                                       "at (5, 2, 4) ravel copied (another storage), dce drops the write through "
+                                       "it, and at (5, 1, 5), where eager's ravel is a view, the replay does not "
+                                       "write x. Needs a guard on the view-or-copy decision (a replay-time check "
+                                       "the runtime evaluates) or a graph that keeps writes through such results")
+def test_numpy_ravel_after_swapaxes_writes_like_eager():
+    def fn(x):
+        v = np.swapaxes(x, 0, 1).ravel()
+        v[0] = 5.0
+        return x * 1
+    g = ivytrace.trace_graph(fn, args=(G.data(G.NumpyF, (5, 2, 4), 0),))
+    for shape in [(5, 2, 4), (5, 1, 5)]:
+        assert G.replay_outcome(g, fn, G.NumpyF, G.data(G.NumpyF, shape, 1)) in ("match", "guard")
