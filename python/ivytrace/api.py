@@ -264,40 +264,6 @@ def _attrs(obj) -> dict:
 
 
 # -- specializations --------------------------------------------------------------------------
-def _dtypes_of(values):
-    """The dtype of each array among `values` (through lists, tuples and dicts), None for other
-    leaves: a tuple per value."""
-    def leaf(v):
-        t = type(v)
-        if t is list or t is tuple:
-            return tuple(leaf(x) for x in v)
-        if t is dict:
-            return tuple(sorted(((str(k), leaf(x)) for k, x in v.items()), key=lambda kv: kv[0]))
-        dt = getattr(v, "dtype", None)
-        if dt is None or not hasattr(v, "shape"):
-            return None
-        name = str(dt)   # torch.float32 and NumPy's/JAX's float32 alike (a graph replayed with to=)
-        return name[6:] if name.startswith("torch.") else name
-    return tuple(leaf(v) for v in values)
-
-
-def _show_dtypes(dtypes, names):
-    return "(" + ", ".join(f"{n}={d}" for n, d in zip(names, dtypes)) + ")"
-
-
-def _traced_dtypes(fn, args, kwargs, arg_names):
-    """_dtypes_of the traced call's arguments, bound as _Specialization.run binds a call's; None
-    when they do not bind to the plan's argument names."""
-    try:
-        call = _original_forward(fn) if _is_torch_module(fn) else fn
-        bound = bind_inputs(signature_of(call), tuple(args), dict(kwargs))
-    except Exception:  # noqa: BLE001 - a call run() binds otherwise: no dtype check
-        return None
-    if [n for n, _ in bound] != list(arg_names):
-        return None
-    return _dtypes_of([v for _, v in bound])
-
-
 class _Specialization:
     """One traced run: its plan, how the call's arguments bind to the plan's inputs, the state
     inputs and outputs, and the result's containers."""
@@ -342,11 +308,6 @@ class _Specialization:
     _positional_sig = None
     _positional_ok = False
 
-    # The dtypes of the array arguments when traced (_dtypes_of), or None: the graph is made for
-    # them (a cast to the traced dtype is dropped as an identity, kernels and promotions follow
-    # them), so another dtype is a guard failure, never a result of another dtype.
-    dtypes = None
-
     def run(self, sig, args, kwargs):
         if not kwargs and len(args) == len(self.arg_names) and self._positional(sig):
             values = list(args)
@@ -357,12 +318,6 @@ class _Specialization:
                 raise GuardError(f"ivytrace: traced with the arguments ({', '.join(self.arg_names)}), called with "
                                  f"({', '.join(names)}); trace again with these arguments")
             values = [v for _, v in bound]
-        if self.dtypes is not None:
-            got = _dtypes_of(values)
-            if got != self.dtypes:
-                raise GuardError(f"ivytrace: traced with arguments of dtypes {_show_dtypes(self.dtypes, self.arg_names)}, "
-                                 f"called with {_show_dtypes(got, self.arg_names)}; the graph is specialized on "
-                                 f"its inputs' dtypes (trace again with these)")
         if self.modes:
             self.check_modes()
         if self.state_in:
@@ -1007,7 +962,6 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
             raise
         spec = _Specialization(_load(plan_path, to, source), r.trace_path, plan_path, r.arg_names, r.state_in,
                                r.state_out, r.out_spec, r.modes)
-        spec.dtypes = _traced_dtypes(fn, args, kwargs, r.arg_names)
         if return_backend_traced_fn:
             _compile_backend(spec, target, r.static_positions, r.sym_positions)
         return spec, r.out, r.workdir
