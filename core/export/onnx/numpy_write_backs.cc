@@ -106,6 +106,13 @@ class Carrier {
 
   Status Run(size_t* carried) {
     const size_t n_nodes = g_.nodes.size();
+    // Most graphs have no NumPy write listing other arrays: nothing to do, in one scan.
+    bool any = false;
+    for (size_t i = 0; i < n_nodes && !any; ++i) {
+      const Node& n = g_.nodes[i];
+      any = !n.erased && n.writes && n.mutated.size() > 1 && IsNumpy(n);
+    }
+    if (!any) return Status::Ok();
     // Each view's link to the array it was made from (by its first view op).
     for (size_t i = 0; i < n_nodes; ++i) {
       const Node& n = g_.nodes[i];
@@ -128,9 +135,11 @@ class Carrier {
     for (size_t i = 0; i < n_nodes; ++i) {
       Node& n = g_.nodes[i];
       if (n.erased) continue;
-      for (auto& a : n.args) Rename(&a);
-      for (auto& kw : n.kwargs) Rename(kw.mutable_value());
-      Graph::IndexNode(&n);
+      if (!renamed_.empty()) {
+        for (auto& a : n.args) Rename(&a);
+        for (auto& kw : n.kwargs) Rename(kw.mutable_value());
+        Graph::IndexNode(&n);
+      }
       if (IsNumpy(n) && n.writes) {
         // The recorder writes a written array's id and version only; the builder takes its dtype
         // and shape from an argument of that id, and an alias is none: it has its value's before.
