@@ -537,9 +537,11 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   // at another length of the dim the Split failed naming no guard, or (one recorded piece)
   // returned the whole input as the only piece.
   auto guard_length = [&](const std::string& in, int64_t length, const std::string& what) {
+    // (A 0-d index: a dim ONNX shape inference knows becomes a constant, and a check that holds
+    // is then dropped, DropHeldLengthGuards.)
     onnx::NodeProto* g = nullptr;
     const std::string shape = ctx.EmitTemp("Shape", {in});
-    const std::string n = ctx.EmitTemp("Gather", {shape, ctx.Int64s({axis})}, &g);
+    const std::string n = ctx.EmitTemp("Gather", {shape, AxisScalar(ctx, axis)}, &g);
     SetAttr(g, "axis", int64_t{0});
     const std::string ok = ctx.EmitTemp("Equal", {n, ctx.Int64s({length})});
     const std::string to =

@@ -636,6 +636,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       };
       changed += onnx_export::ReplaceKnownDimReads(og, inferred, scalar);
       changed += onnx_export::FoldIntConstants(og, inferred, int64s, scalar);
+      changed += onnx_export::DropHeldLengthGuards(og);
       changed += onnx_export::DedupeGateChecks(og, scalar);
       changed += onnx_export::DropMultipliesByOne(og, inferred);
       changed += onnx_export::FoldEmptyExpands(og, inferred);

@@ -1927,3 +1927,48 @@ int FoldEmptyExpands(onnx::GraphProto* graph, const InferredTypes& inferred) {
 
 }  // namespace onnx_export
 }  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+int DropHeldLengthGuards(onnx::GraphProto* graph) {
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    for (const auto& o : graph->node(i).output()) producer[o] = i;
+  }
+  std::unordered_set<std::string> outputs;
+  for (const auto& o : graph->output()) outputs.insert(o.name());
+  auto node_of = [&](const std::string& name) -> const onnx::NodeProto* {
+    auto it = producer.find(name);
+    return it == producer.end() ? nullptr : &graph->node(it->second);
+  };
+  std::unordered_map<std::string, std::string> renamed;
+  std::vector<bool> dead(graph->node_size(), false);
+  int dropped = 0;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    onnx::NodeProto& n = *graph->mutable_node(i);
+    for (auto& in : *n.mutable_input()) {
+      auto it = renamed.find(in);
+      if (it != renamed.end()) in = it->second;
+    }
+    if (n.op_type() != "Reshape" || n.input_size() != 2 || n.output_size() != 1 ||
+        n.name().rfind("ivytrace guard (", 0) != 0 || outputs.count(n.output(0))) {
+      continue;
+    }
+    const onnx::NodeProto* where = node_of(n.input(1));
+    if (!where || where->op_type() != "Where" || where->input_size() != 3) continue;
+    const onnx::NodeProto* equal = node_of(where->input(0));
+    if (!equal || equal->op_type() != "Equal" || equal->input_size() != 2) continue;
+    const auto a = IntInitializer(*graph, equal->input(0)), b = IntInitializer(*graph, equal->input(1));
+    if (!a || !b || *a != *b) continue;   // not known to hold
+    renamed[n.output(0)] = n.input(0);
+    dead[i] = true;
+    ++dropped;
+  }
+  if (!dropped) return 0;
+  DropNodes(graph->mutable_node(), dead);
+  return dropped;
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

@@ -90,6 +90,11 @@ int ProtectRangeGathers(onnx::GraphProto* graph);
 // (0, 1) as (1, 1), and its shape inference then refuses to load the model (a Concat of the
 // index grid of `x[:, 1:] += 1` on a (0, 2) input). Returns how many.
 int FoldEmptyExpands(onnx::GraphProto* graph, const InferredTypes& inferred);
+// A length check of a lowering (`ivytrace guard (split sizes)`, `(unbind count)`: the input
+// reshaped to itself when a dim has its recorded length, else to an invalid shape) whose dim is
+// now a constant equal to the recorded length holds on every input: its Reshape goes, and its
+// readers read the input. Returns how many.
+int DropHeldLengthGuards(onnx::GraphProto* graph);
 
 // Folds a Transpose of an initializer that nothing else reads (a linear layer's constant weight)
 // into the initializer: it then holds the transposed bytes, under its name with ".T" appended,
