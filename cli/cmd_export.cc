@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/common.h"
+#include "core/export/onnx/numpy_write_backs.h"
 #include "cli/exit_status.h"
 #include "cli/progress.h"
 #include "core/export/onnx/onnx_exporter.h"
@@ -74,6 +75,11 @@ int RunExport(const ExportOptions& o) {
   }
   OnnxExportOptions oo;
   {
+    // NumPy writes through views: every other array on the written memory gets its new value
+    // computed (numpy_write_backs.h); a plan needs none of this, NumPy's memory does it.
+    size_t carried = 0;
+    st = CarryNumpyWritesBack(&lg.graph, &carried);
+    if (!st.ok()) return Fail("export", st, kExitInternal);
     // An ONNX model's inputs have fixed ranks: the guards on the inputs' ranks hold in it. A
     // graph specialized on its inputs' shapes (JAX) is exported with those shapes, static.
     const bool static_inputs = DropInputShapeGuards(&lg.graph);

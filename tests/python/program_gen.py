@@ -867,8 +867,7 @@ def seeded_random(F, x, p, env):
     return x + torch.rand(x.shape, generator=g)
 
 
-# Not a step while np.random.seed inside a traced function is not replayed (a strict xfail in
-# test_generated_programs.py): every program holding it would fail the properties.
+@step("numpy")
 def seeded_random_np(F, x, p, env):
     np.random.seed(p)
     return x + np.random.rand(*x.shape).astype(np.float32)

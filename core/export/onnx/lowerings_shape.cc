@@ -76,8 +76,9 @@ Status LowerReduce(const Node& node, const BoundCall& call, LoweringContext& ctx
   const int rank = ctx.Rank(x);
   std::vector<int64_t> axes;
   IVY_RETURN_IF_ERROR(Axes(call, "dim", rank, &axes));
-  if (!call.IsNone("dim") && axes.empty() && rank > 0 && Items(call.Get("dim"))) {
-    // dim=() : NumPy/JAX reduce over no axis.
+  // dim=() : NumPy/JAX reduce over no axis; torch over every axis (x.amax(), torch.sum(x, dim=[])).
+  const bool torch_op = node.op.rfind("torch.", 0) == 0;
+  if (!call.IsNone("dim") && axes.empty() && rank > 0 && Items(call.Get("dim")) && !torch_op) {
     ctx.Emit("Identity", {ctx.CastTo(ctx.In(x), ctx.DType(x), ctx.DType(result))}, {ctx.Out(result)});
     return Status::Ok();
   }
@@ -532,24 +533,31 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   // GuardError. Here the same check: x is reshaped to its own shape while the length is the
   // recorded count, and to an invalid shape otherwise, in a node named as an ivytrace guard, so
   // onnxruntime refuses the input there rather than in the Split (or silently, for one piece).
-  std::string src = ctx.In(x);
-  if (unbind && rank > 0) {
+  // The same check for the pieces' recorded sizes below (torch.chunk, torch.split by a size):
+  // at another length of the dim the Split failed naming no guard, or (one recorded piece)
+  // returned the whole input as the only piece.
+  auto guard_length = [&](const std::string& in, int64_t length, const std::string& what) {
+    // (A 0-d index: a dim ONNX shape inference knows becomes a constant, and a check that holds
+    // is then dropped, DropHeldLengthGuards.)
     onnx::NodeProto* g = nullptr;
-    const std::string shape = ctx.EmitTemp("Shape", {src});
-    const std::string n = ctx.EmitTemp("Gather", {shape, ctx.Int64s({axis})}, &g);
+    const std::string shape = ctx.EmitTemp("Shape", {in});
+    const std::string n = ctx.EmitTemp("Gather", {shape, AxisScalar(ctx, axis)}, &g);
     SetAttr(g, "axis", int64_t{0});
-    const std::string ok = ctx.EmitTemp("Equal", {n, ctx.Int64s({static_cast<int64_t>(results.size())})});
+    const std::string ok = ctx.EmitTemp("Equal", {n, ctx.Int64s({length})});
     const std::string to =
         ctx.EmitTemp("Where", {ok, shape, ctx.Int64s(std::vector<int64_t>(static_cast<size_t>(rank), -2))});
     onnx::NodeProto* r = nullptr;
-    src = ctx.EmitTemp("Reshape", {src, to}, &r);
-    // Node names are unique in a model: the same line unbinds once per loop iteration.
-    r->set_name("ivytrace guard (unbind count) " + ctx.Temp("check") + ": " + node.op + " at " +
+    const std::string checked = ctx.EmitTemp("Reshape", {in, to}, &r);
+    // Node names are unique in a model: the same line splits once per loop iteration.
+    r->set_name("ivytrace guard (" + what + ") " + ctx.Temp("check") + ": " + node.op + " at " +
                 (node.loc.file().empty() ? std::string("an unknown line")
                                          : node.loc.file() + ":" + std::to_string(node.loc.line())) +
-                ": recorded " + std::to_string(results.size()) +
-                " values (the input gives another count: the program takes another path)");
-  }
+                ": recorded " + std::to_string(length) + " along dim " + std::to_string(axis) +
+                " (the input gives another length: the program takes another path)");
+    return checked;
+  };
+  std::string src = ctx.In(x);
+  if (unbind && rank > 0) src = guard_length(src, static_cast<int64_t>(results.size()), "unbind count");
   std::vector<int64_t> sizes;
   std::vector<std::string> outs;
   for (ValueId r : results) {
@@ -591,7 +599,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     }
     auto* sp = ctx.Emit("Split", {ctx.In(x), split}, outs);
     SetAttr(sp, "axis", axis);
-  } else if (results.size() == 1) {
+  } else if (results.size() == 1 && (numpy_sections || unbind)) {
     ctx.Emit("Identity", {src}, {outs[0]});
   } else if (point_list) {
     for (const auto& it : points->kind_case() == v1::Arg::kList ? points->list().items() : points->tuple().items()) {
@@ -615,8 +623,17 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     auto* n = ctx.Emit("Split", {ctx.In(x), split}, outs);
     SetAttr(n, "axis", axis);
   } else {
-    auto* n = ctx.Emit("Split", {src, ctx.Int64s(sizes)}, outs);
-    SetAttr(n, "axis", axis);
+    if (!unbind && rank > 0) {
+      int64_t total = 0;
+      for (int64_t s : sizes) total += s;
+      src = guard_length(src, total, "split sizes");
+    }
+    if (results.size() == 1) {
+      ctx.Emit("Identity", {src}, {outs[0]});
+    } else {
+      auto* n = ctx.Emit("Split", {src, ctx.Int64s(sizes)}, outs);
+      SetAttr(n, "axis", axis);
+    }
   }
   if (unbind) {
     for (size_t i = 0; i < results.size(); ++i) {

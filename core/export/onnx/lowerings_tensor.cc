@@ -642,7 +642,13 @@ Status LowerSetitem(const Node& node, const BoundCall& call, LoweringContext& ct
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   if (node.outputs.empty()) return Status::Unsupported("the write defines no new value");
-  const ValueId result = node.outputs.back();
+  // The written array's new value: NumPy lists the other arrays on its memory as written too.
+  ValueId result = node.outputs.back();
+  if (const v1::Arg* in = call.Get("input"); in && in->kind_case() == v1::Arg::kTensor) {
+    for (ValueId o : node.outputs) {
+      if (ctx.graph().values[o].tensor_id == in->tensor().id()) result = o;
+    }
+  }
   const v1::Arg* index = call.Get("index");
   const v1::Arg* value = call.Get("value");
   if (!index || !value) return Status::Unsupported("missing index or value");

@@ -389,6 +389,18 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   for (const v1::Guard* g : checks) check_roots.push_back(g->tensor().value());
   const std::vector<bool> live = LiveNodes(graph, check_roots);
   const std::vector<bool> live_for_outputs = checks.empty() ? live : LiveNodes(graph, {});
+  // Values something in the model reads: live nodes' inputs, the outputs, the guards' values.
+  std::vector<char> read_values(graph.values.size(), 0);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (graph.nodes[i].erased || !live[i]) continue;
+    for (ValueId v : graph.nodes[i].inputs) {
+      if (v < read_values.size()) read_values[v] = 1;
+    }
+  }
+  for (ValueId v : outs) read_values[v] = 1;
+  for (ValueId v : check_roots) {
+    if (v < read_values.size()) read_values[v] = 1;
+  }
   // A node only a guard's check needs and that cannot be lowered costs that check, not the export.
   std::set<ValueId> unchecked;
   // Each check is emitted right after its guard's value (see onnx_export::EmitGuardCheck), and
@@ -471,11 +483,21 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     if (st.ok()) st = ctx.TakeError();
     if (st.ok()) {
       // Values the node defines that its lowering did not (in-place writes aliasing the result).
+      // Only the written array itself is its result: another array on the same memory (a NumPy
+      // view the recorder lists as written too, which numpy_write_backs.h could not compute) has
+      // another shape or layout, so the model is refused if anything reads it.
       auto result = LoweringContext::ResultTensor(node);
       for (ValueId v : node.outputs) {
         if (ctx.IsDefined(v)) continue;
-        if (result && ctx.IsDefined(*result)) {
+        const bool same_array = result && graph.values[v].tensor_id == graph.values[*result].tensor_id;
+        if (result && ctx.IsDefined(*result) && same_array) {
           ctx.Emit("Identity", {ctx.In(*result)}, {ctx.Out(v)});
+        } else if (!read_values[v]) {
+          continue;   // nothing reads it
+        } else if (result && !same_array) {
+          st = Status::Unsupported("it writes through a view, and the new value of tensor t" +
+                                   std::to_string(graph.values[v].tensor_id) + " (another array on the written "
+                                   "memory, read later) cannot be computed from it");
         } else {
           st = Status::Unsupported("its lowering does not define %" + std::to_string(v));
         }
@@ -614,8 +636,10 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       };
       changed += onnx_export::ReplaceKnownDimReads(og, inferred, scalar);
       changed += onnx_export::FoldIntConstants(og, inferred, int64s, scalar);
+      changed += onnx_export::DropHeldLengthGuards(og);
       changed += onnx_export::DedupeGateChecks(og, scalar);
       changed += onnx_export::DropMultipliesByOne(og, inferred);
+      changed += onnx_export::FoldEmptyExpands(og, inferred);
       changed += onnx_export::ComputeWithoutMissingFloat64Kernels(og, inferred);
       changed += onnx_export::ConstantKnownShapes(og, inferred, int64s, scalar);
       for (auto& v : onnx_export::DeclareReshapeShapes(*og, inferred)) {
@@ -647,6 +671,8 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     onnx_export::FuseParallelMatMuls(og, int64s);
     onnx_export::RemoveUnreadInitializers(og);
   }
+
+  onnx_export::ProtectRangeGathers(og);
 
   // Strict type and shape inference catches type mismatches the checker does not look at, and
   // tells which output dims follow the symbolic batch. It runs on the model itself, not a copy (a

@@ -1754,3 +1754,221 @@ int MergeDuplicateNodes(onnx::GraphProto* graph) {
 
 }  // namespace onnx_export
 }  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+// The int value of a 0-d or one-element int64/int32 initializer, or nullopt.
+std::optional<int64_t> IntInitializer(const onnx::GraphProto& graph, const std::string& name) {
+  for (const auto& t : graph.initializer()) {
+    if (t.name() != name) continue;
+    int64_t n = 1;
+    for (int64_t d : t.dims()) n *= d;
+    if (n != 1) return std::nullopt;
+    if (t.data_type() == onnx::TensorProto::INT64) {
+      if (t.int64_data_size() == 1) return t.int64_data(0);
+      if (t.raw_data().size() == 8) {
+        int64_t v;
+        std::memcpy(&v, t.raw_data().data(), 8);
+        return v;
+      }
+    } else if (t.data_type() == onnx::TensorProto::INT32) {
+      if (t.int32_data_size() == 1) return t.int32_data(0);
+      if (t.raw_data().size() == 4) {
+        int32_t v;
+        std::memcpy(&v, t.raw_data().data(), 4);
+        return v;
+      }
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int ProtectRangeGathers(onnx::GraphProto* graph) {
+  std::unordered_map<std::string, int> range_of;  // Range output -> node index
+  std::unordered_set<std::string> names;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    const auto& n = graph->node(i);
+    for (const auto& o : n.output()) names.insert(o);
+    if (n.name().size()) names.insert(n.name());
+    if (n.op_type() == "Range" && n.output_size() == 1 && n.input_size() == 3) range_of[n.output(0)] = i;
+  }
+  for (const auto& t : graph->initializer()) names.insert(t.name());
+  for (const auto& v : graph->input()) names.insert(v.name());
+  auto fresh = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names.count(name); ++k) name = base + "." + std::to_string(k);
+    names.insert(name);
+    return name;
+  };
+  std::vector<onnx::NodeProto> out;
+  out.reserve(graph->node_size());
+  int protected_gathers = 0;
+  std::string zero;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    onnx::NodeProto n = graph->node(i);
+    auto r = n.op_type() == "Gather" && n.input_size() == 2 ? range_of.find(n.input(1)) : range_of.end();
+    if (r == range_of.end()) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    // Indices that never count from the end (a start >= 0 and a positive step): a Slice is the
+    // same, leave it to onnxruntime.
+    const auto& range = graph->node(r->second);
+    const auto start = IntInitializer(*graph, range.input(0)), delta = IntInitializer(*graph, range.input(2));
+    if (start && delta && *start >= 0 && *delta > 0) {
+      out.push_back(std::move(n));
+      continue;
+    }
+    int64_t axis = 0;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "axis") axis = a.i();
+    }
+    if (zero.empty()) {
+      zero = fresh("ivytrace.range_gather.zero");
+      auto* t = graph->add_initializer();
+      t->set_name(zero);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_int64_data(0);
+    }
+    const std::string axis_name = fresh("ivytrace.range_gather.axis");
+    {
+      auto* t = graph->add_initializer();
+      t->set_name(axis_name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_int64_data(axis);
+    }
+    const std::string base = n.name().empty() ? "range_gather" : n.name();
+    auto emit = [&](const std::string& op, std::vector<std::string> ins, const std::string& hint) {
+      onnx::NodeProto m;
+      m.set_op_type(op);
+      m.set_name(fresh(base + "." + hint));
+      for (auto& s : ins) m.add_input(s);
+      const std::string o = fresh(base + "." + hint + ".out");
+      m.add_output(o);
+      out.push_back(std::move(m));
+      return o;
+    };
+    std::string idx = emit("Cast", {n.input(1)}, "Cast");
+    {
+      auto* a = out.back().add_attribute();
+      a->set_name("to");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(onnx::TensorProto::INT64);
+    }
+    const std::string negative = emit("Less", {idx, zero}, "Less");
+    const std::string dim = emit("Gather", {emit("Shape", {n.input(0)}, "Shape"), axis_name}, "Dim");
+    const std::string wrapped = emit("Add", {idx, dim}, "Add");
+    n.set_input(1, emit("Where", {negative, wrapped, idx}, "Where"));
+    out.push_back(std::move(n));
+    ++protected_gathers;
+  }
+  if (protected_gathers) {
+    graph->clear_node();
+    for (auto& n : out) *graph->add_node() = std::move(n);
+  }
+  return protected_gathers;
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+int FoldEmptyExpands(onnx::GraphProto* graph, const InferredTypes& inferred) {
+  std::unordered_set<std::string> names;
+  for (const auto& n : graph->node()) names.insert(n.output().begin(), n.output().end());
+  for (const auto& t : graph->initializer()) names.insert(t.name());
+  for (const auto& in : graph->input()) names.insert(in.name());
+  std::unordered_set<std::string> outputs;
+  for (const auto& o : graph->output()) outputs.insert(o.name());
+  auto* nodes = graph->mutable_node();
+  std::vector<bool> dead(nodes->size(), false);
+  std::unordered_map<std::string, std::string> renamed;
+  int folded = 0;
+  for (int i = 0; i < nodes->size(); ++i) {
+    onnx::NodeProto& n = *nodes->Mutable(i);
+    for (auto& in : *n.mutable_input()) {
+      auto it = renamed.find(in);
+      if (it != renamed.end()) in = it->second;
+    }
+    if (n.op_type() != "Expand" || !n.domain().empty() || n.output_size() != 1 || outputs.count(n.output(0))) continue;
+    const onnx::TypeProto* t = inferred(n.output(0));
+    if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) continue;
+    const auto& shape = t->tensor_type().shape();
+    bool all_known = true, empty = false;
+    for (const auto& d : shape.dim()) {
+      all_known = all_known && d.has_dim_value();
+      empty = empty || (d.has_dim_value() && d.dim_value() == 0);
+    }
+    if (!all_known || !empty || t->tensor_type().elem_type() == 0) continue;
+    std::string name = n.output(0) + ".empty";
+    for (int k = 1; names.count(name); ++k) name = n.output(0) + ".empty." + std::to_string(k);
+    names.insert(name);
+    auto* init = graph->add_initializer();
+    init->set_name(name);
+    init->set_data_type(t->tensor_type().elem_type());
+    for (const auto& d : shape.dim()) init->add_dims(d.dim_value());
+    init->set_raw_data("");
+    renamed[n.output(0)] = name;
+    dead[i] = true;
+    ++folded;
+  }
+  if (!folded) return 0;
+  DropNodes(nodes, dead);
+  return folded;
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+int DropHeldLengthGuards(onnx::GraphProto* graph) {
+  std::unordered_map<std::string, int> producer;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    for (const auto& o : graph->node(i).output()) producer[o] = i;
+  }
+  std::unordered_set<std::string> outputs;
+  for (const auto& o : graph->output()) outputs.insert(o.name());
+  auto node_of = [&](const std::string& name) -> const onnx::NodeProto* {
+    auto it = producer.find(name);
+    return it == producer.end() ? nullptr : &graph->node(it->second);
+  };
+  std::unordered_map<std::string, std::string> renamed;
+  std::vector<bool> dead(graph->node_size(), false);
+  int dropped = 0;
+  for (int i = 0; i < graph->node_size(); ++i) {
+    onnx::NodeProto& n = *graph->mutable_node(i);
+    for (auto& in : *n.mutable_input()) {
+      auto it = renamed.find(in);
+      if (it != renamed.end()) in = it->second;
+    }
+    if (n.op_type() != "Reshape" || n.input_size() != 2 || n.output_size() != 1 ||
+        n.name().rfind("ivytrace guard (", 0) != 0 || outputs.count(n.output(0))) {
+      continue;
+    }
+    const onnx::NodeProto* where = node_of(n.input(1));
+    if (!where || where->op_type() != "Where" || where->input_size() != 3) continue;
+    const onnx::NodeProto* equal = node_of(where->input(0));
+    if (!equal || equal->op_type() != "Equal" || equal->input_size() != 2) continue;
+    const auto a = IntInitializer(*graph, equal->input(0)), b = IntInitializer(*graph, equal->input(1));
+    if (!a || !b || *a != *b) continue;   // not known to hold
+    renamed[n.output(0)] = n.input(0);
+    dead[i] = true;
+    ++dropped;
+  }
+  if (!dropped) return 0;
+  DropNodes(graph->mutable_node(), dead);
+  return dropped;
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace

@@ -78,6 +78,23 @@ int MergeDuplicateNodes(onnx::GraphProto* graph);
 // Drops the nodes none of whose outputs is read by a later node or is a graph output (in reverse
 // order, so chains go at once). Returns how many.
 int RemoveUnreadNodes(onnx::GraphProto* graph);
+// onnxruntime's extended optimizations (GatherToSliceFusion) turn Gather(x, Range(s, l, d)) into
+// Slice(x, s, l, d), which differs wherever the indices count from the end: Range(n-1, -1, -1)
+// reverses x, Slice(n-1, -1, -1) is empty (its end -1 means the last element). Each Gather of a
+// Range not known to start at >= 0 with a positive step gets its negative indices wrapped,
+// Where(i < 0, i + dim, i) (what Gather does with them): the fusion no longer applies and the
+// values are Gather's. Returns how many.
+int ProtectRangeGathers(onnx::GraphProto* graph);
+// Each Expand whose output shape inference knows to be static and empty (a dim of 0) becomes an
+// empty initializer of that shape. onnxruntime's constant folding expands a constant (1, 1) to
+// (0, 1) as (1, 1), and its shape inference then refuses to load the model (a Concat of the
+// index grid of `x[:, 1:] += 1` on a (0, 2) input). Returns how many.
+int FoldEmptyExpands(onnx::GraphProto* graph, const InferredTypes& inferred);
+// A length check of a lowering (`ivytrace guard (split sizes)`, `(unbind count)`: the input
+// reshaped to itself when a dim has its recorded length, else to an invalid shape) whose dim is
+// now a constant equal to the recorded length holds on every input: its Reshape goes, and its
+// readers read the input. Returns how many.
+int DropHeldLengthGuards(onnx::GraphProto* graph);
 
 // Folds a Transpose of an initializer that nothing else reads (a linear layer's constant weight)
 // into the initializer: it then holds the transposed bytes, under its name with ".T" appended,

@@ -36,7 +36,8 @@ Limits:
   * Calls into NumPy from JAX's own code (jax, jaxlib, ml_dtypes: np.array, np.zeros... all the
     time) are not the user's and are not recorded; JAX programs are recorded by the JAX recorder.
   * np.random's legacy global functions are recorded; Generator objects (default_rng) and
-    RandomState methods are not. np.random.seed/get_state/set_state run unrecorded, but compiled
+    RandomState methods are not. np.random.seed is recorded (an op with a side effect, replayed
+    in order with the draws); get_state/set_state run unrecorded, but compiled
     (Cython) code calling np.array etc. is indistinguishable from the user's own call: creating a
     np.random.RandomState(seed) while recording shows up as a few ops and int() guards on the
     user's line (outside regions they do not reach any graph).
@@ -117,7 +118,10 @@ _WRITING_FUNCTIONS = {"numpy.put_along_axis": 0, "numpy.put": 0, "numpy.putmask"
                       "numpy.copyto": 0, "numpy.fill_diagonal": 0}
 # np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
 # recorded: they would show up as ops and guards on the user's line.
-_UNRECORDED = ("seed", "get_state", "set_state", "default_rng")
+_UNRECORDED = ("get_state", "set_state", "default_rng")
+# np.random functions recorded as ops with a side effect (schemas/numpy.textproto): seeding the
+# global generator inside a traced function is replayed before the draws after it.
+_SEEDING = ("seed",)
 _GUARDS = ("__bool__", "__int__", "__float__", "__index__", "__complex__", "item", "tolist")
 
 _shapes: dict = {}          # shape -> TensorRef.shape field bytes
@@ -323,8 +327,9 @@ def _rewrap(result, args, kwargs, out):
         outs = out if isinstance(out, tuple) else (out,)
         if isinstance(result, tuple) and len(result) == len(outs):
             return tuple(o if o is not None else _traced(r) for o, r in zip(outs, result))
-        if isinstance(result, np.ndarray) and outs and outs[0] is not None and \
-                np.shares_memory(result, outs[0]) and result.shape == outs[0].shape:
+        # (np.shares_memory is False for empty arrays: an empty result of out= is the out array.)
+        if isinstance(result, np.ndarray) and outs and outs[0] is not None and result.shape == outs[0].shape and \
+                (result.size == 0 or np.shares_memory(result, outs[0])):
             return outs[0]
     return _traced(result)
 
@@ -374,7 +379,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         _sym.hook_len()
         for n in _CREATORS:
             self._patch(np, n, random=False)
-        for n in _RANDOM:
+        for n in _RANDOM + _SEEDING:
             self._patch(np.random, n, random=True)
         for n in _UNRECORDED:
             orig = getattr(np.random, n, None)

@@ -283,12 +283,67 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         for c in self._len_prev:
             _sym.LEN_HOOKS[c] = self._len_hook
         _sym.hook_len()
+        self._patch_seeding()
         self.__enter__()
+
+    # torch.manual_seed does not reach __torch_function__ (it takes no tensor): while recording it
+    # is wrapped, and a call from the recorded thread outside a recorded call is recorded as an
+    # op with a side effect (schemas/torch.textproto), so the replay seeds before its draws.
+    _SEEDING_OWNERS = (("torch", "manual_seed"), ("torch.random", "manual_seed"))
+
+    def _patch_seeding(self):
+        self._seed_patches = []
+        rec_ref = _weakref(self)
+        for owner_name, attr in self._SEEDING_OWNERS:
+            owner = sys.modules.get(owner_name)
+            orig = getattr(owner, attr, None) if owner is not None else None
+            if orig is None:
+                continue
+            orig = getattr(orig, "__ivytrace_original__", orig)
+
+            def manual_seed(seed, _orig=orig):
+                rec = rec_ref()
+                if rec is None or not rec._records_seeding():
+                    return _orig(seed)
+                # Recorded under its public name whatever wraps it (torch._dynamo replaces
+                # torch.manual_seed by a wrapper whose own name is torch.random.manual_seed).
+                info = rec._info.get(id(_orig))
+                if info is None or info[4] is not _orig:
+                    rec._info[id(_orig)] = rec._make_info(_names.OP, "torch.manual_seed", _orig)
+                made = []
+
+                def invoke(func, args, kwargs):
+                    made.append(func(*args, **(kwargs or {})))
+                    return None   # the Generator itself is not a value of the graph
+                _PyTorchRecorder.handle(rec, _orig, (), (seed,), {}, invoke)
+                return made[0]
+            manual_seed.__ivytrace_original__ = orig
+            manual_seed.__name__ = orig.__name__
+            manual_seed.__doc__ = orig.__doc__
+            self._seed_patches.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, manual_seed)
+
+    def _unpatch_seeding(self):
+        for owner, attr, prev in reversed(getattr(self, "_seed_patches", [])):
+            setattr(owner, attr, prev)
+        self._seed_patches = []
+
+    def _records_seeding(self) -> bool:
+        """Whether a seeding call now is the program's own: recording, on the recorded thread,
+        and not made from inside a recorded call (torch pops the mode while the call runs)."""
+        if not self._active or threading.get_ident() != self._thread:
+            return False
+        try:
+            n = torch._C._len_torch_function_stack()
+            return any(torch._C._get_function_stack_at(i) is self for i in range(n))
+        except Exception:
+            return False
 
     def uninstall(self):
         if not self._active:
             return
         self._active = False
+        self._unpatch_seeding()
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
