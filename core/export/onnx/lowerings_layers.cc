@@ -436,6 +436,15 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
   const auto& wshape = ctx.Shape(w);
   std::vector<int64_t> kernel;
   for (int i = 0; i < n; ++i) kernel.push_back(wshape[rhs_spec[2 + i]]);
+  // JAX makes an empty result where the (padded) input is smaller than the dilated kernel;
+  // onnxruntime's Conv fails on that input ("Invalid input shape").
+  const auto& out_shape = ctx.Shape(result);
+  for (int i = 0; i < n && static_cast<size_t>(out_spec[2 + i]) < out_shape.size(); ++i) {
+    if (out_shape[out_spec[2 + i]] == 0) {
+      return Status::Unsupported("a convolution whose recorded result is empty (its input is smaller than the "
+                                 "kernel): onnxruntime's Conv cannot run it");
+    }
+  }
   auto transpose = [&](const std::string& in, const std::vector<int64_t>& perm) {
     bool identity = true;
     for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
