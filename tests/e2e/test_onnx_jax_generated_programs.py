@@ -118,3 +118,16 @@ def test_a_convolution_with_an_empty_result_is_refused(tmp_path):
         ivytrace.export(fn, tmp_path / "m.onnx", args=(jnp.ones((1, 2, 4)),))
     assert e.value.returncode == 5
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_a_convolution_on_an_input_smaller_than_the_kernel_names_a_guard(tmp_path):
+    # At a size where JAX returns an empty result (VALID padding, input below the kernel)
+    # onnxruntime's Conv failed with "Invalid input shape" and no word of why: the model now
+    # checks the size first, in a node named as an ivytrace guard.
+    w = jnp.asarray(np.random.default_rng(0).standard_normal((2, 1, 3, 3)).astype(np.float32))
+
+    def fn(x):
+        return jax.lax.conv_general_dilated(x[:, None], w, (1, 1), "VALID")
+    sess = _model(fn, G.data(F, (2, 4, 5), 0), tmp_path)
+    assert [model_outcome(sess, fn, G.data(F, s, 1)) for s in [(2, 4, 5), (3, 6, 3), (2, 2, 5), (1, 4, 1)]] == \
+        ["match", "match", "guard", "guard"]

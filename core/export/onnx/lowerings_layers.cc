@@ -455,6 +455,27 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
     return out;
   };
   std::string xin = transpose(ctx.In(x), lhs_spec);
+  // On an input whose padded spatial size is below the dilated kernel's, JAX returns an empty
+  // result and onnxruntime's Conv fails without naming why. As the replay's guards do: x is
+  // reshaped to its own shape while every spatial dim is large enough, and to an invalid shape
+  // otherwise, in a node named as an ivytrace guard, so onnxruntime refuses the input there
+  // (only where a non-empty input can be too small: not for a 3x3 kernel under SAME padding).
+  std::vector<int64_t> need(static_cast<size_t>(rank), 0);
+  for (int i = 0; i < n; ++i) {
+    const int64_t dilation = i < static_cast<int>(dil->size()) ? (*dil)[i] : 1;
+    need[2 + i] = (kernel[i] - 1) * dilation + 1 - pads[i] - pads[i + n];
+  }
+  if (std::any_of(need.begin(), need.end(), [](int64_t v) { return v > 1; })) {
+    const std::string shape = ctx.EmitTemp("Shape", {xin});
+    const std::string ok = ctx.EmitTemp("GreaterOrEqual", {shape, ctx.Int64s(need)});
+    const std::string to = ctx.EmitTemp("Where", {ok, shape, ctx.Int64s(std::vector<int64_t>(static_cast<size_t>(rank), -2))});
+    onnx::NodeProto* r = nullptr;
+    xin = ctx.EmitTemp("Reshape", {xin, to}, &r);
+    r->set_name("ivytrace guard (conv input size) " + ctx.Temp("check") + ": " + node.op + " at " +
+                (node.loc.file().empty() ? std::string("an unknown line")
+                                         : node.loc.file() + ":" + std::to_string(node.loc.line())) +
+                ": an input smaller than the kernel (the program's result is empty)");
+  }
   std::string win = transpose(ctx.In(w), rhs_spec);
   const v1::DType d = ctx.DType(result);
   xin = ctx.CastTo(xin, ctx.DType(x), d);
