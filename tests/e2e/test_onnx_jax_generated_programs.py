@@ -26,7 +26,7 @@ import program_gen as G  # noqa: E402
 from test_jax_generated_programs import jax_programs, kinds, make, shapes  # noqa: E402
 from test_onnx_generated_programs import export_or_refuse  # noqa: E402
 
-EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "8"))
 RTOL, ATOL = 1e-5, 1e-5
 F = G.JaxF
 

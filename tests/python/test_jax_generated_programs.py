@@ -29,9 +29,15 @@ import ivytrace  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import program_gen as G  # noqa: E402
 
-EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "12"))
-SETTINGS = dict(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+# CI defaults: 10 programs at the traced input, 8 at other inputs (about 25 s of CPU on the 2-core
+# test machine; each example traces once, through the CLI).
+EXAMPLES = os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES")
+SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def examples(default):
+    return dict(SETTINGS, max_examples=int(EXAMPLES) if EXAMPLES else default)
 F = G.JaxF
 
 # Half the steps of a program are JAX idioms (there are as many shared steps as JAX ones).
@@ -66,7 +72,7 @@ def _trace_or_skip(fn, x0):
     return g
 
 
-@settings(**SETTINGS)
+@settings(**examples(10))
 @given(program=jax_programs(), shape=shapes, kind=kinds)
 def test_jax_replay_at_the_traced_input_equals_eager(program, shape, kind):
     fn, form = make(program)
@@ -75,7 +81,7 @@ def test_jax_replay_at_the_traced_input_equals_eager(program, shape, kind):
     assert G.replay_outcome(g, fn, F, x0) == "match", f"{program}: a guard failed at the traced input"
 
 
-@settings(**SETTINGS)
+@settings(**examples(8))
 @given(program=jax_programs(), shape=shapes, kind=kinds,
        others=st.lists(st.tuples(shapes, kinds), min_size=2, max_size=3))
 def test_jax_replay_at_other_inputs_equals_eager_or_raises_a_guard(program, shape, kind, others):
