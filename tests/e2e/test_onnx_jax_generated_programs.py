@@ -158,3 +158,21 @@ def test_half_precision_casts(dtype, tmp_path):
         np.testing.assert_allclose(got[0], np.asarray(want[0]), rtol=2e-2, atol=2e-2)
         for g, w in zip(got[1:], want[1:]):
             np.testing.assert_array_equal(g, np.asarray(w))
+
+
+@pytest.mark.parametrize("pool", ["max_pool", "avg_pool"])
+def test_a_pooling_window_larger_than_the_input_names_a_guard(pool, tmp_path):
+    # flax's pools are lax.reduce_window: under VALID padding a window larger than the input gives
+    # JAX an empty result (a sum of 0 below); onnxruntime's MaxPool/AveragePool failed on that
+    # input without naming why (recorded that way, a non-empty pool result made a later Reshape
+    # fail). The model now checks the size first (a named guard); a recorded empty result is refused.
+    nn = pytest.importorskip("flax.linen")
+    from ivytrace.cli_bin import CLIError
+
+    def fn(x):
+        return getattr(nn, pool)(x[..., None], (3,), strides=(1,), padding="VALID").sum(axis=(1, 2))
+    sess = _model(fn, G.data(F, (2, 5), 0), tmp_path)
+    assert [model_outcome(sess, fn, G.data(F, s, 1)) for s in [(2, 5), (4, 3), (2, 2), (3, 1)]] == \
+        ["match", "match", "guard", "guard"]
+    with pytest.raises(CLIError, match="recorded result is empty"):
+        ivytrace.export(fn, tmp_path / "empty.onnx", args=(G.data(F, (2, 2), 0),))
