@@ -950,7 +950,7 @@ def layer_norm_rsqrt(F, x, p, env):
     m = x.mean(-1, keepdims=True)
     v = jnp.square(x - m).mean(-1, keepdims=True)
     y = (x - m) * lax.rsqrt(v + 1e-5)
-    return y * (1 + 0.1 * p) if p % 2 else jax.nn.standardize(x, axis=-1) - y
+    return y * (1 + 0.1 * p) if p % 2 else jax.nn.standardize(x, axis=-1) + y
 
 
 _JNP_UNARY = (
@@ -1393,9 +1393,14 @@ def is_clear_refusal(e: BaseException) -> bool:
 
 
 def eager(fn, F, x):
-    """(result, input after the call) of the program itself, or None when it fails."""
+    """(result, input after the call) of the program itself, or None when it fails. JAX runs
+    un-jitted (jax.disable_jit), as it runs while recorded and in a replay: op by op, where a
+    jitted helper (jax.nn.standardize, logsumexp, the steps' own) would round differently."""
     x = F.copy(x)
     try:
+        if F.name == "jax":
+            with jax.disable_jit():
+                return fn(x), x
         return fn(x), x
     except Exception:  # noqa: BLE001 - the program itself fails on this input
         return None
