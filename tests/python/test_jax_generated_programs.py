@@ -133,3 +133,15 @@ def test_a_replay_is_the_unjitted_program_bit_for_bit():
         with jax.disable_jit():
             want = fn(x)
         assert all(np.array_equal(np.asarray(a), np.asarray(b)) for a, b in zip(got, want))
+
+
+def test_a_size_returned_as_a_python_number_is_not_replayed_as_a_constant():
+    # `n // 3` of `n = -x.shape[0]`, returned: JAX's symbolic trace proved the batch symbolic
+    # (x * (n // 3) follows it), but the recorder wrote the returned number as the eager run's
+    # constant, so a replay at another batch returned the traced size's number (-1 at 5 rows,
+    # where Python gives -2), silently. Such a program now stays specialized on its shapes.
+    def fn(x):
+        n = -(x.shape[0])
+        return x * (n // 3), n // 3, n % 4
+    assert _outcomes(fn, jnp.ones((2, 3)), [jnp.ones((2, 3)) * 2, jnp.ones((5, 3)), jnp.ones((7, 3))]) == \
+        ["match", "guard", "guard"]
