@@ -23,7 +23,9 @@ How calls are captured, with no change to the user's code:
     `x.tolist()` and `np.asarray(x)`/`np.array(x)` (which read a CPU array through the buffer
     protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
     value Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and
-    ivytrace); so does each array `jax.device_get(tree)` hands back. `memoryview(x)` or a C
+    ivytrace); so does each array `jax.device_get(tree)` hands back, and np.asarray called by
+    jax.numpy's boolean indexing (`x[mask]`, `x.at[mask].set(v)` turn the mask into NumPy
+    indices: _JNP_HOST_READERS). `memoryview(x)` or a C
     extension reading the buffer is not seen (the value leaves JAX without a guard).
   * Shapes: `x.shape` and `len(x)` in the user's code (not in JAX's internals) write a ShapeRead
     record. Which primitive params follow the inputs' dims is proven by JAX's symbolic shapes
