@@ -23,11 +23,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-try:  # JAX is optional: its programs are the pure subset of the steps
+try:  # JAX is optional: its programs are the pure subset of the steps plus the JAX idioms below
     import jax
     import jax.numpy as jnp
+    from jax import lax
 except ImportError:  # pragma: no cover - JAX not installed
-    jax = jnp = None
+    jax = jnp = lax = None
 
 
 # -- framework adapters ------------------------------------------------------------------------------
@@ -284,6 +285,11 @@ class JaxF(NumpyF):
     @staticmethod
     def make(a):
         return jnp.asarray(a)
+
+    @staticmethod
+    def to_numpy(v):
+        a = np.asarray(v)
+        return a.astype(np.float32) if a.dtype == jnp.bfloat16 else a
 
     @staticmethod
     def copy(x):
@@ -896,6 +902,365 @@ def closure_read(F, x, p, env):
     return x * env.closure["scale"][p % len(env.closure["scale"])]
 
 
+# JAX idioms --------------------------------------------------------------------------------------------
+# Written the way JAX code is: jax.numpy, jax.nn, jax.lax, functional updates (`x.at[i].set`),
+# explicit PRNG keys, jitted and vmapped helpers, scan/fori_loop, dtype casts.
+def _w(p, shape):
+    """A weight made from NumPy (a constant of the trace), of a shape that may follow x's."""
+    return jnp.asarray(np.random.default_rng(p).standard_normal(shape).astype(np.float32))
+
+
+_ACTIVATIONS = (
+    lambda x: jax.nn.relu(x),
+    lambda x: jax.nn.gelu(x, approximate=False),
+    lambda x: jax.nn.gelu(x),
+    lambda x: jax.nn.silu(x),
+    lambda x: jax.nn.sigmoid(x) - jax.nn.hard_tanh(x),
+    lambda x: jax.nn.softplus(x) + jax.nn.relu6(x),
+    lambda x: jax.nn.elu(x) * jax.nn.celu(x, 0.5),
+    lambda x: jax.nn.leaky_relu(x, 0.1) + jax.nn.log_sigmoid(x),
+)
+
+
+@step("jax")
+def jnn_activation(F, x, p, env):
+    return _ACTIVATIONS[p](x)
+
+
+@step("jax")
+def jnn_softmax(F, x, p, env):
+    if not x.ndim:
+        return x
+    a = _axis(x, p)
+    kind = p // 2
+    if kind == 0:
+        return jax.nn.softmax(x, axis=a)
+    if kind == 1:
+        return jax.nn.log_softmax(x, axis=a)
+    if kind == 2:
+        return x - jax.nn.logsumexp(x, axis=a, keepdims=True)
+    return jax.scipy.special.logsumexp(x, axis=a)
+
+
+@step("jax")
+def layer_norm_rsqrt(F, x, p, env):
+    if not x.ndim:
+        return x
+    m = x.mean(-1, keepdims=True)
+    v = jnp.square(x - m).mean(-1, keepdims=True)
+    y = (x - m) * lax.rsqrt(v + 1e-5)
+    return y * (1 + 0.1 * p) if p % 2 else jax.nn.standardize(x, axis=-1) + y
+
+
+_JNP_UNARY = (
+    lambda x: jnp.round(x * 3) / 3 + jnp.floor(x) - jnp.ceil(x),
+    lambda x: jnp.sign(x) * jnp.sqrt(jnp.abs(x)),
+    lambda x: jnp.log1p(jnp.abs(x)) - jnp.expm1(jnp.clip(x, -2, 2)),
+    lambda x: jnp.maximum(x, 0.3) + jnp.minimum(x, -0.3),
+    lambda x: jnp.nan_to_num(jnp.log(x), neginf=-5.0, nan=0.5),
+    lambda x: jnp.fmod(x, 0.7) + jnp.remainder(x, 0.7),
+    lambda x: jnp.arctan2(x, 1 + jnp.abs(x)) + jnp.hypot(x, 1.0),
+    lambda x: jnp.where(jnp.isfinite(1 / x), x, 9.0) + jnp.trunc(x * 2),
+)
+
+
+@step("jax")
+def jnp_unary(F, x, p, env):
+    return _JNP_UNARY[p](x)
+
+
+@step("jax")
+def jnp_reduce(F, x, p, env):
+    if not x.ndim:
+        return x
+    a = _axis(x, p)
+    kind = p // 2
+    if kind == 0:
+        return x - jnp.var(x, axis=a, keepdims=True) + jnp.std(x, axis=a, keepdims=True)
+    if kind == 1:
+        return x / (jnp.linalg.norm(x, axis=a, keepdims=True) + 1)
+    if kind == 2:
+        c = jnp.count_nonzero(x > 0, axis=a)
+        env.outs.append(c)
+        env.outs.append(jnp.any(x > 1, axis=a) & ~jnp.all(x < 2, axis=a))
+        return jnp.prod(jnp.tanh(x), axis=a)
+    i = jnp.argmin(x, axis=a) if x.shape[a] else jnp.zeros(x.shape[:a % x.ndim] + x.shape[a % x.ndim + 1:], jnp.int32)
+    env.outs.append(i)
+    return jnp.max(x, axis=a, initial=-1.0) + jnp.min(x, axis=a, initial=1.0)
+
+
+@step("jax")
+def jnp_shape_ops(F, x, p, env):
+    if not x.ndim:
+        return x
+    if p == 0:
+        return jnp.roll(x, 1 + x.shape[0] // 2, axis=0)
+    if p == 1:
+        return jnp.repeat(x, 2, axis=-1)
+    if p == 2:
+        return jnp.diff(x, axis=0)
+    if p == 3:
+        return jnp.tril(x) - jnp.triu(x, 1) if x.ndim >= 2 else jnp.outer(x, x)
+    if p == 4:
+        return jnp.pad(x, [(0, x.shape[0] % 2)] + [(1, 0)] * (x.ndim - 1), mode="edge" if x.size else "constant")
+    if p == 5:
+        return jnp.moveaxis(x, 0, -1) if x.ndim >= 2 else jnp.atleast_2d(x)
+    if p == 6:
+        return jnp.expand_dims(x, -1).squeeze(-1) + jnp.ravel(x)[: x.shape[-1]].reshape((1,) * (x.ndim - 1) + (-1,))[..., : x.shape[-1]] if x.size else x
+    return x[..., ::-1] * jnp.arange(1, x.shape[-1] + 1, dtype=x.dtype)
+
+
+@step("jax")
+def dot_general_ops(F, x, p, env):
+    if not x.ndim:
+        return x
+    n = x.shape[-1]
+    kind = p % 4
+    if kind == 0:
+        return x @ _w(p, (n, 3))
+    if kind == 1:
+        nd = x.ndim
+        if nd < 2:
+            return lax.dot_general(x, x, (((0,), (0,)), ((), ())))
+        return lax.dot_general(x, x, (((nd - 1,), (nd - 1,)), ((0,), (0,))))
+    if kind == 2:
+        return jnp.einsum("...i,...j->...ij", x, x[..., ::-1]).sum(-1)
+    return jnp.dot(x, jnp.ones((n,), x.dtype)) + jnp.matmul(x, _w(p, (n,)))
+
+
+@step("jax")
+def conv(F, x, p, env):
+    if x.ndim < 2:
+        return x
+    lhs = x.reshape((-1, 1) + x.shape[-2:])
+    padding = "SAME" if p % 2 else "VALID"
+    strides = (1, 1) if p < 4 else (2, 1)
+    if p % 4 < 2:
+        y = lax.conv_general_dilated(lhs, _w(p, (2, 1, 3, 3)), strides, padding)   # NCHW / OIHW
+        y = y.sum(1)
+    else:   # flax's layout: NHWC / HWIO, dilated kernel
+        y = lax.conv_general_dilated(jnp.moveaxis(lhs, 1, -1), _w(p, (2, 2, 1, 2)), strides, padding,
+                                     rhs_dilation=(1, 2), dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = y.sum(-1)
+    return y.reshape(x.shape[:-2] + y.shape[-2:])
+
+
+@step("jax")
+def pool(F, x, p, env):
+    if x.ndim < 2:
+        return x
+    window = (2,) * (x.ndim - 1)
+    strides = window if p % 2 else (1,) * len(window)
+    padding = "SAME" if p // 2 % 2 else "VALID"
+    h = x[..., None]   # (batch, spatial..., features)
+    try:
+        import flax.linen as nn
+    except ImportError:  # pragma: no cover - flax not installed: lax.reduce_window, as flax does
+        y = lax.reduce_window(h, -jnp.inf, lax.max, (1,) + window + (1,), (1,) + strides + (1,), padding)
+        return y[..., 0]
+    pools = (nn.max_pool, nn.avg_pool)
+    y = pools[p // 4](h, window, strides=strides, padding=padding)
+    return y[..., 0]
+
+
+@step("jax")
+def lax_cumulative(F, x, p, env):
+    if not x.ndim:
+        return x
+    op = (lax.cumsum, lax.cumprod, lax.cummax, lax.cummin)[p % 4]
+    return op(x, axis=p % x.ndim, reverse=p >= 4)
+
+
+@step("jax")
+def sort_topk(F, x, p, env):
+    if not x.ndim or not x.shape[-1]:
+        return x
+    kind = p % 4
+    if kind == 0:
+        v, i = lax.top_k(x, min(1 + p // 4, x.shape[-1]))
+        env.outs.append(i)
+        return v
+    if kind == 1:
+        return lax.sort(x, dimension=p % x.ndim)
+    if kind == 2:
+        i = jnp.argsort(x, axis=-1, descending=p >= 4, stable=True)
+        env.outs.append(i)
+        return jnp.take_along_axis(x, i, axis=-1)
+    k, v = lax.sort((x, -x * 2), dimension=x.ndim - 1, num_keys=1)
+    return k + v
+
+
+@step("jax")
+def dynamic_slices(F, x, p, env):
+    if not x.ndim or not x.shape[0]:
+        return x
+    zeros = (0,) * (x.ndim - 1)
+    size = (1,) + x.shape[1:]
+    rows = x.reshape(x.shape[0], -1).sum(1)
+    if p % 3 == 0:
+        i = jnp.argmax(rows)           # an index array: no guard
+    elif p % 3 == 1:
+        i = int(jnp.argmax(rows))      # a Python int read from a value: a guard
+    else:
+        i = p                          # a constant start, clamped into bounds by JAX
+    row = lax.dynamic_slice(x, (i,) + zeros, size)
+    if p >= 4:
+        return lax.dynamic_update_slice(x, row * 2 + 1, (x.shape[0] - 1 - rows.argmin(),) + zeros)
+    return lax.dynamic_index_in_dim(x, i, 0, keepdims=False) + lax.dynamic_slice_in_dim(x, 0, 1, 0)[0]
+
+
+@step("jax")
+def at_updates(F, x, p, env):
+    if not x.ndim or not x.shape[0]:
+        return x
+    n = x.shape[0]
+    kind = p % 4
+    if kind == 0:
+        idx = jnp.arange(0, n, 2)
+    elif kind == 1:
+        idx = jnp.argsort(x.reshape(n, -1).sum(1))[:1]
+    elif kind == 2:
+        idx = jnp.asarray([0, -1, 0])   # negative and repeated indices
+    else:
+        idx = -1
+    mode = p // 4
+    if mode == 0:
+        return x.at[idx].set(x[idx] * 0.5 + 1)
+    y = x.at[idx].add(1.0).at[idx].multiply(2.0)
+    return y.at[..., 0].max(0.5) + x.at[idx].get(mode="fill", fill_value=-3.0).reshape((-1,) + x.shape[1:]).sum(0)
+
+
+@step("jax")
+def mask_where_jax(F, x, p, env):
+    m = (x > 0.1 * p - 0.3) ^ (x < -1)
+    env.outs.append(m)
+    kind = p % 4
+    if kind == 0:
+        return jnp.where(m, x * 2, 0.0) + jnp.where(~m, 1.0, 0.0)
+    if kind == 1:
+        return lax.select_n(m, -x, x)
+    if kind == 2:
+        which = m.astype(jnp.int32) + (x > 1).astype(jnp.int32)
+        return lax.select_n(which, x, x * 3, jnp.zeros_like(x))
+    return x.at[m].set(0.5) if x.ndim else jnp.where(m, 0.5, x)
+
+
+@step("jax")
+def integer_pow(F, x, p, env):
+    if p < 4:
+        return x ** (p + 1) * 0.5
+    return lax.integer_pow(jnp.clip(x, -2, 2) + 3, p - 6)
+
+
+@step("jax")
+def clamp_rsqrt(F, x, p, env):
+    lo, hi = -1.0 + 0.2 * p, 1.0 + 0.1 * p
+    y = lax.clamp(np.float32(lo), x, np.float32(hi))
+    return lax.rsqrt(jnp.abs(y) + 0.5) if p % 2 else y
+
+
+@step("jax")
+def shape_arith(F, x, p, env):
+    if x.ndim < 2:
+        return x
+    b = x.shape[0]
+    rest = x.size // b if b else 0
+    y = x.reshape(b, rest) * (rest + b) / (p + 1)
+    if p % 2:
+        y = y[: max(1, b // 2)] if b else y
+        return y.reshape((y.shape[0],) + x.shape[1:])
+    return y.reshape(-1, x.shape[-1]).reshape(x.shape) + x.shape[1] % 3
+
+
+@step("jax")
+def branch_on_float(F, x, p, env):
+    s = float(x.sum())
+    return x * 2 if s > p - 4 else x - s
+
+
+@step("jax")
+def lax_cond_switch(F, x, p, env):
+    if p % 2:
+        return lax.cond(x.sum() > p - 4, lambda a: a * 2, lambda a: a - 1, x)
+    i = jnp.clip(jnp.round(x.mean() if x.size else 0.0), 0, 2).astype(jnp.int32)
+    return lax.switch(i, [lambda a: a + 1, lambda a: a * a, lambda a: -a], x)
+
+
+@step("jax")
+def random_keys(F, x, p, env):
+    key = jax.random.key(p) if p % 2 else jax.random.PRNGKey(p)
+    k1, k2 = jax.random.split(key)
+    k3 = jax.random.fold_in(k2, 7)
+    kind = p // 2
+    if kind == 0:
+        return x + jax.random.normal(k1, x.shape) * 0.1
+    if kind == 1:
+        keep = jax.random.bernoulli(k3, 0.7, x.shape)
+        return jnp.where(keep, x / 0.7, 0.0)
+    if kind == 2:
+        return x * jax.random.uniform(k1, x.shape, minval=0.5, maxval=1.5) + jax.random.randint(k3, (), 0, 5)
+    return jax.random.permutation(k3, x, axis=0) if x.ndim else x
+
+
+@step("jax")
+def dtype_casts(F, x, p, env):
+    dt = (jnp.bfloat16, jnp.float16, jnp.int32, jnp.bool_)[p % 4]
+    y = x.astype(dt)
+    if p >= 4:
+        env.outs.append(y * 2 if dt not in (jnp.bool_,) else ~y)
+    if dt in (jnp.bfloat16, jnp.float16):
+        return (y * 3 + 1).astype(jnp.float32) - lax.convert_element_type(y, jnp.float32)
+    return x + jnp.asarray(y, dtype=jnp.float32)
+
+
+@jax.jit if jax is not None else (lambda f: f)
+def _jitted(a, s):
+    return jnp.tanh(a) * s + a.mean()
+
+
+if jax is not None:
+    from functools import partial as _partial
+
+    @_partial(jax.jit, static_argnums=1)
+    def _jitted_static(a, axis):
+        return a - a.max(axis, keepdims=True) if a.shape[axis] else a
+
+
+@step("jax")
+def jit_inner(F, x, p, env):
+    if p % 2 or not x.ndim:
+        return _jitted(x, p * 0.5)
+    return _jitted_static(x, p % x.ndim)
+
+
+@step("jax")
+def vmap_inner(F, x, p, env):
+    if not x.ndim:
+        return x
+    if p % 3 == 0:
+        return jax.vmap(lambda r: r * r.sum() - jnp.flip(r))(x)
+    if p % 3 == 1:
+        if x.ndim == 2:
+            return jax.vmap(jnp.dot)(x, x)
+        return jax.vmap(lambda a: a * 2 + 1)(x) if x.ndim == 1 else jax.vmap(jax.vmap(lambda a: a * 2 + 1))(x)
+    return jax.vmap(lambda r, w: r + w, in_axes=(x.ndim - 1, None), out_axes=0)(x, p * 0.25)
+
+
+@step("jax")
+def scan_fori(F, x, p, env):
+    if not x.ndim:
+        return x
+    if p % 3 == 0:
+        def body(c, r):
+            c = c * 0.5 + r
+            return c, c * 2
+        c, ys = lax.scan(body, jnp.zeros_like(x[0]), x, reverse=p >= 4)
+        return ys + c
+    if p % 3 == 1:
+        return lax.fori_loop(0, 1 + p % 4, lambda i, a: a * 0.9 + i, x)
+    return lax.fori_loop(0, min(x.shape[0], 3), lambda i, a: a.at[i].add(a[i - 1]), x)
+
+
 # Programs ------------------------------------------------------------------------------------------
 def names_for(framework):
     return sorted(n for n, (_, fws) in STEPS.items() if framework in fws)
@@ -913,6 +1278,34 @@ def make_program(steps, F, closure=None):
     return fn
 
 
+TREE_FORMS = ("array", "dict", "tuple")
+
+
+def make_tree_program(steps, F, form, closure=None):
+    """A JAX program over a pytree: `form` "dict" takes {"x": x, "scale": s} and returns
+    {"y": x, "side": [...], "scale": s + 1}; "tuple" takes (x, s) and returns (x, (side...));
+    "array" is make_program's fn(x)."""
+    inner = make_program(steps, F, closure)
+    if form == "array":
+        return inner
+
+    def fn(tree):
+        x, s = (tree["x"], tree["scale"]) if form == "dict" else tree
+        out = inner(x * s)
+        if form == "dict":
+            return {"y": out[0], "side": list(out[1:]), "scale": s + 1}
+        return out[0], tuple(out[1:])
+    return fn
+
+
+def tree_input(F, x, form, seed):
+    """The input of a make_tree_program program whose array is x."""
+    if form == "array":
+        return x
+    s = F.make(np.float32(1.0 + 0.25 * seed))
+    return {"x": x, "scale": s} if form == "dict" else (x, s)
+
+
 def data(F, shape, seed, kind="normal"):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal(shape).astype(np.float32)
@@ -921,16 +1314,37 @@ def data(F, shape, seed, kind="normal"):
     return F.make(a)
 
 
-def flat(v):
-    """Outputs as a flat list (tuples and lists opened)."""
+def flat(v, sort_keys=True):
+    """Outputs as a flat list (tuples and lists opened, dicts in key order as JAX's pytrees, or
+    in insertion order as ivytrace's ONNX inputs and outputs)."""
     if isinstance(v, (tuple, list)):
-        return [y for x in v for y in flat(x)]
+        return [y for x in v for y in flat(x, sort_keys)]
+    if isinstance(v, dict):
+        return [y for k in (sorted(v) if sort_keys else v) for y in flat(v[k], sort_keys)]
     return [v]
+
+
+def structure(v):
+    """The containers of an output, without the leaves."""
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__, [structure(x) for x in v])
+    if isinstance(v, dict):
+        return ("dict", {k: structure(x) for k, x in v.items()})
+    return "leaf"
+
+
+def shape_of(x):
+    """x's shape for a message; a pytree input's leaves' shapes."""
+    if hasattr(x, "shape"):
+        return tuple(x.shape)
+    return [shape_of(y) for y in flat(x)]
 
 
 def same(F, got, want, rtol=1e-5, atol=1e-6) -> str | None:
     """None when `got` equals `want` (floats within tolerance, ints, bools and Python numbers
     exactly); else what differs."""
+    if structure(got) != structure(want):
+        return f"structure {structure(got)}, want {structure(want)}"
     g, w = flat(got), flat(want)
     if len(g) != len(w):
         return f"{len(g)} outputs, want {len(w)}"
@@ -939,6 +1353,8 @@ def same(F, got, want, rtol=1e-5, atol=1e-6) -> str | None:
             if not isinstance(a, (int, float, bool)) or float(a) != float(b):
                 return f"output {i}: {a!r}, want {b!r}"
             continue
+        if getattr(a, "dtype", None) != getattr(b, "dtype", None):
+            return f"output {i}: dtype {getattr(a, 'dtype', type(a))}, want {b.dtype}"
         a, b = F.to_numpy(a), F.to_numpy(b)
         if a.shape != b.shape:
             return f"output {i}: shape {a.shape}, want {b.shape}"
@@ -976,9 +1392,14 @@ def is_clear_refusal(e: BaseException) -> bool:
 
 
 def eager(fn, F, x):
-    """(result, input after the call) of the program itself, or None when it fails."""
+    """(result, input after the call) of the program itself, or None when it fails. JAX runs
+    un-jitted (jax.disable_jit), as it runs while recorded and in a replay: op by op, where a
+    jitted helper (jax.nn.standardize, logsumexp, the steps' own) would round differently."""
     x = F.copy(x)
     try:
+        if F.name == "jax":
+            with jax.disable_jit():
+                return fn(x), x
         return fn(x), x
     except Exception:  # noqa: BLE001 - the program itself fails on this input
         return None
@@ -1016,10 +1437,10 @@ def replay_outcome(graph, fn, F, x) -> str:
         import ivytrace
         if isinstance(e, ivytrace.GuardError):
             return "guard"
-        raise Crash(f"replay at {tuple(x.shape)} raised {type(e).__name__}: {e}") from e
+        raise Crash(f"replay at {shape_of(x)} raised {type(e).__name__}: {e}") from e
     why = same(F, got, want)
     if why:
-        raise WrongAnswer(f"replay at {tuple(x.shape)}: {why}")
+        raise WrongAnswer(f"replay at {shape_of(x)}: {why}")
     if F.mutable:
         why = same(F, xr, x_eager)
         if why:

@@ -292,6 +292,40 @@ Status LowerPool(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 
 // lax.reduce_window_{max,sum}: pooling over the dims whose window or stride is not 1; the other
 // dims are moved to the front and folded into ONNX's (N, C), then moved back.
+// JAX returns an empty result where a window (a conv's dilated kernel, a pooling window) is larger
+// than the padded input; onnxruntime's Conv fails on such an input without naming why, and its
+// pools give a non-empty result. As the replay's guards do: `in` is reshaped to its own shape while
+// each dim i is at least need[i], and to an invalid shape otherwise, in a node named as an ivytrace
+// guard, so onnxruntime refuses the input there. No check where no non-empty input can be too small
+// (every need <= 1: a 3x3 kernel under SAME padding).
+static std::string CheckWindowFits(const Node& node, LoweringContext& ctx, const std::string& in,
+                                   const std::vector<int64_t>& need, const std::string& what) {
+  if (std::none_of(need.begin(), need.end(), [](int64_t v) { return v > 1; })) return in;
+  const std::string shape = ctx.EmitTemp("Shape", {in});
+  const std::string ok = ctx.EmitTemp("GreaterOrEqual", {shape, ctx.Int64s(need)});
+  const std::string to = ctx.EmitTemp("Where", {ok, shape, ctx.Int64s(std::vector<int64_t>(need.size(), -2))});
+  onnx::NodeProto* r = nullptr;
+  const std::string out = ctx.EmitTemp("Reshape", {in, to}, &r);
+  r->set_name("ivytrace guard (" + what + " input size) " + ctx.Temp("check") + ": " + node.op + " at " +
+              (node.loc.file().empty() ? std::string("an unknown line")
+                                       : node.loc.file() + ":" + std::to_string(node.loc.line())) +
+              ": an input smaller than the " + what + " window (the program's result is empty)");
+  return out;
+}
+
+// A recorded result with an empty dim among `dims` (JAX's window larger than the input): refused.
+static Status RefuseEmptyWindowResult(LoweringContext& ctx, ValueId result, const std::vector<int64_t>& dims,
+                                      const std::string& what) {
+  const auto& out_shape = ctx.Shape(result);
+  for (int64_t d : dims) {
+    if (d >= 0 && static_cast<size_t>(d) < out_shape.size() && out_shape[d] == 0) {
+      return Status::Unsupported("a " + what + " whose recorded result is empty (its input is smaller than the "
+                                 "window): onnxruntime cannot run it");
+    }
+  }
+  return Status::Ok();
+}
+
 Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -326,10 +360,19 @@ Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContex
   const auto& shape = ctx.Shape(x);
   std::vector<int64_t> perm = other;
   perm.insert(perm.end(), spatial.begin(), spatial.end());
+  IVY_RETURN_IF_ERROR(RefuseEmptyWindowResult(ctx, result, spatial, "pooling"));
   std::string cur = ctx.In(x);
   onnx::NodeProto* t = nullptr;
   cur = ctx.EmitTemp("Transpose", {cur}, &t);
   SetAttr(t, "perm", perm);
+  {
+    std::vector<int64_t> need(static_cast<size_t>(rank), 0);
+    for (size_t j = 0; j < spatial.size(); ++j) {
+      const int64_t d = spatial[j];
+      need[other.size() + j] = (*window)[d] - lo[d] - hi[d];
+    }
+    cur = CheckWindowFits(node, ctx, cur, need, "pooling");
+  }
   int64_t folded = 1;
   for (int64_t o : other) folded *= shape[o];
   std::vector<int64_t> pooled_shape = {1, folded};
@@ -436,6 +479,8 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
   const auto& wshape = ctx.Shape(w);
   std::vector<int64_t> kernel;
   for (int i = 0; i < n; ++i) kernel.push_back(wshape[rhs_spec[2 + i]]);
+  std::vector<int64_t> out_spatial(out_spec.begin() + 2, out_spec.end());
+  IVY_RETURN_IF_ERROR(RefuseEmptyWindowResult(ctx, result, out_spatial, "convolution"));
   auto transpose = [&](const std::string& in, const std::vector<int64_t>& perm) {
     bool identity = true;
     for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
@@ -446,6 +491,14 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
     return out;
   };
   std::string xin = transpose(ctx.In(x), lhs_spec);
+  {
+    std::vector<int64_t> need(static_cast<size_t>(rank), 0);
+    for (int i = 0; i < n; ++i) {
+      const int64_t dilation = i < static_cast<int>(dil->size()) ? (*dil)[i] : 1;
+      need[2 + i] = (kernel[i] - 1) * dilation + 1 - pads[i] - pads[i + n];
+    }
+    xin = CheckWindowFits(node, ctx, xin, need, "convolution");
+  }
   std::string win = transpose(ctx.In(w), rhs_spec);
   const v1::DType d = ctx.DType(result);
   xin = ctx.CastTo(xin, ctx.DType(x), d);

@@ -744,6 +744,20 @@ Status LowerBroadcastInDim(const Node& node, const BoundCall& call, LoweringCont
     const bool literal_one = AsInt(out->Get(o)).value_or(-1) == 1;
     if (in_shape[i] == recorded[o] && (in_shape[i] != 1 || literal_one)) out->Mutable(o)->set_i(1);
   }
+  // A size 0 in the shape (jnp.pad's edge of width 0, jnp.repeat(x, 0)): Slice the input to 0
+  // there and Expand by 1. onnxruntime's ExpandElimination takes an input dim it does not know
+  // for 0 and drops an Expand to a 0 there: the result kept the input's size.
+  std::vector<int64_t> empty_axes;
+  for (int i = 0; i < out->size(); ++i) {
+    if (AsInt(out->Get(i)).value_or(-1) == 0) {
+      empty_axes.push_back(i);
+      out->Mutable(i)->set_i(1);
+    }
+  }
+  if (!empty_axes.empty()) {
+    const std::vector<int64_t> zeros(empty_axes.size(), 0);
+    cur = ctx.EmitTemp("Slice", {cur, ctx.Int64s(zeros), ctx.Int64s(zeros), ctx.Int64s(empty_axes)});
+  }
   std::string shape;
   IVY_RETURN_IF_ERROR(DynamicInts(ctx, target, &shape));
   ctx.Emit("Expand", {cur, shape}, {ctx.Out(result)});

@@ -23,7 +23,9 @@ How calls are captured, with no change to the user's code:
     `x.tolist()` and `np.asarray(x)`/`np.array(x)` (which read a CPU array through the buffer
     protocol: the numpy module functions are wrapped) on a jax.Array write a GuardEvent with the
     value Python saw and the user's source line (the first frame outside jax, jaxlib, numpy and
-    ivytrace); so does each array `jax.device_get(tree)` hands back. `memoryview(x)` or a C
+    ivytrace); so does each array `jax.device_get(tree)` hands back, and np.asarray called by
+    jax.numpy's boolean indexing (`x[mask]`, `x.at[mask].set(v)` turn the mask into NumPy
+    indices: _JNP_HOST_READERS). `memoryview(x)` or a C
     extension reading the buffer is not seen (the value leaves JAX without a guard).
   * Shapes: `x.shape` and `len(x)` in the user's code (not in JAX's internals) write a ShapeRead
     record. Which primitive params follow the inputs' dims is proven by JAX's symbolic shapes
@@ -241,9 +243,16 @@ def _make_guard(gname, base):
     return guard
 
 
+# jax.numpy code that reads an array's values on the host and goes on with them in Python: a
+# boolean index (`x[mask]`, `x.at[mask].set(v)`) becomes the NumPy indices of its True elements,
+# constants of the trace, so the mask's value is a guard as if the user had read it.
+_JNP_HOST_READERS = (os.path.join(_pkg_dir(jax), "_src", "numpy", "indexing.py"),)
+
+
 def _np_converter(fname, current):
     """np.asarray(x) & co. read a CPU jax.Array through the buffer protocol, which Python code
-    cannot hook: the module functions are wrapped instead (calls by the user's code only)."""
+    cannot hook: the module functions are wrapped instead (calls by the user's code, and by the
+    jax.numpy code in _JNP_HOST_READERS)."""
     real = current
     while hasattr(real, "__ivytrace_original__"):   # under the NumPy recorder's own wrapper
         real = real.__ivytrace_original__
@@ -252,7 +261,8 @@ def _np_converter(fname, current):
         rec = _REC
         if (args and isinstance(args[0], _ArrayImpl) and rec is not None and rec.active and not _busy()
                 and threading.get_ident() == rec.thread
-                and not sys._getframe(1).f_code.co_filename.startswith(_INTERNAL_DIRS)):
+                and (not (f := sys._getframe(1).f_code.co_filename).startswith(_INTERNAL_DIRS)
+                     or f in _JNP_HOST_READERS)):
             with _Busy():
                 result = real(*args, **kwargs)
             rec.guard("jax.Array.__array__", args[0], result)

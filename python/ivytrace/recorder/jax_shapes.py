@@ -252,7 +252,12 @@ class Plan:
 def _trace(fn, leaves_at, specs):
     def body(*arrays):
         a, k = leaves_at(arrays)
-        return fn(*a, **k)
+        out = fn(*a, **k)
+        # A size returned as a Python number (`x.shape[0] // 3`): the recorder writes the number
+        # the eager run returned, a constant of the graph, so its dims cannot be symbolic.
+        if any(_has_dim(v) for v in jax.tree_util.tree_leaves(out)):
+            raise Mismatch("the result holds a Python number computed from a symbolic size")
+        return out
     with _static_slicing(), _sound_equality():
         closed, out_shape = jax.make_jaxpr(body, return_shape=True)(*specs)
     return closed, jax.tree_util.tree_structure(out_shape)
