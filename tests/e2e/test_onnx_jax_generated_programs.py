@@ -178,12 +178,9 @@ def test_a_pooling_window_larger_than_the_input_names_a_guard(pool, tmp_path):
         ivytrace.export(fn, tmp_path / "empty.onnx", args=(G.data(F, (2, 2), 0),))
 
 
-# -- found by the JAX ONNX property and left: not a wrong number, but a failure that names no guard ----
-@pytest.mark.xfail(strict=True, reason="jnp.array_split/torch.chunk lower to a Split with the recorded sizes; "
-                                       "on an input whose split dim follows a symbolic size (a flatten of the "
-                                       "batch) and has another length, onnxruntime fails in the Split ('Split "
-                                       "size 3 exceeds the remaining size') without naming an ivytrace guard "
-                                       "(a size check like unbind's would change every exported split model)")
+# -- found by the JAX ONNX property: jnp.array_split lowered to a Split with the recorded sizes, and
+# at another length onnxruntime failed in the Split without naming a guard; the split's length
+# check (a named guard node, from the NumPy/torch leftovers branch) covers it.
 def test_array_split_of_a_symbolic_length_names_a_guard(tmp_path):
     def fn(x):
         a, b = jnp.array_split(x.reshape(-1), 2)
