@@ -27,7 +27,9 @@ from test_jax_generated_programs import jax_programs, kinds, make, shapes  # noq
 from test_onnx_generated_programs import export_or_refuse  # noqa: E402
 
 EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "8"))
-RTOL, ATOL = 1e-5, 1e-5
+# `ivytrace check`'s defaults: onnxruntime's kernels are not XLA's (rsqrt differs in the last bit,
+# and a normalization over values of small spread amplifies it past 1e-5).
+RTOL, ATOL = 1e-4, 1e-5
 F = G.JaxF
 
 
