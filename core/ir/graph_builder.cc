@@ -452,6 +452,7 @@ class Builder {
       for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), fill);
     }
     for (auto& m : n.mutated) define(&m);
+    if (n.canonical() == "cast") GuardCastReturningInput(n);
     for (const auto& [key, id] : mine) {
       defined_[key] = id;
       auto& last = last_version_[key.id];
@@ -821,6 +822,37 @@ class Builder {
       IVY_RETURN_IF_ERROR(st);
     }
     return Status::Ok();
+  }
+
+  // A cast to the dtype its input already has returns the input itself (torch's `x.float()` of a
+  // float32 x, `.to(x.dtype)`, `.type_as(t)`): one object, so every later read of x reads "the
+  // cast's result" and the graph cannot tell which reads meant x. On a replay with another input
+  // dtype the cast makes a new tensor and those reads would see the wrong one, so the dtypes of
+  // the tensors the cast read are guarded (checked on replay; an ONNX model's input types fix
+  // them).
+  void GuardCastReturningInput(const Node& n) {
+    bool returned_input = false;
+    std::vector<std::pair<uint64_t, uint32_t>> results;
+    ForEachTensor(n.result, [&](const v1::TensorRef& r) { results.emplace_back(r.id(), r.version()); });
+    auto read = [&](const v1::TensorRef& r) {
+      for (const auto& [id, version] : results) returned_input = returned_input || (r.id() == id && r.version() == version);
+    };
+    for (const auto& a : n.args) ForEachTensor(a, read);
+    for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), read);
+    if (!returned_input) return;
+    const char* op = n.op.rfind("numpy.", 0) == 0 ? "numpy.ndarray.dtype"
+                     : n.op.rfind("jax.", 0) == 0 ? "jax.Array.dtype"
+                                                  : "torch.Tensor.dtype";
+    auto guard = [&](const v1::TensorRef& r) {
+      v1::Guard g;
+      *g.mutable_tensor() = r;
+      g.set_op(op);
+      g.mutable_observed()->set_dtype(graph_->values[r.value()].dtype);
+      *g.mutable_loc() = n.loc;
+      graph_->guards.push_back(std::move(g));
+    };
+    for (const auto& a : n.args) ForEachTensor(a, guard);
+    for (const auto& kw : n.kwargs) ForEachTensor(kw.value(), guard);
   }
 
   // A split/chunk view's index holds the offsets recorded: re-deriving it, or writing it back,

@@ -299,6 +299,48 @@ std::optional<ValueId> ReshapeChainSource(const Graph& g, const Node& n, Written
   }
 }
 
+// Values whose dtype follows a region input's: a replay may pass another dtype than the recorded
+// one (the seeds' example traces int64 and replays float32), and nothing guards input dtypes, so
+// a cast that was the identity when recorded (`x.float()` of a float32 x) converts on such a replay
+// and must stay. A cast's result has a dtype of its own unless it reads another varying tensor
+// (`.type_as(t)`, `.to(t)`). A cast that returned its input object is guarded by the graph builder
+// (GuardCastReturningInput), so it is forwarded. Worked out on the first cast a rule matches.
+class DtypeFollowsInputs {
+ public:
+  explicit DtypeFollowsInputs(const Graph& g) : g_(g) {}
+  bool Contains(ValueId v) {
+    if (varies_.empty()) Build();
+    return varies_[v];
+  }
+
+ private:
+  void Build() {
+    varies_.assign(g_.values.size(), 0);
+    // A value whose dtype a guard checks has the recorded dtype on every replay that goes on.
+    std::vector<char> guarded(g_.values.size(), 0);
+    for (const auto& guard : g_.guards) {
+      const std::string& op = guard.op();
+      if (op.size() > 6 && op.compare(op.size() - 6, 6, ".dtype") == 0) guarded[guard.tensor().value()] = 1;
+    }
+    for (ValueId v : g_.InputValues()) varies_[v] = !guarded[v];
+    for (const Node& n : g_.nodes) {
+      if (n.erased) continue;
+      std::optional<ValueId> cast_input;
+      if (n.canonical() == "cast") {
+        BoundCall call;
+        if (BoundCall::Bind(n, &call).ok()) cast_input = call.Tensor("input");
+      }
+      bool varies = false;
+      for (ValueId in : n.inputs) varies = varies || (varies_[in] && (!cast_input || in != *cast_input));
+      if (varies) {
+        for (ValueId out : n.outputs) varies_[out] = !guarded[out];
+      }
+    }
+  }
+  const Graph& g_;
+  std::vector<char> varies_;
+};
+
 // The op that reshapes like `op` without requiring a viewable input (x may not be contiguous).
 std::string ReshapeOp(const std::string& op) {
   if (op == "torch.Tensor.view") return "torch.Tensor.reshape";
@@ -312,6 +354,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
   // Storage written in place anywhere in the graph: asked only of reshapes and of calls a rule
   // matched, so it is worked out on the first question (most nodes never ask).
   WrittenStorage written(*g);
+  DtypeFollowsInputs dtype_follows_inputs(*g);
   const bool ranks_guarded = RanksGuarded(*g);
   std::unordered_set<ValueId> region_outputs;
   std::unordered_set<uint64_t> output_storage;
@@ -357,6 +400,7 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     const Value& from = g->values[*in];
     const Value& to = g->values[out];
     if (from.dtype != to.dtype || from.shape != to.shape) continue;
+    if (n.canonical() == "cast" && dtype_follows_inputs.Contains(*in)) continue;
     if ((n.canonical() == "reshape" || n.canonical() == "flatten") && !ShapeFollowsInput(*g, n, *in, ranks_guarded)) {
       continue;
     }

@@ -264,6 +264,13 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       const auto& g = graph.guards[i];
       const bool on_input = g.has_tensor() && input_values.count(g.tensor().value()) > 0;
       const bool rank_guard = g.op() == "torch.Tensor.dim" || g.op() == "numpy.ndarray.ndim" || g.op() == "jax.Array.ndim";
+      const std::string_view op = g.op();
+      if (op.size() > 6 && op.substr(op.size() - 6) == ".dtype") {
+        // A cast that returned its input (graph builder): every dtype in the model follows from
+        // its declared input types.
+        typed.push_back(all[i] + " (checked by the ONNX inputs' declared types)");
+        continue;
+      }
       if (on_input && (rank_guard || g.op() == "jax.Array.shape")) {
         if (g.op() == "jax.Array.shape") static_inputs.insert(g.tensor().value());
         typed.push_back(all[i] + " (checked by the ONNX input's declared type)");

@@ -56,17 +56,24 @@ _GUARD_EVAL = {
     # An input's rank or shape (torch.Tensor.dim, numpy.ndarray.ndim, jax.Array.shape): any
     # framework's array has .shape.
     "dim": lambda t: len(t.shape), "ndim": lambda t: len(t.shape), "shape": lambda t: tuple(t.shape),
+    # A dtype the graph is specialized on (a dtype read, or a cast that returned its input: the
+    # graph builder's GuardCastReturningInput), by name, the same in torch, NumPy and JAX.
+    "dtype": lambda t: str(t.dtype).rsplit(".", 1)[-1],
 }
 
 
 def _guard_check(evaluate, observed, op, where):
+    why = ("the program read a dtype there, or a cast returned its input unchanged, as it does only for that "
+           "dtype" if op.endswith(".dtype")
+           else "control flow or a Python number taken from a tensor")
+
     def check(t):
         new = evaluate(t)
         if not same_value(new, observed):
             raise GuardError(
                 f"ivytrace: guard failed at {where}: when traced, {op} gave {observed!r}; on these "
-                f"inputs it gives {new!r}. The graph was specialized on that value (control flow or a "
-                f"Python number taken from a tensor); trace again with inputs that take this path.")
+                f"inputs it gives {new!r}. The graph was specialized on that value ({why}); trace "
+                f"again with inputs that take this path.")
     return check
 
 
@@ -297,7 +304,10 @@ class _Gen:
             evaluate = _GUARD_EVAL.get(g.op.rsplit(".", 1)[-1])
             if evaluate is None:
                 raise PlanError(f"{where}: guard op {g.op!r} is not one the runtime can check")
-            observed = self.literal(g.observed, self.allow, where)
+            if g.op.endswith(".dtype") and g.observed.WhichOneof("kind") == "dtype":
+                observed = common_pb2.DType.Name(g.observed.dtype).lower()
+            else:
+                observed = self.literal(g.observed, self.allow, where)
             loc = f"{g.loc.file}:{g.loc.line}" if g.loc.file else "<unknown location>"
             check = self.bind("g", _guard_check(evaluate, observed, g.op, loc))
             self.guards_by_slot.setdefault(g.tensor.value, []).append(check)
