@@ -311,16 +311,8 @@ def test_a_seed_whose_draws_are_dead_is_still_replayed(framework):
         assert np.array_equal(want.numpy(), np.random.rand(2))
 
 
-@pytest.mark.xfail(strict=True, reason="traced with float32, simplify drops `x.float()` as the identity it was, "
-                                       "and a float64 input comes back float64 where eager gives float32. A "
-                                       "dtype guard on every input (tried) breaks the seeds' example, which "
-                                       "traces with int64 and replays with float32; the fix is a guard on the "
-                                       "dtype of only what a dropped cast read (the runtime has no dtype guard "
-                                       "op, and runtime/codegen.py is another engineer's) or casts kept where "
-                                       "their input's dtype can change")
-def test_another_input_dtype_is_a_guard_failure_or_eager_dtype():
-    # The torch case; NumPy keeps its astype (replayed right).
-    framework = "torch"
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_another_input_dtype_is_a_guard_failure_or_eager_dtype(framework):
     if framework == "torch":
         def fn(x):
             return x.float() * 2, x.sum()
@@ -332,7 +324,13 @@ def test_another_input_dtype_is_a_guard_failure_or_eager_dtype():
     F = G.TorchF if framework == "torch" else G.NumpyF
     g = ivytrace.trace_graph(fn, args=(x32,))
     assert G.replay_outcome(g, fn, F, x32) == "match"
-    with pytest.raises(ivytrace.GuardError, match="dtypes"):
+    if framework == "numpy":
+        # astype copies (another array), so the graph tells x from the cast and keeps the cast.
+        assert G.replay_outcome(g, fn, F, x64) == "match"
+        return
+    # x.float() of a float32 x returned x itself, so the graph cannot tell later reads of x from
+    # reads of the cast: its dtype is a guard.
+    with pytest.raises(ivytrace.GuardError, match="torch.Tensor.dtype gave 'float32'; on these inputs it gives 'float64'.*returned its input"):
         g(x64)
     again = ivytrace.trace_graph(fn, args=(x32,), retrace=True)
     with pytest.warns(ivytrace.RetraceWarning):
@@ -340,6 +338,62 @@ def test_another_input_dtype_is_a_guard_failure_or_eager_dtype():
     assert again.traces == 2
     assert G.same(F, again(x32), fn(x32)) is None
 
+
+@pytest.mark.parametrize("cast", [
+    lambda x, t: x.to(torch.float32, copy=True),     # another tensor: the cast is kept, no guard
+    lambda x, t: x.type_as(t),                       # x itself when traced: both dtypes guarded
+    lambda x, t: x.to(t),
+    lambda x, t: x.to(dtype=t.dtype),
+])
+def test_a_cast_that_was_the_identity_when_traced_follows_or_guards_other_dtypes(cast):
+    def fn(x, t):
+        y = cast(x, t)
+        return y * 2, x.sum() + t.sum()
+    f32 = torch.ones(3), torch.ones(2)
+    g = ivytrace.trace_graph(fn, args=f32)
+    outcomes = []
+    for args in [(torch.ones(3) * 3, torch.ones(2)), (torch.ones(3, dtype=torch.float64), torch.ones(2)),
+                 (torch.ones(3), torch.ones(2, dtype=torch.float64)),
+                 (torch.arange(3), torch.ones(2, dtype=torch.float16))]:
+        try:
+            got = g(*args)
+        except ivytrace.GuardError:
+            outcomes.append("guard")
+            continue
+        assert G.same(G.TorchF, got, fn(*args)) is None, args
+        outcomes.append("match")
+    assert outcomes[0] == "match"
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_a_dtype_the_program_read_is_guarded(framework):
+    # A Python value taken from a dtype (`dtype=x.dtype`, `if x.is_floating_point()`) is a guard on
+    # the inputs' dtypes; a parameter's dtype (fixed) is not.
+    if framework == "torch":
+        w = torch.ones(3, dtype=torch.float16)
+
+        def fn(x):
+            out = torch.zeros(x.shape, dtype=x.dtype) + w.dtype.itemsize
+            return out + x * 2 if x.is_floating_point() else out
+
+        f32, f64, i64 = torch.ones(3), torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.int64)
+    else:
+        def fn(x):
+            out = np.zeros(x.shape, dtype=x.dtype)
+            out[:] = x * 2
+            return out
+
+        f32, f64, i64 = np.ones(3, np.float32), np.ones(3), np.ones(3, np.int64)
+    F = G.TorchF if framework == "torch" else G.NumpyF
+    g = ivytrace.trace_graph(fn, args=(f32,))
+    assert G.replay_outcome(g, fn, F, f32 * 3) == "match"
+    for x in (f64, i64):
+        with pytest.raises(ivytrace.GuardError, match="dtype gave 'float32'"):
+            g(x)
+    lazy = ivytrace.trace_graph(fn)
+    with pytest.warns(ivytrace.RetraceWarning):
+        for x in (f32, f64, i64, f32):
+            assert G.same(F, lazy(x), fn(x)) is None
 
 
 @pytest.mark.xfail(strict=True, reason="NumPy's ravel/reshape return a view or a copy depending on the memory "

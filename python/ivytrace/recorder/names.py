@@ -19,6 +19,7 @@ SHAPE = 2     # a shape read: record a ShapeRead
 GUARD = 3     # the tensor's value leaves the framework: record a GuardEvent
 CONVERT = 4   # a conversion between torch and NumPy (see convert.py): an op joining the two
               # frameworks when both are recorded, else a guard (to NumPy) or an ordinary op
+DTYPE = 5     # a dtype read (`x.dtype`, `x.is_floating_point()`): guards the region inputs' dtypes
 
 _NAMESPACES = (
     ("torch.nn.functional", torch.nn.functional),
@@ -38,13 +39,17 @@ SKIP_METHODS = frozenset({
     "__array_wrap__", "__dlpack__", "__dlpack_device__", "__torch_function__", "__setattr__",
     "__getattribute__", "__delattr__", "__init_subclass__", "__class_getitem__",
     "requires_grad_", "retain_grad", "register_hook", "register_post_accumulate_grad_hook",
-    "data_ptr", "element_size", "storage_offset", "is_floating_point", "is_complex", "is_signed",
+    "data_ptr", "storage_offset",
     "get_device", "untyped_storage", "storage", "_typed_storage", "is_shared", "is_pinned",
     "_is_view", "is_set_to", "has_names", "is_inference", "is_coalesced", "dim_order",
     "_version", "_base", "type_as_string", "_is_zerotensor", "is_conj", "is_neg",
 })
+# What a dtype decides: the Python value is specialized on the tensor's dtype, which follows from the
+# region inputs' dtypes (a replay with another input dtype is a guard failure, not the recorded path).
+DTYPE_METHODS = frozenset({"is_floating_point", "is_complex", "is_signed", "element_size"})
+DTYPE_TORCH = frozenset({"torch.is_floating_point", "torch.is_complex"})
 SKIP_TORCH = frozenset({
-    "torch.is_tensor", "torch.is_storage", "torch.is_floating_point", "torch.is_complex",
+    "torch.is_tensor", "torch.is_storage",
     "torch.is_conj", "torch.is_neg", "torch.is_inference", "torch.is_same_size", "torch.device",
     # SymInt helpers: called through, they reach the symbolic int's own __sym_min__/__sym_max__/...
     # (recorded as ivytrace.sym ops); recorded as calls, their int result would be baked.
@@ -90,11 +95,15 @@ def kind_of(name: str) -> int:
             return CONVERT
         if attr in GUARD_METHODS:
             return GUARD
+        if attr in DTYPE_METHODS:
+            return DTYPE
         if attr in SKIP_METHODS:
             return SKIP
         return OP
     if name in SKIP_TORCH:
         return SKIP
+    if name in DTYPE_TORCH:
+        return DTYPE
     if name in SHAPE_TORCH:
         return SHAPE
     if name in CONVERT_TORCH:
@@ -138,6 +147,8 @@ def property_name_and_kind(descriptor) -> tuple:
     prop = getattr(descriptor, "__name__", "?")
     if prop in SHAPE_PROPERTIES:
         return f"torch.Tensor.{prop}", SHAPE
+    if prop in ("dtype", "itemsize"):
+        return f"torch.Tensor.{prop}", DTYPE
     if prop in TENSOR_PROPERTIES:
         return f"torch.Tensor.{prop}.__get__", OP
     return f"torch.Tensor.{prop}.__get__", SKIP

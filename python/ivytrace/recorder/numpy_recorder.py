@@ -241,6 +241,23 @@ def _ndim_get(self):
     return v
 
 
+# Where the recorder and NumPy themselves live: their reads of an array's dtype are their own work
+# (the recorder writing a TensorRef, np.pad's implementation), not the program's.
+_NOT_THE_PROGRAM = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+                    os.path.dirname(os.path.abspath(np.__file__)) + os.sep)
+
+
+def _dtype_get(self):
+    v = np.ndarray.dtype.__get__(self)
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread and \
+            rec._regions and not rec._dtypes_guarded and \
+            not sys._getframe(1).f_code.co_filename.startswith(_NOT_THE_PROGRAM) and \
+            rec._sym_tensor_arg(self) is not None:
+        rec._guard_dtypes()   # dtypes follow from the inputs' dtypes: guarded once per region
+    return v
+
+
 def _shape_set(self, value):
     np.ndarray.shape.__set__(self, value)   # in-place reshape: not recorded (see Limits)
 
@@ -248,6 +265,7 @@ def _shape_set(self, value):
 TracedArray.shape = property(_shape_get, _shape_set)
 TracedArray.size = property(_size_get)
 TracedArray.ndim = property(_ndim_get)
+TracedArray.dtype = property(_dtype_get, np.ndarray.dtype.__set__)
 
 
 def _len(self):
@@ -363,6 +381,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         self._inputs = {}
         self._input_arrays = []    # (array, tid, sid, version) of the current region's inputs
         self._ranks_guarded = False
+        self._dtypes_guarded = False   # the region read an array's dtype: its inputs' dtypes are guarded
         self._const = {}        # tid -> version at which it is a constant
         self._links = {}        # storage id -> [convert._Link]: memory shared with torch tensors
         self._enc = _NumpyEncoder(self._enc_in)
@@ -699,12 +718,12 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
 
     # Frames of known arrays: tid -> version (convert.py pushes and pops them too).
     def _enter_frame(self):
-        self._frames.append((self._known, self._inputs, self._input_arrays, self._ranks_guarded))
-        self._known, self._inputs, self._input_arrays, self._ranks_guarded = {}, {}, [], False
+        self._frames.append((self._known, self._inputs, self._input_arrays, self._ranks_guarded, self._dtypes_guarded))
+        self._known, self._inputs, self._input_arrays, self._ranks_guarded, self._dtypes_guarded = {}, {}, [], False, False
 
     def _leave_frame(self):
         inner, inputs = self._known, self._inputs
-        self._known, self._inputs, self._input_arrays, self._ranks_guarded = self._frames.pop()
+        self._known, self._inputs, self._input_arrays, self._ranks_guarded, self._dtypes_guarded = self._frames.pop()
         for tid, v in inner.items():
             if inputs.get(tid) != v:
                 self._known[tid] = v
@@ -748,6 +767,21 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         for a, tid, sid, v in self._input_arrays:
             ref = common_pb2.TensorRef(id=tid, version=v, storage=sid)
             g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(i=np.ndarray.ndim.__get__(a)),
+                                     file=fid, line=line, region=rid)
+            self.w.emit(TAG_GUARD, g.SerializeToString())
+
+    def _guard_dtypes(self):
+        """An array's dtype was read (`np.zeros(n, dtype=x.dtype)`): once per region, a guard on
+        each input's dtype, from which every computed array's dtype follows."""
+        if self._dtypes_guarded:
+            return
+        self._dtypes_guarded = True
+        fid, line = _location(self._intern)
+        op = self._intern("numpy.ndarray.dtype")
+        rid = self._regions[-1] if self._regions else 0
+        for a, tid, sid, v in self._input_arrays:
+            ref = common_pb2.TensorRef(id=tid, version=v, storage=sid)
+            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(dtype=_DTYPES.get(np.ndarray.dtype.__get__(a), 0)),
                                      file=fid, line=line, region=rid)
             self.w.emit(TAG_GUARD, g.SerializeToString())
 

@@ -93,6 +93,7 @@ _getframe = sys._getframe
 _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
 _CONVERT = _names.CONVERT
+_DTYPE = _names.DTYPE
 _SMALL = len(V)
 _VERSION = [b""] + [REF.VERSION + V[n] for n in range(1, _SMALL)]
 _shapes: dict = {}
@@ -129,7 +130,7 @@ class SpecializationWarning(UserWarning):
 class _Frame:
     """What a region (or the top level) knows: tensor id -> version defined in it, storage id ->
     version last written by a recorded op in it, and its region inputs (id -> version)."""
-    __slots__ = ("known", "written", "inputs", "input_refs", "ranks_guarded")
+    __slots__ = ("known", "written", "inputs", "input_refs", "ranks_guarded", "dtypes_guarded")
 
     def __init__(self):
         self.known = {}
@@ -137,6 +138,7 @@ class _Frame:
         self.inputs = {}
         self.input_refs = []         # (tensor, ids entry, version) of each region input
         self.ranks_guarded = False   # the region read a shape: its inputs' ranks are guarded
+        self.dtypes_guarded = False  # the region read a dtype: its inputs' dtypes are guarded
 
 
 def is_internal_file(filename: str) -> bool:
@@ -594,6 +596,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
                 return func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
             if kind == _SHAPE:
                 return self._shape_read(info, func, args, kwargs, invoke)
+            if kind == _DTYPE:
+                return self._dtype_read(func, args, kwargs, invoke)
             if kind != _CONVERT:
                 return self._guard(info, func, args, kwargs, invoke)
             done, result = self._convert(info, func, args, kwargs, invoke)
@@ -844,6 +848,25 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         if what in ("numel", "nelement"):
             return self._sym_leaf(t, "ivytrace.sym.numel", None, result)
         return result   # dim(), ndim: fixed once the inputs' ranks are (_guard_ranks)
+
+    def _dtype_read(self, func, args, kwargs, invoke=None):
+        """`x.dtype`, `x.is_floating_point()`: a Python value the graph is specialized on when x
+        follows the region's inputs (a parameter's dtype is fixed). dtypes follow from the inputs'
+        dtypes, so a guard on each input's dtype (once per region) makes the read safe."""
+        result = func(*args, **kwargs) if invoke is None else invoke(func, args, kwargs)
+        t = args[0] if args else None
+        if (isinstance(t, _Tensor) and self._regions and self._get_ident() == self._thread and
+                not self._frame.dtypes_guarded and self._sym_known(t) is not None):
+            self._frame.dtypes_guarded = True
+            fid, line = self._location()
+            op = self._intern("torch.Tensor.dtype")
+            rid = self._regions[-1]
+            for i, r, v in self._frame.input_refs:
+                ref = common_pb2.TensorRef(id=r[1], version=v, storage=r[2])
+                g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(dtype=DTYPES.get(i.dtype, 0)),
+                                         file=fid, line=line, region=rid)
+                self.w.emit(TAG_GUARD, g.SerializeToString())
+        return result
 
     def _guard_ranks(self):
         """The region read a shape: from here on its graph may depend on the rank of a tensor
