@@ -49,6 +49,16 @@ class StateWarning(UserWarning):
     """The traced call changed state that the replay cannot write back."""
 
 
+# How many times a traced call changed state that its replay does not write back (each one a
+# StateWarning): a batch-of-1 probe, which calls the function again, is not made after one.
+_unreplayed_state = [0]
+
+
+def _warn_unreplayed_state(message):
+    _unreplayed_state[0] += 1
+    warnings.warn(message, StateWarning, stacklevel=_user_level()[0])
+
+
 class _ModeGuardError(GuardError):
     """A traced module's train()/eval() mode is not the one it was traced in: a traced module
     traces again in the new mode whatever `retrace` says (the mode is the module's, not the
@@ -455,11 +465,54 @@ class Graph:
     def _trace_and_keep(self, args, kwargs):
         if self._example is None:
             self._example = (args, kwargs)
+        unreplayed = _unreplayed_state[0]
         spec, out, workdir = _trace(self._fn, tuple(args), dict(kwargs), **self._options)
         self._specs.insert(0, spec)
         self._update_fast()
         self._workdirs.append(workdir)
+        if self.probe_batch_of_one and len(self._specs) < self.max_traces and unreplayed == _unreplayed_state[0]:
+            self._probe_batch_of_one(spec, args, kwargs)
         return out
+
+    probe_batch_of_one = True
+
+    def _probe_batch_of_one(self, spec, args, kwargs):
+        """A batch of 1 is a size many programs branch on (transformers' `if batch_size !=
+        position_ids.shape[0]`), so a graph traced with one is often right only for one. When the
+        call had arrays whose dim 0 is 1, the new specialization is replayed with those arrays
+        repeated to 2 along dim 0; if one of its guards fails, the function is traced a second
+        time on those arrays and that specialization is kept too, so other batch sizes replay
+        without a retrace at call time. Skipped when the graph writes state (a second call would
+        write it again); the random number generators are put back as they were, and warnings
+        from the second call are not shown. What else the function does in Python (a print) it
+        does twice: `trace_graph(..., probe_batch_of_one=False)` turns this off."""
+        if spec.state_out:
+            return
+        bigger_args, n_args = _repeat_batch_of_one(tuple(args))
+        bigger_kwargs, n_kwargs = _repeat_batch_of_one(dict(kwargs))
+        if not n_args + n_kwargs:
+            return
+        rng = _rng_states()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    spec.run(self._sig, bigger_args, bigger_kwargs)
+                    return    # its guards hold at a batch of 2: symbolic in the batch already
+                except GuardError:
+                    pass
+                except Exception:   # noqa: BLE001 - the inputs made up here are not the user's
+                    return
+                try:
+                    probe, _, workdir = _trace(self._fn, bigger_args, bigger_kwargs, **self._options)
+                except Exception:   # noqa: BLE001 - the function refuses a batch of 2: nothing kept
+                    return
+        finally:
+            _restore_rng_states(rng)
+        self._workdirs.append(workdir)
+        if probe.state_out:
+            return
+        self._specs.insert(1, probe)
 
     def save(self, path) -> str:
         """Copy the recorded trace to `path` (for `ivytrace inspect/viz/export`)."""
@@ -509,6 +562,49 @@ class LazyGraph(Graph):
         return f"<ivytrace.LazyGraph {self.name!r}, {state}>"
 
 
+def _repeat_batch_of_one(v, depth=0):
+    """(v with every array whose dim 0 has size 1 repeated to 2 along it, how many were)."""
+    if _is_array(v):
+        shape = getattr(v, "shape", ())
+        if len(shape) == 0 or shape[0] != 1:
+            return v, 0
+        mod = type(v).__module__
+        if mod.startswith("torch"):
+            return _torch().cat([v, v], 0), 1
+        if mod.startswith("numpy"):
+            import numpy as np
+            return np.concatenate([v, v], 0), 1
+        import jax.numpy as jnp
+        return jnp.concatenate([v, v], 0), 1
+    if depth > 8:
+        return v, 0
+    if type(v) in (tuple, list):
+        parts = [_repeat_batch_of_one(x, depth + 1) for x in v]
+        return type(v)(p for p, _ in parts), sum(n for _, n in parts)
+    if type(v) is dict:
+        parts = {k: _repeat_batch_of_one(x, depth + 1) for k, x in v.items()}
+        return {k: p for k, (p, _) in parts.items()}, sum(n for _, n in parts.values())
+    return v, 0
+
+
+def _rng_states():
+    """The global random number generators' states (torch, NumPy, Python's random)."""
+    import random
+    out = [(random.setstate, random.getstate())]
+    if "numpy" in sys.modules:
+        np = sys.modules["numpy"]
+        out.append((np.random.set_state, np.random.get_state()))
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        out.append((torch.set_rng_state, torch.get_rng_state()))
+    return out
+
+
+def _restore_rng_states(states):
+    for restore, state in states:
+        restore(state)
+
+
 def _remove_all(dirs):
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
@@ -520,7 +616,7 @@ _FRAMEWORKS = ("torch", "numpy", "jax")
 def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idxs=None, to=None,
                 include_generators: bool = True, array_caching: bool = True,
                 return_backend_traced_fn: bool = False, static_argnums=None, static_argnames=None,
-                args=None, kwargs=None, retrace=None, max_traces: int = 8):
+                args=None, kwargs=None, retrace=None, max_traces: int = 8, probe_batch_of_one: bool = True):
     """Trace callables into graphs (the seeds' `ivy.trace_graph`, with ivytrace's recorder).
 
     `objs`: what to trace. A function (torch, NumPy or JAX) gives a Graph; several give a tuple
@@ -551,6 +647,9 @@ def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idx
     `retrace=True`: an eager Graph traces again when a call fails every guard, instead of raising
     GuardError (a traced module always traces again when only its train()/eval() mode changed);
     `max_traces`: at most this many specializations.
+    `probe_batch_of_one`: when a call has arrays with a batch (dim 0) of 1 and the graph's guards
+    fail for a batch of 2, the function is traced a second time with those arrays repeated, so
+    other batch sizes replay without a retrace (see Graph._probe_batch_of_one); False turns it off.
     """
     if not isinstance(max_traces, int) or max_traces < 1:
         raise ValueError(f"ivytrace: max_traces must be a positive int, not {max_traces!r}")
@@ -569,14 +668,15 @@ def trace_graph(*objs, stateful=None, arg_stateful_idxs=None, kwarg_stateful_idx
     if not objs:   # @trace_graph(...) with options
         def decorate(fn):
             return trace_graph(fn, args=args, kwargs=kwargs, retrace=retrace, max_traces=max_traces,
-                               **_public_options(options))
+                               probe_batch_of_one=probe_batch_of_one, **_public_options(options))
         return decorate
     for i, obj in enumerate(objs):
         if not callable(obj) and not isinstance(obj, types.ModuleType):
             raise TypeError(f"ivytrace: trace_graph: positional argument {i + 1} is a {type(obj).__qualname__}, not "
                             f"a callable or a Python module; pass the call's arguments as args=(...) and "
                             f"kwargs={{...}}")
-    graphs = tuple(_trace_one(obj, args, kwargs, options, retrace, max_traces) for obj in objs)
+    graphs = tuple(_trace_one(obj, args, kwargs, options, retrace, max_traces, bool(probe_batch_of_one))
+                   for obj in objs)
     return graphs[0] if len(graphs) == 1 else graphs
 
 
@@ -605,24 +705,27 @@ def _normalize_static(value, cls, what, expected):
     return frozenset(items)
 
 
-def _trace_one(obj, args, kwargs, options, retrace, max_traces):
+def _trace_one(obj, args, kwargs, options, retrace, max_traces, probe=True):
     eager = args is not None or kwargs is not None
     if isinstance(obj, types.ModuleType):
         if eager:
             raise ValueError(f"ivytrace: trace_graph(module {obj.__name__!r}, args=...): a Python module is traced "
                              f"lazily, each function on its first call; leave out args and kwargs")
-        return _trace_python_module(obj, options, max_traces)
+        return _trace_python_module(obj, options, max_traces, probe)
     name = _name_of(obj)
     if _is_torch_module(obj):
-        return _trace_torch_module(obj, name, args, kwargs, options, retrace, max_traces)
+        return _trace_torch_module(obj, name, args, kwargs, options, retrace, max_traces, probe)
     if not eager:
-        return LazyGraph(obj, name, options, max_traces=max_traces)
+        g = LazyGraph(obj, name, options, max_traces=max_traces)
+        g.probe_batch_of_one = probe
+        return g
     g = Graph(obj, name, options, retrace=bool(retrace), max_traces=max_traces)
+    g.probe_batch_of_one = probe
     g._trace_and_keep(tuple(args or ()), dict(kwargs or {}))
     return g
 
 
-def _trace_python_module(mod, options, max_traces):
+def _trace_python_module(mod, options, max_traces, probe=True):
     """A copy of `mod` whose public functions are LazyGraphs (the module itself is untouched)."""
     copy = types.ModuleType(mod.__name__, mod.__doc__)
     copy.__dict__.update(mod.__dict__)
@@ -633,6 +736,7 @@ def _trace_python_module(mod, options, max_traces):
         # Functions the module defines (or exports by __all__), not ones it imported.
         if inspect.isfunction(v) and (public is not None or v.__module__ == mod.__name__):
             g = LazyGraph(v, n, options, max_traces=max_traces)
+            g.probe_batch_of_one = probe
             g.__name__ = n
             g.__qualname__ = getattr(v, "__qualname__", n)
             g.__module__ = mod.__name__
@@ -640,7 +744,7 @@ def _trace_python_module(mod, options, max_traces):
     return copy
 
 
-def _trace_torch_module(module, name, args, kwargs, options, retrace, max_traces):
+def _trace_torch_module(module, name, args, kwargs, options, retrace, max_traces, probe=True):
     """Install the replay as `module.forward` and return the module (traced now with args)."""
     # retrace (default off, as for functions) decides what a failed guard does; a change of
     # train()/eval() mode always traces again (_ModeGuardError).
@@ -650,6 +754,7 @@ def _trace_torch_module(module, name, args, kwargs, options, retrace, max_traces
         graph.retrace = retrace is None or bool(retrace)   # lazy: traces again unless told not to
     else:
         graph = Graph(module, name, options, retrace=bool(retrace), max_traces=max_traces)
+    graph.probe_batch_of_one = probe
     installed = module.__dict__.get("forward")
     graph._saved_forward = installed._saved_forward if isinstance(installed, Graph) else installed
     if g is Graph:
@@ -1107,28 +1212,26 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                         state_out.append(_StateSlot(("fixed", fn), qn, module_tensor=True))
                         state_values.append(t)
                     else:
-                        warnings.warn(f"ivytrace: {name} wrote {'buffer' if is_buffer else 'parameter'} {qn} in place; "
+                        _warn_unreplayed_state(f"ivytrace: {name} wrote {'buffer' if is_buffer else 'parameter'} {qn} in place; "
                                       f"the graph reads it as a constant, so replays do not update it (call "
-                                      f"module.train() before tracing to make buffers live state)",
-                                      StateWarning, stacklevel=_user_level()[0])
+                                      f"module.train() before tracing to make buffers live state)")
             if attrs_before is not None:
                 wrote = [f"{qn + '.' if qn else ''}{a}" for qn, a in
                          _module_attribute_writes(attrs_before, _attribute_snapshot(fn))
                          if not any(id(fn.get_submodule(qn) if qn else fn) == d for d in declared)]
                 if wrote:
                     shown = ", ".join(wrote[:4]) + (f" and {len(wrote) - 4} more" if len(wrote) > 4 else "")
-                    warnings.warn(f"ivytrace: {name} set or filled attribute {shown} of the traced module; the graph "
+                    _warn_unreplayed_state(f"ivytrace: {name} set or filled attribute {shown} of the traced module; the graph "
                                   f"replays its tensor computations and buffers, not Python attributes, so replays "
                                   f"do not update them (name the module with stateful=[...] to replay int, float and "
-                                  f"tensor attribute assignments)", StateWarning, stacklevel=_user_level()[0])
+                                  f"tensor attribute assignments)")
             input_ids = {id(v) for _, v in inputs}
             written = [qn for qn, t, version in captured if t._version != version and id(t) not in input_ids]
             if written:
                 shown = ", ".join(written[:4]) + (f" and {len(written) - 4} more" if len(written) > 4 else "")
-                warnings.warn(f"ivytrace: {name} wrote {shown} in place: tensors it reaches through its closure "
+                _warn_unreplayed_state(f"ivytrace: {name} wrote {shown} in place: tensors it reaches through its closure "
                               f"or globals, which the graph does not write, so replays do not update them (trace "
-                              f"the module itself, or name the object holding them with stateful=[...])",
-                              StateWarning, stacklevel=_user_level()[0])
+                              f"the module itself, or name the object holding them with stateful=[...])")
             for (which, obj, old) in before:
                 new = _attrs(obj)
                 for a, v in new.items():
@@ -1139,15 +1242,15 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                         state_out.append(_StateSlot(which, a))
                         state_values.append(v)
                     else:
-                        warnings.warn(f"ivytrace: {name} set attribute {a!r} of a stateful "
+                        _warn_unreplayed_state(f"ivytrace: {name} set attribute {a!r} of a stateful "
                                       f"{type(obj).__qualname__} to a {type(v).__qualname__}; replays set it to the "
-                                      f"same object", StateWarning, stacklevel=_user_level()[0])
+                                      f"same object")
                         state_out.append(_StateSlot(which, a))
                         state_values.append(v)
                 for a in old:
                     if a not in new:
-                        warnings.warn(f"ivytrace: {name} deleted attribute {a!r} of a stateful object; replays "
-                                      f"do not", StateWarning, stacklevel=_user_level()[0])
+                        _warn_unreplayed_state(f"ivytrace: {name} deleted attribute {a!r} of a stateful object; "
+                                               f"replays do not")
             result = (plain, state_values) if state_out else plain
             rec.region_end(rid, result)
             out = _plain_arrays(_unsym(out))

@@ -79,23 +79,40 @@ def test_gpt2_replays_other_batches_and_lengths_without_retrace():
     assert ivytrace.graph_of(g).traces == 1
 
 
-def test_gpt2_traced_at_batch_1_guards_the_batch_branch_and_a_lazy_graph_retraces():
+def test_gpt2_traced_at_batch_1_replays_other_batches_and_lengths_without_retrace():
+    # transformers 5 branches on a batch of 1 (masking_utils: `if batch_size != position_ids.shape[0]`
+    # expands the position ids), so the graph traced at batch 1 guards it; trace_graph then traces
+    # once more at batch 2 (probe_batch_of_one) and keeps both specializations.
     model = _gpt2()
     eager = copy.deepcopy(model)
     g = ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(1, 16, 0), use_cache=False))
-    ids = _ids(1, 7, 1)
-    with torch.no_grad():
-        torch.testing.assert_close(g(input_ids=ids, use_cache=False).logits,
-                                   eager(input_ids=ids, use_cache=False).logits, rtol=RTOL, atol=ATOL)
+    assert ivytrace.graph_of(g).traces == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ivytrace.RetraceWarning)
+        for i, (b, t) in enumerate(((3, 16), (3, 7), (1, 32), (3, 32), (1, 7))):
+            ids = _ids(b, t, i + 1)
+            with torch.no_grad():
+                want = eager(input_ids=ids, use_cache=False).logits
+            torch.testing.assert_close(g(input_ids=ids, use_cache=False).logits, want, rtol=RTOL, atol=ATOL)
+    assert ivytrace.graph_of(g).traces == 2
+
+
+def test_gpt2_batch_1_guard_without_the_probe_and_a_lazy_graph():
+    model = _gpt2()
+    eager = copy.deepcopy(model)
+    g = ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(1, 16, 0), use_cache=False), probe_batch_of_one=False)
+    assert ivytrace.graph_of(g).traces == 1
     with pytest.raises(ivytrace.GuardError, match="masking_utils"):
         g(input_ids=_ids(3, 16, 2), use_cache=False)
     lazy = ivytrace.trace_graph(copy.deepcopy(eager))
-    for i, (b, t) in enumerate(((1, 16), (3, 16), (3, 7), (1, 9))):
-        ids = _ids(b, t, 10 + i)
-        with torch.no_grad():
-            want = eager(input_ids=ids, use_cache=False).logits
-        torch.testing.assert_close(lazy(input_ids=ids, use_cache=False).logits, want, rtol=RTOL, atol=ATOL)
-    assert ivytrace.graph_of(lazy).traces == 2   # one per branch of the batch check
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ivytrace.RetraceWarning)
+        for i, (b, t) in enumerate(((1, 16), (3, 16), (3, 7), (1, 9))):
+            ids = _ids(b, t, 10 + i)
+            with torch.no_grad():
+                want = eager(input_ids=ids, use_cache=False).logits
+            torch.testing.assert_close(lazy(input_ids=ids, use_cache=False).logits, want, rtol=RTOL, atol=ATOL)
+    assert ivytrace.graph_of(lazy).traces == 2   # traced at batch 1, and probed at batch 2
 
 
 def test_resnet_output_keeps_logits_as_in_the_seeds_example():
