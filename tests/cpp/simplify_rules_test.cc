@@ -71,17 +71,29 @@ TEST(SimplifyRules, PermutePairThatComposesToIdentityReadsTheInput) {
   EXPECT_EQ(g.nodes.back().inputs, ValueList{x});
 }
 
-TEST(SimplifyRules, CastToTheRecordedDtypeGoesOtherCastsStay) {
-  Graph g;
-  const ValueId x = AddInput(&g, {2});
-  const ValueId f = AddNode(&g, "torch.Tensor.float", {Ref(g, x)}, {2});
-  const ValueId d = AddNode(&g, "torch.Tensor.double", {Ref(g, f)}, {2}, v1::FLOAT64);
-  const ValueId r = AddNode(&g, "torch.relu", {Ref(g, f)}, {2});
-  Return(&g, {r, d});
-  const auto ops = Optimize(&g);
-  EXPECT_EQ(ops.count("torch.Tensor.float"), 0u);
-  EXPECT_EQ(ops.at("torch.Tensor.double"), 1);
-  EXPECT_EQ(g.nodes[0].inputs, ValueList{x});
+// x.float() of a float32 x is the identity only while x stays float32: with x's dtype guarded
+// (a dtype read, or the cast returned x itself) it goes; otherwise a replay may pass float64 and
+// the cast converts, so it stays.
+TEST(SimplifyRules, CastToTheRecordedDtypeGoesWhenItsInputDtypeIsGuardedOtherCastsStay) {
+  for (const bool guarded : {true, false}) {
+    Graph g;
+    const ValueId x = AddInput(&g, {2});
+    const ValueId f = AddNode(&g, "torch.Tensor.float", {Ref(g, x)}, {2});
+    const ValueId d = AddNode(&g, "torch.Tensor.double", {Ref(g, f)}, {2}, v1::FLOAT64);
+    const ValueId r = AddNode(&g, "torch.relu", {Ref(g, f)}, {2});
+    Return(&g, {r, d});
+    if (guarded) {
+      v1::Guard guard;
+      *guard.mutable_tensor() = Ref(g, x).tensor();
+      guard.set_op("torch.Tensor.dtype");
+      guard.mutable_observed()->set_dtype(v1::FLOAT32);
+      g.guards.push_back(guard);
+    }
+    const auto ops = Optimize(&g);
+    EXPECT_EQ(ops.count("torch.Tensor.float"), guarded ? 0u : 1u);
+    EXPECT_EQ(ops.at("torch.Tensor.double"), 1);
+    if (guarded) EXPECT_EQ(g.nodes[0].inputs, ValueList{x});
+  }
 }
 
 TEST(SimplifyRules, ReshapeChainReadsTheChainSourceAndViewBecomesReshape) {

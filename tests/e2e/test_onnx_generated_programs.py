@@ -136,6 +136,12 @@ def _numpy_view_write_programs():
         t += 1
         return u * 2 + s, x
 
+    def sibling_view_only_read_after(x):
+        u = x[0]          # read only after the write through t: its earlier version must still be made
+        t = np.swapaxes(x, 0, 1)
+        t += 1
+        return u * 2
+
     def flat_view(x):
         v = x.reshape(-1)
         v[0] = 5.0
@@ -149,8 +155,8 @@ def _numpy_view_write_programs():
     def out_into_view(x):
         np.add(x[..., :1], 2, out=x[..., -1:])
         return x + 0
-    return [transpose, split_piece, slice_iadd, view_of_a_view, sibling_view_read_after, flat_view, flipped,
-            out_into_view]
+    return [transpose, split_piece, slice_iadd, view_of_a_view, sibling_view_read_after,
+            sibling_view_only_read_after, flat_view, flipped, out_into_view]
 
 
 @pytest.mark.parametrize("fn", _numpy_view_write_programs(), ids=lambda f: f.__name__)

@@ -396,6 +396,24 @@ def test_a_dtype_the_program_read_is_guarded(framework):
             assert G.same(F, lazy(x), fn(x)) is None
 
 
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_a_view_read_only_after_a_write_through_a_sibling_view(framework):
+    # NumPy lists u's new version as an output of the write; nothing read u's earlier version, so
+    # dce dropped `x[0]` and the plan could not be loaded (PlanError "reads slot 1").
+    swap = torch.swapaxes if framework == "torch" else np.swapaxes
+
+    def fn(x):
+        u = x[0]
+        t = swap(x, 0, 1)
+        t += 1
+        return u * 2
+
+    F = G.TorchF if framework == "torch" else G.NumpyF
+    g = ivytrace.trace_graph(fn, args=(G.data(F, (2, 3, 4), 0),))
+    for shape in [(2, 3, 4), (4, 3, 4), (3, 1, 2)]:
+        assert G.replay_outcome(g, fn, F, G.data(F, shape, 1)) == "match"
+
+
 @pytest.mark.xfail(strict=True, reason="NumPy's ravel/reshape return a view or a copy depending on the memory "
                                        "layout, and the recorder records only what the traced call did: traced "
                                        "at (5, 2, 4) ravel copied (another storage), dce drops the write through "
