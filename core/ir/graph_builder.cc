@@ -346,6 +346,7 @@ class Builder {
   // the next op, and a deep copy of each call's arguments was a tenth of building the graph).
   Status AddOp(v1::OpEvent* event) {
     v1::OpEvent& op = *event;
+    if (op.mutated_size() > 0 && !maybe_views_.empty()) GuardViewOrCopyBefore(op);
     Node n;
     n.op = reader_.String(op.op());
     n.schema = registry_.Find(n.op);
@@ -453,6 +454,7 @@ class Builder {
     }
     for (auto& m : n.mutated) define(&m);
     if (n.canonical() == "cast") GuardCastReturningInput(n);
+    NoteMaybeView(n);
     for (const auto& [key, id] : mine) {
       defined_[key] = id;
       auto& last = last_version_[key.id];
@@ -824,6 +826,60 @@ class Builder {
     return Status::Ok();
   }
 
+  // reshape, flatten/ravel and contiguous return a view of their input where its memory layout
+  // allows one and a copy otherwise (x.transpose(0, 1).reshape(-1) copies; at another shape it may
+  // not). The graph holds what the recorded call did: a write through the result reaches the input
+  // (view) or not (copy), and a write to the input shows in the result or not. So once the memory
+  // of either is written, the decision is guarded: `ivytrace.sym.shares_memory(result, input)`
+  // computed before the write, checked against the recorded one. Reading alone never guards.
+  struct MaybeView {
+    ValueId result, input;
+    bool shared;
+    bool guarded = false;
+    v1::SourceLocation loc;
+  };
+
+  void NoteMaybeView(const Node& n) {
+    const std::string& c = n.canonical();
+    if (c != "reshape" && c != "flatten" && c != "contiguous") return;
+    if (n.op == "torch.Tensor.view" || n.op == "torch.Tensor.view_as") return;   // a view or an error, never a copy
+    if (n.result.kind_case() != v1::Arg::kTensor || n.args.empty() || n.args[0].kind_case() != v1::Arg::kTensor) return;
+    const ValueId result = n.result.tensor().value(), input = n.args[0].tensor().value();
+    const uint64_t rs = graph_->values[result].storage, is = graph_->values[input].storage;
+    if (!rs || !is) return;
+    MaybeView mv{result, input, rs == is};
+    mv.loc = n.loc;
+    const size_t idx = maybe_views_.size();
+    maybe_views_.push_back(std::move(mv));
+    maybe_views_by_storage_[rs].push_back(idx);
+    if (is != rs) maybe_views_by_storage_[is].push_back(idx);
+  }
+
+  void GuardViewOrCopyBefore(const v1::OpEvent& op) {
+    for (const auto& m : op.mutated()) {
+      auto it = maybe_views_by_storage_.find(m.storage());
+      if (it == maybe_views_by_storage_.end()) continue;
+      for (size_t idx : it->second) {
+        MaybeView& mv = maybe_views_[idx];
+        if (mv.guarded) continue;
+        mv.guarded = true;
+        Node n;
+        n.op = "ivytrace.sym.shares_memory";
+        n.loc = mv.loc;
+        n.args.push_back(TensorArg(mv.result));
+        n.args.push_back(TensorArg(mv.input));
+        const uint64_t sid = kSyntheticId | ++synthetic_;
+        const ValueId shared = Emit(std::move(n), sid, 0, sid, v1::SYM_BOOL, {});
+        v1::Guard g;
+        *g.mutable_tensor() = TensorArg(shared).tensor();
+        g.set_op("ivytrace.sym.__bool__");
+        g.mutable_observed()->set_b(mv.shared);
+        *g.mutable_loc() = mv.loc;
+        graph_->guards.push_back(std::move(g));
+      }
+    }
+  }
+
   // A cast to the dtype its input already has returns the input itself (torch's `x.float()` of a
   // float32 x, `.to(x.dtype)`, `.type_as(t)`): one object, so every later read of x reads "the
   // cast's result" and the graph cannot tell which reads meant x. On a replay with another input
@@ -1038,6 +1094,8 @@ class Builder {
   absl::flat_hash_map<TensorKey, std::string, TensorKeyHash> poisoned_;
   absl::flat_hash_set<uint64_t> copied_storages_;          // storages written back by a copy
   absl::flat_hash_map<uint64_t, uint32_t> last_version_;   // tensor id -> newest version defined
+  std::vector<MaybeView> maybe_views_;
+  absl::flat_hash_map<uint64_t, std::vector<size_t>> maybe_views_by_storage_;   // storage -> maybe_views_
   static constexpr uint64_t kSyntheticId = 1ull << 62;   // tensor ids of builder-made copies
   uint64_t synthetic_ = 0;
   // Outputs of foldable/random ops whose recorded values have not been read yet.

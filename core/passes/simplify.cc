@@ -355,6 +355,15 @@ Status Simplify::Run(Graph* g, PassResult* result) {
   // matched, so it is worked out on the first question (most nodes never ask).
   WrittenStorage written(*g);
   DtypeFollowsInputs dtype_follows_inputs(*g);
+  std::unordered_set<ValueId> memory_checked;
+  for (const auto& guard : g->guards) {
+    if (guard.op() != "ivytrace.sym.__bool__") continue;
+    const Value& v = g->values[guard.tensor().value()];
+    if (v.kind != v1::NODE_OUTPUT || v.producer < 0) continue;
+    const Node& p = g->nodes[v.producer];
+    if (p.erased || p.op != "ivytrace.sym.shares_memory") continue;
+    for (ValueId in : p.inputs) memory_checked.insert(in);
+  }
   const bool ranks_guarded = RanksGuarded(*g);
   std::unordered_set<ValueId> region_outputs;
   std::unordered_set<uint64_t> output_storage;
@@ -401,6 +410,9 @@ Status Simplify::Run(Graph* g, PassResult* result) {
     const Value& to = g->values[out];
     if (from.dtype != to.dtype || from.shape != to.shape) continue;
     if (n.canonical() == "cast" && dtype_follows_inputs.Contains(*in)) continue;
+    // A view-or-copy decision the graph builder guards (ivytrace.sym.shares_memory of this result
+    // and its input) needs the call that makes it, whatever its values are.
+    if (memory_checked.count(out)) continue;
     if ((n.canonical() == "reshape" || n.canonical() == "flatten") && !ShapeFollowsInput(*g, n, *in, ranks_guarded)) {
       continue;
     }

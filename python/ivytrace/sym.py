@@ -33,6 +33,15 @@ def size(x, dim: int) -> int:
     return int(x.shape[dim])
 
 
+def shares_memory(a, b) -> bool:
+    """Whether a (a reshape/flatten/contiguous result) is a view of b's memory or a copy."""
+    storage = getattr(a, "untyped_storage", None)
+    if storage is not None:   # torch: views share the storage
+        return storage().data_ptr() == b.untyped_storage().data_ptr()
+    import numpy as np
+    return bool(np.may_share_memory(a, b))
+
+
 def numel(x) -> int:
     return int(math.prod(x.shape))
 

@@ -19,6 +19,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
 
 import ivytrace  # noqa: E402
+import onnx  # noqa: E402
 from ivytrace.cli_bin import CLIError  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
@@ -185,6 +186,26 @@ def test_a_numpy_view_write_the_exporter_cannot_carry_back_is_refused(tmp_path):
     with pytest.raises(CLIError, match="writes through a view"):
         ivytrace.export(fn, tmp_path / "m.onnx", args=(np.ones((2, 3), np.float32),))
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_a_write_after_a_view_or_copy_call_exports_static_or_is_refused(tmp_path):
+    # Whether a swapped array's ravel is a view (so a write through it reaches x) depends on the
+    # shapes: the dynamic export is refused naming that guard, a static export holds it, and a
+    # reshape of an input (always a view of a dense tensor) exports dynamic.
+    def ravel_then_write(x):
+        v = np.swapaxes(x, 0, 1).ravel()
+        v[0] = 5.0
+        return x * 1
+
+    x0 = np.random.default_rng(0).random((5, 2, 4)).astype(np.float32)
+    with pytest.raises(CLIError, match="shares its input's memory"):
+        ivytrace.export(ravel_then_write, tmp_path / "d.onnx", args=(x0.copy(),))
+    assert not (tmp_path / "d.onnx").exists()
+    path = ivytrace.export(ravel_then_write, tmp_path / "s.onnx", args=(x0.copy(),), static=True)
+    sess = ort.InferenceSession(str(path))
+    np.testing.assert_allclose(sess.run(None, {sess.get_inputs()[0].name: x0})[0], ravel_then_write(x0.copy()))
+    meta = {p.key: p.value for p in onnx.load(str(path)).metadata_props}
+    assert any("static shapes" in v for v in meta.values())
 
 
 def test_gathers_by_an_arange_that_counts_from_the_end(tmp_path):

@@ -414,17 +414,44 @@ def test_a_view_read_only_after_a_write_through_a_sibling_view(framework):
         assert G.replay_outcome(g, fn, F, G.data(F, shape, 1)) == "match"
 
 
-@pytest.mark.xfail(strict=True, reason="NumPy's ravel/reshape return a view or a copy depending on the memory "
-                                       "layout, and the recorder records only what the traced call did: traced "
-                                       "at (5, 2, 4) ravel copied (another storage), dce drops the write through "
-                                       "it, and at (5, 1, 5), where eager's ravel is a view, the replay does not "
-                                       "write x. Needs a guard on the view-or-copy decision (a replay-time check "
-                                       "the runtime evaluates) or a graph that keeps writes through such results")
-def test_numpy_ravel_after_swapaxes_writes_like_eager():
-    def fn(x):
-        v = np.swapaxes(x, 0, 1).ravel()
+def _view_or_copy_programs(framework):
+    swap = np.swapaxes if framework == "numpy" else torch.swapaxes
+
+    def ravel_then_write(x):
+        v = swap(x, 0, 1).ravel() if framework == "numpy" else swap(x, 0, 1).reshape(-1)
         v[0] = 5.0
         return x * 1
-    g = ivytrace.trace_graph(fn, args=(G.data(G.NumpyF, (5, 2, 4), 0),))
-    for shape in [(5, 2, 4), (5, 1, 5)]:
-        assert G.replay_outcome(g, fn, G.NumpyF, G.data(G.NumpyF, shape, 1)) in ("match", "guard")
+
+    def reshape_then_write_input(x):
+        v = swap(x, 0, 1).reshape(-1)
+        x[0] += 1
+        return v * 1, x * 1
+
+    def contiguous_then_write(x):
+        t = swap(x, 0, 1)
+        c = np.ascontiguousarray(t) if framework == "numpy" else t.contiguous()
+        c += 1
+        return x * 1
+
+    return [ravel_then_write, reshape_then_write_input, contiguous_then_write]
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+@pytest.mark.parametrize("which", range(3))
+def test_a_write_after_a_view_or_copy_call_follows_eager_or_guards(framework, which):
+    # reshape/ravel/contiguous return a view or a copy as the memory layout decides: traced at
+    # (5, 2, 4) the swapped ravel copies, at (5, 1, 5) it is a view and eager's write reaches x.
+    # With a write after it, the decision is guarded (ivytrace.sym.shares_memory).
+    fn = _view_or_copy_programs(framework)[which]
+    F = G.TorchF if framework == "torch" else G.NumpyF
+    g = ivytrace.trace_graph(fn, args=(G.data(F, (5, 2, 4), 0),))
+    outcomes = [G.replay_outcome(g, fn, F, G.data(F, shape, 1)) for shape in [(5, 2, 4), (3, 2, 2), (5, 1, 5)]]
+    assert outcomes[:2] == ["match", "match"]
+    assert outcomes[2] in ("match", "guard")
+    if which == 0:
+        assert outcomes[2] == "guard"
+    assert any("shares_memory" in s.function for s in g.plan.plan.steps)
+    # Only a write makes the decision matter: a program that reads the result is not guarded.
+    swap = np.swapaxes if framework == "numpy" else torch.swapaxes
+    h = ivytrace.trace_graph(lambda x: swap(x, 0, 1).reshape(-1) * 2, args=(G.data(F, (5, 2, 4), 0),))
+    assert not any("shares_memory" in s.function for s in h.plan.plan.steps)
