@@ -220,3 +220,19 @@ def test_a_training_step_with_the_params_tree_as_an_argument_follows_the_batch()
     n_inputs = len({id(v) for v in jax.tree_util.tree_leaves(variables)}) + 1
     assert ops.count("jax.Array.shape") + ops.count("jax.Array.ndim") == n_inputs
     assert ops.count("jax.Array.shape") >= n_inputs - 2
+
+
+def test_a_jax_graph_guards_its_inputs_dtypes():
+    # jnp.zeros(x.shape, x.dtype) bakes float32 into the primitives: an int32 input is a guard
+    # failure (a LazyGraph traces again), never float32 zeros added to it.
+    def fn(x):
+        return jnp.zeros(x.shape, dtype=x.dtype) + x * 2
+
+    g = ivytrace.trace_graph(fn, args=(jnp.ones(3, jnp.float32),))
+    assert np.array_equal(np.asarray(g(jnp.full(3, 2.0))), np.asarray(fn(jnp.full(3, 2.0))))
+    with pytest.raises(ivytrace.GuardError, match="jax.Array.dtype gave 'float32'; on these inputs it gives 'int32'"):
+        g(jnp.ones(3, jnp.int32))
+    lazy = ivytrace.trace_graph(fn)
+    with pytest.warns(ivytrace.RetraceWarning):
+        for x in (jnp.ones(3, jnp.float32), jnp.ones(3, jnp.int32)):
+            assert lazy(x).dtype == fn(x).dtype

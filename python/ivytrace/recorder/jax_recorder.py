@@ -454,10 +454,24 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
     # is: each region input's shape is a guard (a replay on another shape raises GuardError, and
     # a LazyGraph traces again).
     def _input_guard(self, entry, rid, file, line):
+        self._dtype_guard(entry, rid, file, line)
         if self._shape_plan is not None and len(self._regions) == 1:
             self._deferred_guards.append((entry, rid, file, line))   # see _start_shape_match
             return
         self._shape_guard(entry, rid, file, line)
+
+    def _dtype_guard(self, entry, rid, file, line):
+        """Primitive params hold the dtypes jax.numpy worked out in Python (convert_element_type's
+        new_dtype, a literal's dtype in jnp.zeros(n, x.dtype)): a JAX graph is specialized on its
+        inputs' dtypes, as jax.jit is, so each input's dtype is a guard."""
+        dt = _DTYPES.get(np.dtype(getattr(entry[0], "dtype", None) or np.float32))
+        if dt is None:
+            return
+        ref = common_pb2.TensorRef.FromString(self._tensor_ref(*entry))
+        g = trace_pb2.GuardEvent(tensor=common_pb2.TensorRef(id=ref.id, version=ref.version, storage=ref.storage),
+                                 op=self._intern("jax.Array.dtype"), value=common_pb2.Arg(dtype=dt),
+                                 file=self._intern(file) if file else 0, line=line, region=rid)
+        self.w.add(TAG_GUARD, g.SerializeToString())
 
     def _shape_guard(self, entry, rid, file, line):
         a = entry[0]

@@ -63,8 +63,9 @@ _GUARD_EVAL = {
 
 
 def _guard_check(evaluate, observed, op, where):
-    why = ("the program read a dtype there, or a cast returned its input unchanged, as it does only for that "
-           "dtype" if op.endswith(".dtype")
+    why = ("a JAX graph is specialized on its inputs' dtypes, as jax.jit is" if op == "jax.Array.dtype"
+           else "the program read a dtype there, or a cast returned its input unchanged, as it does only for that "
+                "dtype" if op.endswith(".dtype")
            else "control flow or a Python number taken from a tensor")
 
     def check(t):
