@@ -24,7 +24,7 @@ from ivytrace.recorder.writer import MAGIC
 from ivytrace.v1 import trace_pb2
 
 REPO = Path(__file__).resolve().parents[2]
-BASELINE = "b6e48d75504d8dd01fc24fcdb66ae2b1cedf9a06"   # dtype reads became guards
+BASELINE = "dd80080d2730ce369e6a3c475b5a6c85081520c9"   # dtype reads and JAX input dtypes became guards
 # OpEvent fields that change from run to run: thread = 10, start_ns = 11, duration_ns = 12.
 OP_VOLATILE = {10, 11, 12}
 
