@@ -12,6 +12,7 @@
 #include "core/io/file_kind.h"
 #include "core/io/graph_file.h"
 #include "core/ir/arg.h"
+#include "core/ir/guard_expr.h"
 #include "core/schema/schema_registry.h"
 
 namespace ivytrace {
@@ -279,6 +280,7 @@ void PlanLowering::MakeStep(size_t s, v1::Step* step) const {
 
 void PlanLowering::MakeGuard(size_t i, v1::Guard* guard) const {
   *guard = g_.guards[i];
+  guard->set_expr(GuardExpression(g_, g_.guards[i].tensor().value()));
   guard->mutable_tensor()->set_value(alias_[g_.guards[i].tensor().value()]);
 }
 

@@ -121,6 +121,8 @@ def test_wheel_holds_the_cli_generated_modules_schemas_and_extension(wheel):
         assert must in names, must
     assert any(re.fullmatch(r"ivytrace/_speedups\.cpython-.*\.so", n) for n in names), sorted(names)
     assert any(re.fullmatch(r"ivytrace/_replay\.cpython-.*\.so", n) for n in names), sorted(names)
+    # Not the checkout's binary schema cache (schema.py writes it beside the text when used in place).
+    assert not [n for n in names if "__pycache__" in n and n.startswith("ivytrace/schemas/")], sorted(names)
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "ivytrace = ivytrace.__main__:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
     # Only the Python package: not the C++ install (lib/, include/, the CMake package).

@@ -534,3 +534,17 @@ def test_numpy_methods_replay_on_numpy_scalars():
         except ivytrace.GuardError:
             continue
         assert _same(F, got, fn(x))
+
+
+def test_a_guard_error_names_the_shape_condition_it_checked():
+    # The plan carries the guarded value's shape arithmetic as an expression of the inputs
+    # (Guard.expr), so the error says what was checked, not only `ivytrace.sym.__bool__`.
+    def f(x, y):
+        b, t = x.shape
+        return x * 2 if b * t > 8 and y.shape[0] != 1 else x - 1
+
+    g = ivytrace.trace_graph(f, args=(torch.ones(3, 2), torch.ones(4)))
+    with pytest.raises(ivytrace.GuardError, match=r"The value checked is `\(x\.shape\[0\] \* x\.shape\[1\]\) > 8`"):
+        g(torch.ones(6, 2), torch.ones(4))
+    assert [gd.expr for gd in g.plan.plan.guards if gd.op == "ivytrace.sym.__bool__"] == \
+        ["(x.shape[0] * x.shape[1]) > 8"]

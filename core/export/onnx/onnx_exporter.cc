@@ -14,6 +14,7 @@
 #include "core/export/onnx/simplify_exported.h"
 #include "core/export/unsupported_ops.h"
 #include "core/ir/arg.h"
+#include "core/ir/guard_expr.h"
 #include "core/passes/specialize_symbols.h"
 #include "core/schema/binding.h"
 #include "onnx/checker.h"
@@ -239,7 +240,9 @@ std::vector<std::string> DescribeGuards(const Graph& graph) {
   std::vector<std::string> out;
   for (const auto& g : graph.guards) {
     std::string where = g.loc().file().empty() ? "an unknown line" : g.loc().file() + ":" + std::to_string(g.loc().line());
-    out.push_back(g.op() + " at " + where + ": recorded " + ArgToString(g.observed(), true));
+    const std::string expr = GuardExpression(graph, g.tensor().value());
+    out.push_back(g.op() + " at " + where + ": recorded " + ArgToString(g.observed(), true) +
+                  (expr.empty() ? "" : " for `" + expr + "`"));
   }
   return out;
 }

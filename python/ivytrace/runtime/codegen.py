@@ -62,18 +62,20 @@ _GUARD_EVAL = {
 }
 
 
-def _guard_check(evaluate, observed, op, where):
+def _guard_check(evaluate, observed, op, where, expr=""):
     why = ("a JAX graph is specialized on its inputs' dtypes, as jax.jit is" if op == "jax.Array.dtype"
            else "the program read a dtype there, or a cast returned its input unchanged, as it does only for that "
                 "dtype" if op.endswith(".dtype")
            else "control flow or a Python number taken from a tensor")
+
+    what = f" The value checked is `{expr}`." if expr else ""
 
     def check(t):
         new = evaluate(t)
         if not same_value(new, observed):
             raise GuardError(
                 f"ivytrace: guard failed at {where}: when traced, {op} gave {observed!r}; on these "
-                f"inputs it gives {new!r}. The graph was specialized on that value ({why}); trace "
+                f"inputs it gives {new!r}.{what} The graph was specialized on that value ({why}); trace "
                 f"again with inputs that take this path.")
     return check
 
@@ -310,7 +312,7 @@ class _Gen:
             else:
                 observed = self.literal(g.observed, self.allow, where)
             loc = f"{g.loc.file}:{g.loc.line}" if g.loc.file else "<unknown location>"
-            check = self.bind("g", _guard_check(evaluate, observed, g.op, loc))
+            check = self.bind("g", _guard_check(evaluate, observed, g.op, loc, g.expr))
             self.guards_by_slot.setdefault(g.tensor.value, []).append(check)
 
         params = []
