@@ -16,7 +16,7 @@ import pytest
 
 ort = pytest.importorskip("onnxruntime")
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 import ivytrace  # noqa: E402
 import onnx  # noqa: E402
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import program_gen as G  # noqa: E402
 from test_generated_programs import dims, kinds, programs, shapes  # noqa: E402
 
-EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "20"))
+EXAMPLES = 20   # CI default; IVYTRACE_HYPOTHESIS_EXAMPLES overrides (program_gen.hypothesis_settings)
 RTOL, ATOL = 1e-5, 1e-5
 
 
@@ -50,40 +50,10 @@ def export_or_refuse(fn, F, x0, path):
 
 
 def model_outcome(sess, fn, F, x) -> str:
-    want = G.eager(fn, F, x)
-    if want is None:
-        return "skip"
-    want = [w for w in G.flat(want[0]) if hasattr(w, "shape")]
-    feed = {sess.get_inputs()[0].name: np.ascontiguousarray(F.to_numpy(x))}
-    try:
-        got = sess.run(None, feed)
-    except Exception as e:  # noqa: BLE001 - onnxruntime's error type
-        text = str(e)
-        if "ivytrace guard" in text:
-            return "guard"
-        if "Got invalid dimensions for input" in text or "Invalid rank for input" in text:
-            return "static"
-        raise G.Crash(f"onnxruntime failed at {tuple(x.shape)} without naming a guard: {text[:800]}") from e
-    if len(got) == len(want):
-        pairs = list(zip(got, want))
-    else:  # Python numbers among the outputs: compare the first (the program's x)
-        pairs = [(got[0], want[0])]
-    for i, (g, w) in enumerate(pairs):
-        w = F.to_numpy(w)
-        if g.shape != w.shape:
-            raise G.WrongAnswer(f"output {i} at {tuple(x.shape)}: shape {g.shape}, want {w.shape}")
-        if w.dtype.kind in "biu" or w.dtype == bool:
-            ok = np.array_equal(g, w)
-        else:
-            ok = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=RTOL, atol=ATOL, equal_nan=True)
-        if not ok:
-            raise G.WrongAnswer(f"output {i} at {tuple(x.shape)}: wrong values")
-    return "match"
+    return G.onnx_outcome(sess, fn, F, x, RTOL, ATOL)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                 HealthCheck.filter_too_much])
+@settings(**G.hypothesis_settings(EXAMPLES, fixtures=True))
 @given(program=programs(max_steps=5), shape=shapes, kind=kinds,
        others=st.lists(st.tuples(st.one_of(shapes, st.tuples(dims)), kinds), min_size=2, max_size=2))
 def test_exported_models_match_or_refuse(tmp_path, program, shape, kind, others):

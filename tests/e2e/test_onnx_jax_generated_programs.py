@@ -7,7 +7,6 @@ Never a wrong number, never a crash of the CLI.
 
 IVYTRACE_HYPOTHESIS_EXAMPLES sets the number of examples (CI default below); derandomized.
 """
-import os
 import sys
 from pathlib import Path
 
@@ -18,7 +17,7 @@ ort = pytest.importorskip("onnxruntime")
 hypothesis = pytest.importorskip("hypothesis")
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 import ivytrace  # noqa: E402
@@ -26,7 +25,7 @@ import program_gen as G  # noqa: E402
 from test_jax_generated_programs import jax_programs, kinds, make, shapes  # noqa: E402
 from test_onnx_generated_programs import export_or_refuse  # noqa: E402
 
-EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "8"))
+EXAMPLES = 8   # CI default; IVYTRACE_HYPOTHESIS_EXAMPLES overrides (program_gen.hypothesis_settings)
 # `ivytrace check`'s defaults: onnxruntime's kernels are not XLA's (rsqrt differs in the last bit,
 # and a normalization over values of small spread amplifies it past 1e-5).
 RTOL, ATOL = 1e-4, 1e-5
@@ -43,46 +42,14 @@ def without_half_precision(program):
 
 
 def model_outcome(sess, fn, x) -> str:
-    """'match', 'guard', 'static' or 'skip'; raises WrongAnswer or Crash."""
-    want = G.eager(fn, F, x)
-    if want is None:
-        return "skip"
-    # the model's inputs and outputs are the pytrees' leaves with dicts in insertion order
-    want = [w for w in G.flat(want[0], sort_keys=False) if hasattr(w, "shape")]
-    leaves = [np.array(F.to_numpy(v), order="C") for v in G.flat(x, sort_keys=False)]   # 0-d stays 0-d
-    inputs = sess.get_inputs()
-    assert len(inputs) == len(leaves), f"the model takes {len(inputs)} inputs, the program {len(leaves)} arrays"
-    try:
-        got = sess.run(None, {i.name: v for i, v in zip(inputs, leaves)})
-    except Exception as e:  # noqa: BLE001 - onnxruntime's error type
-        text = str(e)
-        if "ivytrace guard" in text:
-            return "guard"
-        if "Got invalid dimensions for input" in text or "Invalid rank for input" in text:
-            return "static"
-        raise G.Crash(f"onnxruntime failed at {G.shape_of(x)} without naming a guard: {text[:800]}") from e
-    if len(got) != len(want):
-        raise G.WrongAnswer(f"{len(got)} outputs, want {len(want)} arrays")
-    for i, (g, w) in enumerate(zip(got, want)):
-        w = F.to_numpy(w)
-        if g.shape != w.shape:
-            raise G.WrongAnswer(f"output {i} at {G.shape_of(x)}: shape {g.shape}, want {w.shape}")
-        if w.dtype.kind in "biu":
-            ok = np.array_equal(g, w)
-        else:
-            ok = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=RTOL, atol=ATOL, equal_nan=True)
-        if not ok:
-            raise G.WrongAnswer(f"output {i} at {G.shape_of(x)}: wrong values")
-    return "match"
+    return G.onnx_outcome(sess, fn, F, x, RTOL, ATOL, pytree=True)
 
 
 def export_and_session(fn, x0, path):
     return export_or_refuse(fn, F, x0, path)
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                 HealthCheck.filter_too_much])
+@settings(**G.hypothesis_settings(EXAMPLES, fixtures=True))
 @given(program=jax_programs(max_steps=4).map(without_half_precision), shape=shapes, kind=kinds,
        others=st.lists(st.tuples(shapes, kinds), min_size=2, max_size=2))
 def test_exported_jax_models_match_or_refuse(tmp_path, program, shape, kind, others):

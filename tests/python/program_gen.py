@@ -1446,3 +1446,65 @@ def replay_outcome(graph, fn, F, x) -> str:
         if why:
             raise WrongAnswer(f"replay at {tuple(x.shape)}: the input after the call differs from eager's: {why}")
     return "match"
+
+
+def onnx_outcome(sess, fn, F, x, rtol, atol, pytree=False) -> str:
+    """An exported model (an onnxruntime session) against eager on `x`: 'match', 'guard' (a
+    check of the model named an ivytrace guard), 'static' (an input dim the model fixed) or
+    'skip' (eager fails too); raises WrongAnswer or Crash. `pytree`: the model's inputs and
+    outputs are the leaves of JAX pytrees, dicts in insertion order; otherwise the model takes
+    `x` alone, and a program that also returned Python numbers is compared on its first output."""
+    import numpy as np
+    want = eager(fn, F, x)
+    if want is None:
+        return "skip"
+    want = [w for w in flat(want[0], sort_keys=not pytree) if hasattr(w, "shape")]
+    inputs = sess.get_inputs()
+    if pytree:
+        leaves = [np.array(F.to_numpy(v), order="C") for v in flat(x, sort_keys=False)]   # 0-d stays 0-d
+        assert len(inputs) == len(leaves), f"the model takes {len(inputs)} inputs, the program {len(leaves)} arrays"
+        feed = {i.name: v for i, v in zip(inputs, leaves)}
+    else:
+        feed = {inputs[0].name: np.ascontiguousarray(F.to_numpy(x))}
+    try:
+        got = sess.run(None, feed)
+    except Exception as e:  # noqa: BLE001 - onnxruntime's error type
+        text = str(e)
+        if "ivytrace guard" in text:
+            return "guard"
+        if "Got invalid dimensions for input" in text or "Invalid rank for input" in text:
+            return "static"
+        raise Crash(f"onnxruntime failed at {shape_of(x)} without naming a guard: {text[:800]}") from e
+    if len(got) == len(want):
+        pairs = list(zip(got, want))
+    elif pytree:
+        raise WrongAnswer(f"{len(got)} outputs, want {len(want)} arrays")
+    else:   # Python numbers among the outputs: compare the first (the program's x)
+        pairs = [(got[0], want[0])]
+    for i, (g, w) in enumerate(pairs):
+        w = F.to_numpy(w)
+        if g.shape != w.shape:
+            raise WrongAnswer(f"output {i} at {shape_of(x)}: shape {g.shape}, want {w.shape}")
+        if w.dtype.kind in "biu" or w.dtype == bool:
+            ok = np.array_equal(g, w)
+        else:
+            ok = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        if not ok:
+            raise WrongAnswer(f"output {i} at {shape_of(x)}: wrong values")
+    return "match"
+
+
+def hypothesis_settings(default_examples, fixtures=False) -> dict:
+    """The settings every generated-program property runs with: deterministic, no database, no
+    deadline (each example traces through the CLI), and IVYTRACE_HYPOTHESIS_EXAMPLES examples
+    when set (a larger run), else `default_examples`. `fixtures`: the test takes a
+    function-scoped fixture (tmp_path), which is fine here (each example names its own files)."""
+    import os
+
+    from hypothesis import HealthCheck
+    checks = [HealthCheck.too_slow, HealthCheck.filter_too_much]
+    if fixtures:
+        checks.append(HealthCheck.function_scoped_fixture)
+    n = os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES")
+    return dict(max_examples=int(n) if n else default_examples, deadline=None, derandomize=True, database=None,
+                suppress_health_check=checks)

@@ -11,7 +11,6 @@ either matches the original program or raises a clear ivytrace error, never a wr
 IVYTRACE_HYPOTHESIS_EXAMPLES sets the number of examples per property (CI default below); runs
 are derandomized, so CI sees the same programs every time.
 """
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -21,16 +20,14 @@ import pytest
 import torch
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, example, given, settings, strategies as st  # noqa: E402
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 import ivytrace  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import program_gen as G  # noqa: E402
 
-EXAMPLES = int(os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES", "30"))
-SETTINGS = dict(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = G.hypothesis_settings(30)
 
 
 def programs(frameworks=("torch", "numpy"), max_steps=6):

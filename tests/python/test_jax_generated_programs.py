@@ -11,7 +11,6 @@ by op, un-jitted): a result either matches the program or raises a GuardError, n
 IVYTRACE_HYPOTHESIS_EXAMPLES sets the number of examples per property (CI default below); runs
 are derandomized, so CI sees the same programs every time.
 """
-import os
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 jax = pytest.importorskip("jax")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings, strategies as st  # noqa: E402
 
 import jax.numpy as jnp  # noqa: E402
 
@@ -31,13 +30,7 @@ import program_gen as G  # noqa: E402
 
 # CI defaults: 10 programs at the traced input, 8 at other inputs (about 25 s of CPU on the 2-core
 # test machine; each example traces once, through the CLI).
-EXAMPLES = os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES")
-SETTINGS = dict(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-
-
-def examples(default):
-    return dict(SETTINGS, max_examples=int(EXAMPLES) if EXAMPLES else default)
+examples = G.hypothesis_settings
 F = G.JaxF
 
 # Half the steps of a program are JAX idioms (there are as many shared steps as JAX ones).
