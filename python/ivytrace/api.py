@@ -137,8 +137,10 @@ def _flatten(v, where="the result"):
         items = [_flatten(getattr(v, f), f"{where}.{f}") for f in fields]
         return {f: x for f, (x, _) in zip(fields, items)}, ("dataclass", t, fields, [s for _, s in items])
     if _holds_array(v):
+        hint = " (a transformers model returns its cache unless called with use_cache=False)" \
+            if t.__name__.endswith("Cache") else ""
         raise TypeError(f"ivytrace: {where} is a {t.__qualname__} holding arrays; the replay can rebuild "
-                        f"tuples, lists, dicts, namedtuples, dataclasses and transformers' ModelOutput")
+                        f"tuples, lists, dicts, namedtuples, dataclasses and transformers' ModelOutput{hint}")
     return v, None   # any other Python value comes back as it was when traced
 
 
@@ -151,8 +153,11 @@ def _holds_array(v, depth=0) -> bool:
         return any(_holds_array(x, depth + 1) for x in v)
     if isinstance(v, dict):
         return any(_holds_array(x, depth + 1) for x in v.values())
+    # An object's attributes, also through lists of objects (a transformers cache's layers); not a
+    # torch module's (returned as it is: the live module, whose tensors are its state).
     d = getattr(v, "__dict__", None)
-    return isinstance(d, dict) and any(_is_array(x) for x in d.values())
+    return isinstance(d, dict) and not isinstance(v, type) and not _is_torch_module(v) and \
+        any(_holds_array(x, depth + 1) for x in d.values())
 
 
 def _rebuild(spec, v):

@@ -128,3 +128,14 @@ def test_resnet_output_keeps_logits_as_in_the_seeds_example():
     other = {"pixel_values": torch.randn(2, 3, 48, 48)}
     with torch.no_grad():
         torch.testing.assert_close(traced_graph(**other).logits, eager(**other).logits, rtol=RTOL, atol=ATOL)
+
+
+def test_a_returned_cache_is_a_clear_error_when_tracing():
+    # GPT2Model returns its DynamicCache unless use_cache=False: tensors inside layer objects the
+    # replay cannot rebuild. Refused when tracing, naming the field and the way out (it was a
+    # PlanError about an "opaque value" in a temporary plan file).
+    model = _gpt2().transformer
+    with pytest.raises(TypeError, match=r"past_key_values is a DynamicCache holding arrays.*use_cache=False"):
+        ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(2, 8, 0)))
+    g = ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(2, 8, 0), use_cache=False))
+    assert g(input_ids=_ids(3, 5, 1), use_cache=False).last_hidden_state.shape == (3, 5, 32)
