@@ -863,19 +863,10 @@ class Builder {
         MaybeView& mv = maybe_views_[idx];
         if (mv.guarded) continue;
         mv.guarded = true;
-        Node n;
-        n.op = "ivytrace.sym.shares_memory";
-        n.loc = mv.loc;
-        n.args.push_back(TensorArg(mv.result));
-        n.args.push_back(TensorArg(mv.input));
-        const uint64_t sid = kSyntheticId | ++synthetic_;
-        const ValueId shared = Emit(std::move(n), sid, 0, sid, v1::SYM_BOOL, {});
-        v1::Guard g;
-        *g.mutable_tensor() = TensorArg(shared).tensor();
-        g.set_op("ivytrace.sym.__bool__");
-        g.mutable_observed()->set_b(mv.shared);
-        *g.mutable_loc() = mv.loc;
-        graph_->guards.push_back(std::move(g));
+        v1::Arg shared;
+        shared.set_b(mv.shared);
+        EmitGuardedSym("ivytrace.sym.shares_memory", {TensorArg(mv.result), TensorArg(mv.input)}, v1::SYM_BOOL,
+                       "ivytrace.sym.__bool__", shared, mv.loc);
       }
     }
   }
@@ -920,20 +911,28 @@ class Builder {
     ViewLink& link = it->second;
     if (link.size_dim < 0 || link.size_guarded) return;
     link.size_guarded = true;
-    Node n;
-    n.op = "ivytrace.sym.size";
-    n.loc = link.node.loc;
-    n.args.push_back(TensorArg(parent));
-    v1::Arg dim;
+    v1::Arg dim, size;
     dim.set_i(link.size_dim);
-    n.args.push_back(dim);
+    size.set_i(link.recorded_size);
+    EmitGuardedSym("ivytrace.sym.size", {TensorArg(parent), dim}, v1::SYM_INT, "ivytrace.sym.__int__", size,
+                   link.node.loc);
+  }
+
+  // A builder-made ivytrace.sym op (`op` on `args`, giving a `dtype` value) and a guard `guard_op`
+  // that its value is `observed` on replay, both at `loc`.
+  void EmitGuardedSym(const char* op, std::vector<v1::Arg> args, v1::DType dtype, const char* guard_op,
+                      const v1::Arg& observed, const v1::SourceLocation& loc) {
+    Node n;
+    n.op = op;
+    n.loc = loc;
+    n.args = std::move(args);
     const uint64_t sid = kSyntheticId | ++synthetic_;
-    const ValueId size = Emit(std::move(n), sid, 0, sid, v1::SYM_INT, {});
+    const ValueId value = Emit(std::move(n), sid, 0, sid, dtype, {});
     v1::Guard g;
-    *g.mutable_tensor() = TensorArg(size).tensor();
-    g.set_op("ivytrace.sym.__int__");
-    g.mutable_observed()->set_i(link.recorded_size);
-    *g.mutable_loc() = link.node.loc;
+    *g.mutable_tensor() = TensorArg(value).tensor();
+    g.set_op(guard_op);
+    *g.mutable_observed() = observed;
+    *g.mutable_loc() = loc;
     graph_->guards.push_back(std::move(g));
   }
 

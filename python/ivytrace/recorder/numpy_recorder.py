@@ -761,14 +761,7 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         if self._ranks_guarded:
             return
         self._ranks_guarded = True
-        fid, line = _location(self._intern)
-        op = self._intern("numpy.ndarray.ndim")
-        rid = self._regions[-1] if self._regions else 0
-        for a, tid, sid, v in self._input_arrays:
-            ref = common_pb2.TensorRef(id=tid, version=v, storage=sid)
-            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(i=np.ndarray.ndim.__get__(a)),
-                                     file=fid, line=line, region=rid)
-            self.w.emit(TAG_GUARD, g.SerializeToString())
+        self._guard_inputs("numpy.ndarray.ndim", lambda a: common_pb2.Arg(i=np.ndarray.ndim.__get__(a)))
 
     def _guard_dtypes(self):
         """An array's dtype was read (`np.zeros(n, dtype=x.dtype)`): once per region, a guard on
@@ -776,13 +769,17 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         if self._dtypes_guarded:
             return
         self._dtypes_guarded = True
+        self._guard_inputs("numpy.ndarray.dtype",
+                           lambda a: common_pb2.Arg(dtype=_DTYPES.get(np.ndarray.dtype.__get__(a), 0)))
+
+    def _guard_inputs(self, op_name, value_of):
+        """A GuardEvent `op_name` on each of the region's input arrays, of value `value_of(array)`."""
         fid, line = _location(self._intern)
-        op = self._intern("numpy.ndarray.dtype")
+        op = self._intern(op_name)
         rid = self._regions[-1] if self._regions else 0
         for a, tid, sid, v in self._input_arrays:
             ref = common_pb2.TensorRef(id=tid, version=v, storage=sid)
-            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(dtype=_DTYPES.get(np.ndarray.dtype.__get__(a), 0)),
-                                     file=fid, line=line, region=rid)
+            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=value_of(a), file=fid, line=line, region=rid)
             self.w.emit(TAG_GUARD, g.SerializeToString())
 
     def _len_hook(self, a):

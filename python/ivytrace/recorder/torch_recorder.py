@@ -858,14 +858,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         if (isinstance(t, _Tensor) and self._regions and self._get_ident() == self._thread and
                 not self._frame.dtypes_guarded and self._sym_known(t) is not None):
             self._frame.dtypes_guarded = True
-            fid, line = self._location()
-            op = self._intern("torch.Tensor.dtype")
-            rid = self._regions[-1]
-            for i, r, v in self._frame.input_refs:
-                ref = common_pb2.TensorRef(id=r[1], version=v, storage=r[2])
-                g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(dtype=DTYPES.get(i.dtype, 0)),
-                                         file=fid, line=line, region=rid)
-                self.w.emit(TAG_GUARD, g.SerializeToString())
+            self._guard_inputs("torch.Tensor.dtype", lambda t: common_pb2.Arg(dtype=DTYPES.get(t.dtype, 0)))
         return result
 
     def _guard_ranks(self):
@@ -877,13 +870,16 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         if fr.ranks_guarded:
             return
         fr.ranks_guarded = True
+        self._guard_inputs("torch.Tensor.dim", lambda t: common_pb2.Arg(i=t.dim()))
+
+    def _guard_inputs(self, op_name, value_of):
+        """A GuardEvent `op_name` on each of the region's input tensors, of value `value_of(tensor)`."""
         fid, line = self._location()
-        op = self._intern("torch.Tensor.dim")
+        op = self._intern(op_name)
         rid = self._regions[-1] if self._regions else 0
-        for t, r, v in fr.input_refs:
+        for t, r, v in self._frame.input_refs:
             ref = common_pb2.TensorRef(id=r[1], version=v, storage=r[2])
-            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=common_pb2.Arg(i=t.dim()), file=fid, line=line,
-                                     region=rid)
+            g = trace_pb2.GuardEvent(tensor=ref, op=op, value=value_of(t), file=fid, line=line, region=rid)
             self.w.emit(TAG_GUARD, g.SerializeToString())
 
     def _sym_known(self, t):
