@@ -70,6 +70,11 @@ class PlanLowering {
   const v1::Arg& outputs() const { return outputs_; }
   // Guard `i` of the graph as the plan holds it, into `guard`.
   void MakeGuard(size_t i, v1::Guard* guard) const;
+  // Not a view-or-copy guard that always holds (ViewOrCopyFacts).
+  bool KeepsGuard(size_t i) const {
+    const Node* view = ViewOrCopyNode(g_, g_.guards[i]);
+    return !view || !view_facts_.Holds(*view);
+  }
 
  private:
   void Rename(v1::Arg* a) const {
@@ -93,6 +98,7 @@ class PlanLowering {
     uint32_t slot, arg;
   };
   std::vector<Written> written_;
+  mutable ViewOrCopyFacts view_facts_{g_};
 };
 
 Status PlanLowering::Prepare() {
@@ -395,6 +401,7 @@ Status WritePlan(const PlanLowering& p, const std::string& path, CodedOutputStre
   if (!WriteMessageField(P::kOutputsFieldNumber, p.outputs(), out)) return too_big("the outputs");
   v1::Guard guard;
   for (size_t i = 0; i < g.guards.size(); ++i) {
+    if (!p.KeepsGuard(i)) continue;
     p.MakeGuard(i, &guard);
     if (!WriteMessageField(P::kGuardsFieldNumber, guard, out)) return too_big("guard " + std::to_string(i));
   }
@@ -421,7 +428,9 @@ Status ExportPlan(const Graph& g, v1::Plan* plan, const PlanOptions& options) {
   }
   for (size_t s = 0; s < p.num_steps(); ++s) p.MakeStep(s, plan->add_steps());
   *plan->mutable_outputs() = p.outputs();
-  for (size_t i = 0; i < g.guards.size(); ++i) p.MakeGuard(i, plan->add_guards());
+  for (size_t i = 0; i < g.guards.size(); ++i) {
+    if (p.KeepsGuard(i)) p.MakeGuard(i, plan->add_guards());
+  }
   return Status::Ok();
 }
 

@@ -1,5 +1,7 @@
 #include "core/ir/guard_expr.h"
 
+#include <algorithm>
+#include <iterator>
 #include <string_view>
 #include <unordered_map>
 
@@ -137,6 +139,81 @@ std::string GuardExpression(const Graph& graph, ValueId v) {
   Renderer r(graph);
   if (!r.Value(v, 0, &out) || out.size() > kMaxLength) return "";
   return Unwrapped(std::move(out));
+}
+
+const Node* ViewOrCopyNode(const Graph& graph, const v1::Guard& g) {
+  if (g.op() != "ivytrace.sym.__bool__" || !g.has_tensor() || g.tensor().value() >= graph.values.size()) return nullptr;
+  const Value& v = graph.values[g.tensor().value()];
+  if (v.kind != v1::NODE_OUTPUT || v.producer < 0) return nullptr;
+  const Node& p = graph.nodes[v.producer];
+  return !p.erased && p.op == "ivytrace.sym.shares_memory" ? &p : nullptr;
+}
+
+void ViewOrCopyFacts::Build() {
+  depends_.assign(g_.values.size(), 0);
+  readers_.assign(g_.values.size(), 0);
+  for (ValueId v : g_.InputValues()) depends_[v] = 1;
+  for (ValueId v : g_.OutputValues()) ++readers_[v];
+  for (const Node& n : g_.nodes) {
+    if (n.erased) continue;
+    bool d = false;
+    for (ValueId in : n.inputs) {
+      d = d || depends_[in];
+      ++readers_[in];
+    }
+    if (d) {
+      for (ValueId out : n.outputs) depends_[out] = 1;
+    }
+  }
+}
+
+// Ops that may return a view of (or the very) tensor they read: followed back to the memory's
+// owner. Ops that always allocate their result: where such a chain may start. Anything else (an
+// op not listed) keeps the guard.
+constexpr std::string_view kMayAlias[] = {"permute", "permute_dims", "transpose", "matrix_transpose", "reshape",
+                                          "flatten", "contiguous", "getitem", "slice", "select", "narrow",
+                                          "squeeze", "unsqueeze", "expand", "expand_dims", "broadcast_to",
+                                          "moveaxis", "identity", "cast", "diagonal", "flip", "atleast_nd"};
+constexpr std::string_view kAllocates[] = {
+    "add", "sub", "mul", "div", "neg", "abs", "pow", "exp", "log", "sqrt", "rsqrt", "floor", "ceil", "round",
+    "floor_divide", "remainder", "fmod", "maximum", "minimum", "equal", "not_equal", "greater", "greater_equal",
+    "less", "less_equal", "logical_and", "logical_or", "logical_not", "where", "matmul", "linear", "addmm",
+    "einsum", "dot", "sum", "mean", "prod", "amax", "amin", "concat", "stack", "arange", "iota", "zeros", "ones",
+    "full", "zeros_like", "ones_like", "full_like", "eye", "linspace", "clone", "copy", "cumsum", "tile",
+    "sigmoid", "tanh", "relu", "gelu", "silu", "softmax", "log_softmax", "clamp", "clip"};
+
+static bool In(std::string_view c, const std::string_view* begin, const std::string_view* end) {
+  return std::find(begin, end, c) != end;
+}
+
+bool ViewOrCopyFacts::Holds(const Node& n) {
+  if (n.args.size() != 2 || n.args[0].kind_case() != v1::Arg::kTensor || n.args[1].kind_case() != v1::Arg::kTensor) {
+    return false;
+  }
+  if (depends_.empty()) Build();
+  const ValueId result = n.args[0].tensor().value(), input = n.args[1].tensor().value();
+  if (!depends_[result] && !depends_[input]) return true;
+  const Value& out = g_.values[result];
+  if (out.kind != v1::NODE_OUTPUT || out.producer < 0) return false;
+  bool reads_input = false;
+  for (ValueId v : g_.nodes[out.producer].inputs) reads_input = reads_input || v == input;
+  if (!reads_input || readers_[input] != 2) return false;   // read by the call and this check only
+  ValueId v = input;
+  for (int depth = 0; depth < 32; ++depth) {
+    const Value& val = g_.values[v];
+    if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return false;   // an input or a constant
+    const Node& p = g_.nodes[val.producer];
+    if (p.erased || p.writes || p.outputs.size() != 1) return false;
+    const std::string& c = p.canonical();
+    if (In(c, std::begin(kAllocates), std::end(kAllocates))) return true;   // fresh memory only this chain reads
+    if (!In(c, std::begin(kMayAlias), std::end(kMayAlias)) || p.args.empty() ||
+        p.args[0].kind_case() != v1::Arg::kTensor) {
+      return false;
+    }
+    v = p.args[0].tensor().value();
+    if (readers_[v] != 1) return false;   // another reader would see a write through the chain
+  }
+  return false;
 }
 
 }  // namespace ivytrace

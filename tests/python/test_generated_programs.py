@@ -452,3 +452,44 @@ def test_a_write_after_a_view_or_copy_call_follows_eager_or_guards(framework, wh
     swap = np.swapaxes if framework == "numpy" else torch.swapaxes
     h = ivytrace.trace_graph(lambda x: swap(x, 0, 1).reshape(-1) * 2, args=(G.data(F, (5, 2, 4), 0),))
     assert not any("shares_memory" in s.function for s in h.plan.plan.steps)
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_a_write_to_a_copy_of_a_temporary_follows_eager_or_guards(framework):
+    # BEiT's relative position index: a permuted temporary made contiguous (a copy), then written.
+    # Nothing reads the temporary afterwards, but simplify forwards `x * 1` to x, so where
+    # contiguous() is a view (a dim of 1) the write would reach the caller's x: the guard stays.
+    swap = np.swapaxes if framework == "numpy" else torch.swapaxes
+
+    def fn(x):
+        t = swap(x * 1, 0, 1)
+        c = np.ascontiguousarray(t) if framework == "numpy" else t.contiguous()
+        c[0] += 1
+        return c * 2
+
+    F = G.TorchF if framework == "torch" else G.NumpyF
+    g = ivytrace.trace_graph(fn, args=(G.data(F, (5, 2, 4), 0),))
+    assert [gd for gd in g.plan.plan.guards if "shares_memory" in gd.expr]
+    assert G.replay_outcome(g, fn, F, G.data(F, (4, 2, 3), 1)) == "match"
+    for shape in [(3, 1, 5), (1, 3, 2)]:
+        assert G.replay_outcome(g, fn, F, G.data(F, shape, 1)) in ("match", "guard")
+
+
+@pytest.mark.parametrize("framework", ["torch", "numpy"])
+def test_a_write_to_a_copy_of_a_temporary_only_it_reads_is_not_guarded(framework):
+    # BEiT: `(a - b).permute(1, 2, 0).contiguous()`, then written. The permuted difference is fresh
+    # memory nothing else reads, so a write through a view of it or through a copy gives the same
+    # values: no guard (the plan and the ONNX export hold it), and replays match at any shape.
+    swap = np.swapaxes if framework == "numpy" else torch.swapaxes
+
+    def fn(x):
+        t = swap(x * 2 - 1, 0, 1)
+        c = np.ascontiguousarray(t) if framework == "numpy" else t.contiguous()
+        c[0] += 1
+        return c * 2
+
+    F = G.TorchF if framework == "torch" else G.NumpyF
+    g = ivytrace.trace_graph(fn, args=(G.data(F, (5, 2, 4), 0),))
+    assert not [gd for gd in g.plan.plan.guards if "shares_memory" in gd.expr]
+    for shape in [(5, 2, 4), (3, 1, 5), (1, 3, 2)]:
+        assert G.replay_outcome(g, fn, F, G.data(F, shape, 1)) == "match"

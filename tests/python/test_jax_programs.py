@@ -177,8 +177,8 @@ def test_nested_jit_is_inlined_and_control_flow_is_unrolled(recorded_samples):
 
 
 def _value_guards(guards):
-    """The guards on values; a JAX graph also guards each input's shape (jax.Array.shape)."""
-    return [g for g in guards if g.op != "jax.Array.shape"]
+    """The guards on values; a JAX graph also guards each input's shape and dtype."""
+    return [g for g in guards if g.op not in ("jax.Array.shape", "jax.Array.dtype")]
 
 
 def test_input_shapes_are_guarded(recorded_samples):

@@ -227,15 +227,6 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
 
 }  // namespace
 
-// The ivytrace.sym.shares_memory node a guard checks (graph builder: GuardViewOrCopyBefore), or null.
-static const Node* ViewOrCopyCheck(const Graph& graph, const v1::Guard& g) {
-  if (g.op() != "ivytrace.sym.__bool__" || !g.has_tensor() || g.tensor().value() >= graph.values.size()) return nullptr;
-  const Value& v = graph.values[g.tensor().value()];
-  if (v.kind != v1::NODE_OUTPUT || v.producer < 0) return nullptr;
-  const Node& p = graph.nodes[v.producer];
-  return !p.erased && p.op == "ivytrace.sym.shares_memory" ? &p : nullptr;
-}
-
 std::vector<std::string> DescribeGuards(const Graph& graph) {
   std::vector<std::string> out;
   for (const auto& g : graph.guards) {
@@ -270,6 +261,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
   for (const auto& dims : options.dim_groups) {
     for (int d : dims) all_dims_static = all_dims_static && d < 0;
   }
+  ViewOrCopyFacts view_facts(graph);
   std::vector<std::string> guards;       // every guard, as written into metadata_props
   std::vector<const v1::Guard*> checks;  // the guards compiled into the model
   size_t checked_by_types = 0;
@@ -281,14 +273,17 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
       const bool on_input = g.has_tensor() && input_values.count(g.tensor().value()) > 0;
       const bool rank_guard = g.op() == "torch.Tensor.dim" || g.op() == "numpy.ndarray.ndim" || g.op() == "jax.Array.ndim";
       const std::string_view op = g.op();
-      if (const Node* view = ViewOrCopyCheck(graph, g)) {
+      if (const Node* view = ViewOrCopyNode(graph, g)) {
         // The graph builder's guard on whether a reshape/flatten/contiguous result (written, or
         // whose input is written) shares its input's memory. An ONNX input is a dense tensor, whose
-        // reshape is always a view; with every input dim static, each layout is the recorded one.
+        // reshape is always a view; with every input dim static, each layout is the recorded one;
+        // between constants of the model, the recorded call's result is the constant.
         const bool of_input = view->args.size() == 2 && view->args[1].has_tensor() &&
                               input_values.count(view->args[1].tensor().value()) > 0;
-        if ((of_input && g.observed().b()) || all_dims_static) {
-          typed.push_back(all[i] + " (holds: " + (of_input ? "a reshape of a dense input is a view" : "static shapes") + ")");
+        const bool constants = view_facts.Holds(*view);
+        if ((of_input && g.observed().b()) || all_dims_static || constants) {
+          typed.push_back(all[i] + " (holds: " +
+                          (of_input ? "a reshape of a dense input is a view" : constants ? "no input decides it, or the call's input is a temporary only it reads" : "static shapes") + ")");
         } else {
           refused.push_back(all[i] + " (whether a reshape/flatten/contiguous result shares its input's memory, "
                             "which decides where a later write goes, depends on the input shapes)");

@@ -464,7 +464,10 @@ class JaxRecorder(ArrayRecorder, _sym.SymHost):
         """Primitive params hold the dtypes jax.numpy worked out in Python (convert_element_type's
         new_dtype, a literal's dtype in jnp.zeros(n, x.dtype)): a JAX graph is specialized on its
         inputs' dtypes, as jax.jit is, so each input's dtype is a guard."""
-        dt = _DTYPES.get(np.dtype(getattr(entry[0], "dtype", None) or np.float32))
+        try:
+            dt = _DTYPES.get(np.dtype(entry[0].dtype))
+        except (AttributeError, TypeError):   # a typed PRNG key (key<fry>): its impl is part of its type
+            return
         if dt is None:
             return
         ref = common_pb2.TensorRef.FromString(self._tensor_ref(*entry))

@@ -130,10 +130,10 @@ def write_plan_file(path, plan: plan_pb2.Plan) -> None:
     os.replace(tmp, path)
 
 
-# Guards a jax.jit'ed replay can check while tracing: shapes and ranks are static under jit, and
-# ivytrace.sym.* values are Python ints computed from them. Anything else (bool(t), t.item()) needs
-# a concrete value, so such a plan replays op by op.
-_STATIC_GUARDS = ("dim", "ndim", "shape")
+# Guards a jax.jit'ed replay can check while tracing: shapes, ranks and dtypes are static under
+# jit, and ivytrace.sym.* values are Python ints computed from them. Anything else (bool(t),
+# t.item()) needs a concrete value, so such a plan replays op by op.
+_STATIC_GUARDS = ("dim", "ndim", "shape", "dtype")
 
 
 def _jit_allowed(plan) -> bool:
