@@ -118,6 +118,22 @@ using PN = v1::Node;
 // A node as the v1::Node Graph::ToProto makes of it: result and loc are always set (present even
 // when empty), the other fields only when not zero/empty. Sizing the sub-messages caches their
 // sizes, which WriteNode's WFL::WriteMessage calls then use.
+// A node's loc, a v1::SourceLocation message (file = 1, line = 2; proto3: a field at its default
+// is not written), from the node's SourceLoc without making the message.
+size_t LocSize(const SourceLoc& loc) {
+  size_t s = 0;
+  if (!loc.file().empty()) s += TagSize(v1::SourceLocation::kFileFieldNumber) + WFL::StringSize(loc.file());
+  if (loc.line() != 0) s += TagSize(v1::SourceLocation::kLineFieldNumber) + WFL::UInt32Size(loc.line());
+  return s;
+}
+
+void WriteLoc(const SourceLoc& loc, CodedOutputStream* out) {
+  WFL::WriteTag(PN::kLocFieldNumber, kLengthDelimited, out);
+  out->WriteVarint32(static_cast<uint32_t>(LocSize(loc)));
+  if (!loc.file().empty()) WFL::WriteString(v1::SourceLocation::kFileFieldNumber, loc.file(), out);
+  if (loc.line() != 0) WFL::WriteUInt32(v1::SourceLocation::kLineFieldNumber, loc.line(), out);
+}
+
 size_t NodeSize(const Node& n, const std::string& canonical) {
   size_t s = 0;
   if (!n.op.empty()) s += TagSize(PN::kOpFieldNumber) + WFL::StringSize(n.op);
@@ -126,7 +142,8 @@ size_t NodeSize(const Node& n, const std::string& canonical) {
   for (const auto& k : n.kwargs) s += MessageFieldSize(PN::kKwargsFieldNumber, k);
   s += MessageFieldSize(PN::kResultFieldNumber, n.result);
   for (const auto& m : n.mutated) s += MessageFieldSize(PN::kMutatedFieldNumber, m);
-  s += MessageFieldSize(PN::kLocFieldNumber, n.loc);
+  const size_t loc = LocSize(n.loc);
+  s += TagSize(PN::kLocFieldNumber) + WFL::UInt32Size(static_cast<uint32_t>(loc)) + loc;
   if (!n.scope.empty()) s += TagSize(PN::kScopeFieldNumber) + WFL::StringSize(n.scope);
   if (n.flags != 0) s += TagSize(PN::kFlagsFieldNumber) + WFL::UInt32Size(n.flags);
   return s;
@@ -144,7 +161,7 @@ bool WriteNode(const Node& n, CodedOutputStream* out) {
   for (const auto& k : n.kwargs) WFL::WriteMessage(PN::kKwargsFieldNumber, k, out);
   WFL::WriteMessage(PN::kResultFieldNumber, n.result, out);
   for (const auto& m : n.mutated) WFL::WriteMessage(PN::kMutatedFieldNumber, m, out);
-  WFL::WriteMessage(PN::kLocFieldNumber, n.loc, out);
+  WriteLoc(n.loc, out);
   if (!n.scope.empty()) WFL::WriteString(PN::kScopeFieldNumber, n.scope, out);
   if (n.flags != 0) WFL::WriteUInt32(PN::kFlagsFieldNumber, n.flags, out);
   return true;

@@ -12,6 +12,8 @@ namespace ivytrace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 static_assert(offsetof(Node, mutated) == 64, "Node's hot fields no longer fit its first cache line");
+// Four cache lines: interning op and loc.file (core/util/interned_string.h) took it from five.
+static_assert(sizeof(Node) == 256, "Node grew past four cache lines");
 #pragma GCC diagnostic pop
 
 const std::string& Node::canonical() const {

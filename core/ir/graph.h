@@ -16,6 +16,7 @@
 #include <absl/container/inlined_vector.h>
 
 #include "core/util/huge_page_allocator.h"
+#include "core/util/interned_string.h"
 #include "ivytrace/v1/graph.pb.h"
 #include "ivytrace/v1/schema.pb.h"
 
@@ -56,11 +57,11 @@ struct alignas(64) Node {
   ValueList inputs;                        // values read, in argument order (may repeat)
   ValueList outputs;                       // values defined (result tensors, then mutated ones)
   std::vector<v1::TensorRef> mutated;      // arguments written in place, at their new values
-  std::string op;                          // qualified framework op
+  InternedString op;                       // qualified framework op
   std::vector<v1::Arg> args;
   std::vector<v1::KwArg> kwargs;
   v1::Arg result;
-  v1::SourceLocation loc;
+  SourceLoc loc;                           // file interned as op is (core/util/interned_string.h)
   std::string scope;
   uint64_t duration_ns = 0;                // the recorded call's duration; 0 for nodes the builder made
 

@@ -12,6 +12,13 @@ void Relativize(const std::string& cwd, v1::SourceLocation* loc) {
   }
 }
 
+void Relativize(const std::string& cwd, SourceLoc* loc) {
+  const std::string& f = loc->file();
+  if (f.size() > cwd.size() + 1 && f.compare(0, cwd.size(), cwd) == 0 && f[cwd.size()] == '/') {
+    loc->set_file(std::string_view(f).substr(cwd.size() + 1));
+  }
+}
+
 }  // namespace
 
 void StabilizeGraph(Graph* graph) {

@@ -72,7 +72,7 @@ std::string CallKey(const Node& n) {
   };
   for (auto& a : *call.mutable_args()) ForEachTensorMutable(&a, strip);
   for (auto& k : *call.mutable_kwargs()) ForEachTensorMutable(k.mutable_value(), strip);
-  return n.op + '\0' + call.SerializeAsString();
+  return n.op.str() + '\0' + call.SerializeAsString();
 }
 
 std::vector<ValueId> ResultValues(const Node& n) {

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+
+#include <absl/container/flat_hash_set.h>
 
 #include "core/export/onnx/lowering_context.h"
 #include "core/export/onnx/lowering_table.h"
@@ -225,7 +228,98 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
   return Status::Ok();
 }
 
+// onnx::checker::check_model, in a form that scales to a million nodes. libonnx 1.12's
+// check_graph keeps every name the graph defines in a std::unordered_set<std::string> (a heap
+// node and a copy of the string per name, a probe past the cache per input): about a fifth of a
+// 1M-node export. Here the graph-level bookkeeping is ours, with the same rules and messages:
+// inputs, then initializers (non-empty, unique names), then the nodes in order, each input
+// defined before it and each output defined once (SSA); the names are views into the model, in
+// one absl flat set reserved up front. Everything else is onnx's own code: each node is checked
+// by onnx::checker::check_node (attributes, domain, schema), each initializer by check_tensor,
+// and the model itself (IR version, opset imports, metadata keys, graph name, the inputs' and
+// outputs' value infos, local functions) by check_model on the model with its nodes and
+// initializers set aside for the call (two repeated fields swapped on the model's arena, not a
+// copy; put back afterwards).
+// A model this cannot check the same way goes to check_model whole: one with subgraphs (their
+// nodes see the outer graph's names through onnx's LexicalScopeContext), sparse initializers, or
+// IR version 3 or older (initializers must then be graph inputs).
+bool NeedsWholeCheck(const onnx::ModelProto& model) {
+  const onnx::GraphProto& g = model.graph();
+  if (model.ir_version() <= 3 || g.sparse_initializer_size() > 0) return true;
+  for (const auto& n : g.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() || a.graphs_size() > 0) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+void CheckOnnxModel(onnx::ModelProto* model) {
+  namespace checker = onnx::checker;
+  if (NeedsWholeCheck(*model)) {
+    checker::check_model(*model);
+    return;
+  }
+  onnx::GraphProto* og = model->mutable_graph();
+  // On the model's arena (when it has one), so that Swap only exchanges pointers.
+  google::protobuf::Arena* arena = og->GetArena();
+  std::unique_ptr<onnx::GraphProto> owned(arena ? nullptr : new onnx::GraphProto);
+  onnx::GraphProto* held = arena ? google::protobuf::Arena::CreateMessage<onnx::GraphProto>(arena) : owned.get();
+  auto swap_out = [&] {
+    held->mutable_node()->Swap(og->mutable_node());
+    held->mutable_initializer()->Swap(og->mutable_initializer());
+  };
+  swap_out();
+  try {
+    checker::check_model(*model);
+  } catch (...) {
+    swap_out();  // put back
+    throw;
+  }
+  swap_out();  // put back
+
+  checker::CheckerContext ctx;
+  ctx.set_ir_version(static_cast<int>(model->ir_version()));
+  std::unordered_map<std::string, int> opset_imports;
+  for (const auto& imp : model->opset_import()) opset_imports[imp.domain()] = static_cast<int>(imp.version());
+  ctx.set_opset_imports(std::move(opset_imports));
+  const checker::LexicalScopeContext no_outer_scope;  // read only for subgraphs, which go whole above
+  auto fail = [](const std::string& message) { throw checker::ValidationError(message); };
+
+  absl::flat_hash_set<std::string_view> defined;
+  defined.reserve(static_cast<size_t>(og->input_size()) + static_cast<size_t>(og->initializer_size()) +
+                  static_cast<size_t>(og->node_size()) * 2);
+  for (const auto& in : og->input()) defined.insert(in.name());  // unique: check_model saw them
+  absl::flat_hash_set<std::string_view> initializers;
+  for (const auto& init : og->initializer()) {
+    if (!init.has_name()) fail("Field 'name' of init is required but missing.");
+    const std::string& name = init.name();
+    if (name.empty()) fail("Tensor initializers must have a non-empty name");
+    if (!initializers.insert(name).second) fail(name + " initializer name is not unique");
+    checker::check_tensor(init, ctx);
+    defined.insert(name);  // may also be an input's name (IR version 4 and later)
+  }
+  for (const auto& node : og->node()) {
+    for (const auto& input : node.input()) {
+      if (input.empty() || defined.contains(input)) continue;  // "": an omitted optional input
+      fail("Nodes in a graph must be topologically sorted, however input '" + input + "' of node: \nname: " +
+           node.name() + " OpType: " + node.op_type() + "\n is not output of any previous nodes.");
+    }
+    try {
+      checker::check_node(node, ctx, no_outer_scope);
+    } catch (checker::ValidationError& e) {
+      e.AppendContext("Bad node spec for node. Name: " + node.name() + " OpType: " + node.op_type());
+      throw;
+    }
+    for (const auto& output : node.output()) {
+      if (output.empty() || defined.insert(output).second) continue;
+      fail("Graph must be in single static assignment (SSA) form, however '" + output +
+           "' has been used as output names multiple times.");
+    }
+  }
+}
 
 std::vector<std::string> DescribeGuards(const Graph& graph) {
   std::vector<std::string> out;
@@ -737,7 +831,7 @@ Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::Mo
     }
   }
   try {
-    onnx::checker::check_model(*model);
+    CheckOnnxModel(model);
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("the exported ONNX model does not pass the ONNX checker "
                                                "(a lowering bug): ") + e.what());

@@ -45,7 +45,12 @@ struct OnnxExportOptions {
 // One line per guard: "<op> at <file>:<line>: recorded <value>".
 std::vector<std::string> DescribeGuards(const Graph& graph);
 
-// Lowers `graph` into `model` and runs onnx::checker::check_model on the result.
+// onnx::checker::check_model's checks, in a form that scales to millions of nodes (see
+// onnx_exporter.cc): throws onnx::checker::ValidationError as it does. `model` is left as it was
+// (its nodes and initializers are set aside during the call).
+void CheckOnnxModel(onnx::ModelProto* model);
+
+// Lowers `graph` into `model` and checks the result with CheckOnnxModel.
 // When some ops cannot be lowered, returns Unsupported whose message lists every such op with
 // its count and the source lines that called it, and leaves `model` unspecified.
 Status ExportOnnx(const Graph& graph, const OnnxExportOptions& options, onnx::ModelProto* model);
