@@ -40,13 +40,14 @@ class Renderer {
     if (val.kind != v1::NODE_OUTPUT || val.producer < 0) return false;
     const Node& n = g_.nodes[val.producer];
     constexpr std::string_view kSym = "ivytrace.sym.";
-    if (n.op.compare(0, kSym.size(), kSym) != 0) {
+    const std::string& name = n.op;
+    if (name.compare(0, kSym.size(), kSym) != 0) {
       // A tensor the region computed: named by its op (its shape is what the expression reads).
-      const auto dot = n.op.rfind('.');
-      *out += (dot == std::string::npos ? n.op : n.op.substr(dot + 1)) + "(...)";
+      const auto dot = name.rfind('.');
+      *out += (dot == std::string::npos ? name : name.substr(dot + 1)) + "(...)";
       return true;
     }
-    const std::string_view op = std::string_view(n.op).substr(kSym.size());
+    const std::string_view op = std::string_view(name).substr(kSym.size());
     if (op == "size" && n.args.size() == 2) {
       if (!Operand(n.args[0], depth, out)) return false;
       *out += ".shape[";
