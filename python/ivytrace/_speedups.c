@@ -1149,7 +1149,7 @@ static PyTypeObject RecType = {
 #endif
 
 static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_shape, *np_shape_get,
-    *np_prefixes, *np_rewrap;
+    *np_prefixes, *np_rewrap, *np_shape_desc, *np_globals, *np_rest, *s_REC, *s_call;
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
     *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
@@ -1165,7 +1165,43 @@ static PyObject *np_setup(PyObject *mod, PyObject *args) {
   PyObject **dst[8] = {&np_traced_t, &np_ndarray_t, &np_not_here, &np_state, &np_dtype_shape, &np_shape_get,
                        &np_prefixes, &np_rewrap};
   for (int i = 0; i < 8; ++i) { Py_INCREF(v[i]); Py_XSETREF(*dst[i], v[i]); }
+  /* ndarray's own `shape` getter, called as a descriptor (no method-wrapper call per read) */
+  PyObject *desc = PyType_Check(np_ndarray_t) ? PyDict_GetItemWithError(((PyTypeObject *)np_ndarray_t)->tp_dict, s_shape) : NULL;
+  if (!desc && PyErr_Occurred()) return NULL;
+  Py_XINCREF(desc);
+  Py_XSETREF(np_shape_desc, desc && Py_TYPE(desc)->tp_descr_get ? desc : NULL);
+  if (desc && !np_shape_desc) Py_DECREF(desc);
   Py_RETURN_NONE;
+}
+
+/* np_setup_call(globals, rest): TracedArray.__array_ufunc__ in C (np_array_ufunc below) reads the
+ * recorder from globals["_REC"] and hands every call np_ufunc does not take to
+ * rest(ufunc, method, inputs, kwargs) (numpy_recorder._array_ufunc_rest). */
+static PyObject *np_setup_call(PyObject *mod, PyObject *args) {
+  PyObject *g, *rest;
+  if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &g, &rest)) return NULL;
+  Py_INCREF(g); Py_XSETREF(np_globals, g);
+  Py_INCREF(rest); Py_XSETREF(np_rest, rest);
+  Py_RETURN_NONE;
+}
+
+/* ndarray.shape of a (new reference) */
+static inline PyObject *np_shape_of(PyObject *a) {
+  if (np_shape_desc) return Py_TYPE(np_shape_desc)->tp_descr_get(np_shape_desc, a, (PyObject *)Py_TYPE(a));
+  return PyObject_CallOneArg(np_shape_get, a);
+}
+
+/* Attribute `name` of o (new reference), from its instance dict d when it is there: the
+ * recorder's tables are plain instance attributes, and np_ufunc reads about fifteen of them per
+ * op; a dict lookup skips the type's attribute lookup that getattr does first (written here
+ * because the generic getattr has no cheaper public entry). Anything else through getattr. */
+static PyObject *dattr(PyObject *o, PyObject *d, PyObject *name) {
+  if (d) {
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    if (v) { Py_INCREF(v); return v; }
+    if (PyErr_Occurred()) return NULL;
+  }
+  return PyObject_GetAttr(o, name);
 }
 
 /* the TensorRef bytes after id/version/storage: dtype and shape fields, cached per (dtype, shape) */
@@ -1219,8 +1255,8 @@ static int np_put_ref(Buf *b, long long tid, long long v, long long sid, PyObjec
 }
 
 /* NumpyRecorder._new_id without a Python call when no torch recorder shares the id sequence */
-static long long np_new_id(PyObject *rec) {
-  PyObject *session = PyObject_GetAttr(rec, s_session);
+static long long np_new_id(PyObject *rec, PyObject *d) {
+  PyObject *session = dattr(rec, d, s_session);
   PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
   Py_XDECREF(session);
   if (!torch) return -1;
@@ -1233,7 +1269,7 @@ static long long np_new_id(PyObject *rec) {
     Py_DECREF(x);
     return v;
   }
-  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  PyObject *nx = dattr(rec, d, s_next);
   if (!nx) return -1;
   long long tid = PyLong_AsLongLong(nx);
   Py_DECREF(nx);
@@ -1257,20 +1293,20 @@ static void untrack_ref_entry(PyObject *w, PyObject *e) {
 
 /* Two new ids, as two NumpyRecorder._new_id calls give them (sid first): one read and one write of
  * rec._next when no torch recorder shares the sequence. -1 on error. */
-static int np_new_ids(PyObject *rec, long long *first, long long *second) {
-  PyObject *session = PyObject_GetAttr(rec, s_session);
+static int np_new_ids(PyObject *rec, PyObject *d, long long *first, long long *second) {
+  PyObject *session = dattr(rec, d, s_session);
   PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
   Py_XDECREF(session);
   if (!torch) return -1;
   int none = torch == Py_None;
   Py_DECREF(torch);
   if (!none) {
-    *first = np_new_id(rec);
+    *first = np_new_id(rec, d);
     if (*first == -1 && PyErr_Occurred()) return -1;
-    *second = np_new_id(rec);
+    *second = np_new_id(rec, d);
     return *second == -1 && PyErr_Occurred() ? -1 : 0;
   }
-  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  PyObject *nx = dattr(rec, d, s_next);
   if (!nx) return -1;
   long long t = PyLong_AsLongLong(nx);
   Py_DECREF(nx);
@@ -1285,7 +1321,7 @@ static int np_new_ids(PyObject *rec, long long *first, long long *second) {
 }
 
 /* ids[id(a)] = (weakref(a), tid, sid); ids_sid[tid] = sid; by_storage[sid] += [weakref]; sweep */
-static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject *by_storage, PyObject *a,
+static int np_register(PyObject *rec, PyObject *d, PyObject *ids, PyObject *ids_sid, PyObject *by_storage, PyObject *a,
                        long long tid, long long sid) {
   int bad = -1;
   PyObject *w = PyWeakref_NewRef(a, NULL), *k = PyLong_FromVoidPtr(a), *t = PyLong_FromLongLong(tid),
@@ -1307,7 +1343,7 @@ static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject
   }
   if (PyList_Append(lst, w)) goto done;
   long long at = 0;
-  PyObject *sa = PyObject_GetAttr(rec, s_sweep_at);
+  PyObject *sa = dattr(rec, d, s_sweep_at);
   if (!sa) goto done;
   at = PyLong_AsLongLong(sa);
   Py_DECREF(sa);
@@ -1399,25 +1435,66 @@ static int np_location_c(PyObject *rec, PyObject *cache, long long *fid, long lo
   return 0;
 }
 
-static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
-  if (nargs != 3 || !PyTuple_Check(argv[2])) { PyErr_SetString(PyExc_TypeError, "np_ufunc(rec, ufunc, inputs)"); return NULL; }
+#define NP_MAX_IN 8   /* more operands than any ufunc has: the Python twin records such a call */
+
+/* ins as the Python _finish takes it: [(array, tid, sid, version)] of the array operands. Built
+ * only on the paths that call _finish: the common path needs none of these objects. */
+static PyObject *np_ins_list(int nin, PyObject **ia, PyObject **itid, PyObject **isid, long long *iv) {
+  PyObject *ins = PyList_New(0);
+  for (int i = 0; ins && i < nin; ++i) {
+    PyObject *vo = PyLong_FromLongLong(iv[i]);
+    PyObject *e = vo ? PyTuple_Pack(4, ia[i], itid[i], isid[i], vo) : NULL;
+    Py_XDECREF(vo);
+    if (!e || PyList_Append(ins, e)) Py_CLEAR(ins);
+    Py_XDECREF(e);
+  }
+  return ins;
+}
+
+/* [op field, argument bytes]: the parts the Python _finish takes */
+static PyObject *np_parts(PyObject *op, Buf *b) {
+  PyObject *args_b = PyBytes_FromStringAndSize(b->p, (Py_ssize_t)b->n);
+  if (!args_b) return NULL;
+  PyObject *parts = PyList_New(2);
+  if (!parts) { Py_DECREF(args_b); return NULL; }
+  Py_INCREF(PyTuple_GET_ITEM(op, 1));
+  PyList_SET_ITEM(parts, 0, PyTuple_GET_ITEM(op, 1));
+  PyList_SET_ITEM(parts, 1, args_b);
+  return parts;
+}
+
+/* a tuple of n objects (CPython's own _PyTuple_FromArray is not public) */
+static PyObject *tuple_of(PyObject *const *x, Py_ssize_t n) {
+  PyObject *t = PyTuple_New(n);
+  for (Py_ssize_t i = 0; t && i < n; ++i) { Py_INCREF(x[i]); PyTuple_SET_ITEM(t, i, x[i]); }
+  return t;
+}
+
+/* np_ufunc for the n operands in in[] (inputs: them as a tuple, or NULL: made when needed) */
+static PyObject *np_ufunc_impl(PyObject *rec, PyObject *ufunc, PyObject *const *in, Py_ssize_t n, PyObject *inputs) {
   if (!np_traced_t || !T.set) { PyErr_SetString(PyExc_RuntimeError, "np_ufunc: np_setup/set_tags not called"); return NULL; }
-  PyObject *rec = argv[0], *ufunc = argv[1], *inputs = argv[2];
   PyObject *out = NULL, *links = NULL, *ids = NULL, *known = NULL, *versions = NULL, *constd = NULL,
-           *plain = NULL, *ins = NULL, *op = NULL, *parts = NULL, *result = NULL, *traced = NULL,
+           *plain = NULL, *op = NULL, *result = NULL, *traced = NULL, *d = NULL,
            *prev = NULL, *ids_sid = NULL, *by_storage = NULL, *tail = NULL;
+  PyObject *ia[NP_MAX_IN], *itid[NP_MAX_IN], *isid[NP_MAX_IN];   /* borrowed: in[] and the ids entries */
+  long long iv[NP_MAX_IN];
+  int nin = 0;
   int busy_set = 0;
   Buf b;
   buf_init(&b);
-  Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  Py_INCREF(rec);   /* the recorder stays alive while this runs, whatever the ufunc does */
+  if (n > NP_MAX_IN) goto not_here;
+  d = PyObject_GenericGetDict(rec, NULL);
+  if (!d) { PyErr_Clear(); }
+  else if (!PyDict_CheckExact(d)) Py_CLEAR(d);
   /* recording here: the recorder active, its thread, the busy flag down (kept in `prev`) */
   {
-    PyObject *x = PyObject_GetAttr(rec, s_active);
+    PyObject *x = dattr(rec, d, s_active);
     int on = x ? PyObject_IsTrue(x) : -1;
     Py_XDECREF(x);
     if (on < 0) goto fail;
     if (!on) goto not_here;
-    if (!(x = PyObject_GetAttr(rec, s_thread))) goto fail;
+    if (!(x = dattr(rec, d, s_thread))) goto fail;
     unsigned long th = PyLong_AsUnsignedLong(x);
     Py_DECREF(x);
     if (th == (unsigned long)-1 && PyErr_Occurred()) goto fail;
@@ -1433,19 +1510,19 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     if (busy < 0) goto fail;
     if (busy) goto not_here;
   }
-  if (!(links = PyObject_GetAttr(rec, s_links))) goto fail;
+  if (!(links = dattr(rec, d, s_links))) goto fail;
   int lk = PyObject_IsTrue(links);
   if (lk < 0) goto fail;
   if (lk) goto not_here;
-  if (!(ids = PyObject_GetAttr(rec, s_ids)) || !(known = PyObject_GetAttr(rec, s_np_known)) ||
-      !(versions = PyObject_GetAttr(rec, s_versions)) || !(constd = PyObject_GetAttr(rec, s_const)))
+  if (!(ids = dattr(rec, d, s_ids)) || !(known = dattr(rec, d, s_np_known)) ||
+      !(versions = dattr(rec, d, s_versions)) || !(constd = dattr(rec, d, s_const)))
     goto fail;
   if (!PyDict_CheckExact(ids) || !PyDict_CheckExact(known) || !PyDict_CheckExact(versions) || !PyDict_CheckExact(constd))
     goto not_here;
-  if (!(plain = PyTuple_New(n)) || !(ins = PyList_New(0))) goto fail;
+  if (!(plain = PyTuple_New(n))) goto fail;
   int foldable = 1;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *a = PyTuple_GET_ITEM(inputs, i);
+    PyObject *a = in[i];
     if (Py_TYPE(a) == (PyTypeObject *)np_traced_t) {
       PyObject *k = PyLong_FromVoidPtr(a);
       if (!k) goto fail;
@@ -1466,24 +1543,23 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
       long long cv = dict_ll(constd, tido, -1);
       if (cv == -2) goto fail;
       if (cv != v) foldable = 0;
-      PyObject *shape = PyObject_CallOneArg(np_shape_get, a);
+      PyObject *shape = np_shape_of(a);
       if (!shape) goto fail;
       Py_XSETREF(tail, np_ref_tail(rec, a, shape));
       Py_DECREF(shape);
       if (!tail) goto fail;
       if (buf_byte(&b, T.op_args) || np_put_ref(&b, tid, v, sid, tail)) goto fail;
-      PyObject *vo = PyLong_FromLongLong(v);
-      PyObject *e = vo ? PyTuple_Pack(4, a, tido, sido, vo) : NULL;
-      Py_XDECREF(vo);
-      if (!e || PyList_Append(ins, e)) { Py_XDECREF(e); goto fail; }
-      Py_DECREF(e);
+      /* the ids entry r holds tido and sido; `in` holds a, for as long as this call runs */
+      ia[nin] = a; itid[nin] = tido; isid[nin] = sido; iv[nin] = v;
+      Py_INCREF(tido); Py_INCREF(sido);
+      nin++;
       PyObject *pv = PyObject_CallMethodOneArg(a, s_view, np_ndarray_t);
       if (!pv) goto fail;
       PyTuple_SET_ITEM(plain, i, pv);
     } else if (PyFloat_CheckExact(a)) {
-      unsigned char d[8];
-      if (PyFloat_Pack8(PyFloat_AS_DOUBLE(a), (char *)d, 1)) goto fail;
-      if (buf_byte(&b, T.op_args) || buf_byte(&b, 9) || buf_byte(&b, T.arg_f) || buf_put(&b, d, 8)) goto fail;
+      unsigned char dd[8];
+      if (PyFloat_Pack8(PyFloat_AS_DOUBLE(a), (char *)dd, 1)) goto fail;
+      if (buf_byte(&b, T.op_args) || buf_byte(&b, 9) || buf_byte(&b, T.arg_f) || buf_put(&b, dd, 8)) goto fail;
       Py_INCREF(a);
       PyTuple_SET_ITEM(plain, i, a);
     } else if (PyLong_CheckExact(a)) {
@@ -1506,7 +1582,7 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     PyObject *name = PyObject_GetAttr(ufunc, s_name);
     if (!name) goto fail;
     /* (qual, op field) or None (random): rec._ufunc_fields[name] once known, else rec._ufunc_op(name) */
-    PyObject *fields = PyObject_GetAttr(rec, s_ufunc_fields);
+    PyObject *fields = dattr(rec, d, s_ufunc_fields);
     op = fields && PyDict_CheckExact(fields) ? PyDict_GetItemWithError(fields, name) : NULL;
     Py_XDECREF(fields);   /* the recorder holds the dict, the dict the entry */
     if (op && (op == Py_None || (PyTuple_CheckExact(op) && PyTuple_GET_SIZE(op) == 2))) {
@@ -1519,16 +1595,6 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     if (!op) goto fail;
     if (op == Py_None) goto not_here;
   }
-  /* parts as the Python _finish takes them: the op field and the arguments */
-  {
-    PyObject *args_b = PyBytes_FromStringAndSize(b.p, (Py_ssize_t)b.n);
-    if (!args_b) goto fail;
-    parts = PyList_New(2);
-    if (!parts) { Py_DECREF(args_b); goto fail; }
-    Py_INCREF(PyTuple_GET_ITEM(op, 1));
-    PyList_SET_ITEM(parts, 0, PyTuple_GET_ITEM(op, 1));
-    PyList_SET_ITEM(parts, 1, args_b);
-  }
   /* the busy flag up while the ufunc runs (its own NumPy calls are not recorded) */
   if (PyObject_SetAttr(np_state, s_busy, Py_True)) goto fail;
   busy_set = 1;
@@ -1539,10 +1605,14 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     startobj = PyLong_FromLongLong(start);
-    PyObject *empty = startobj ? PyList_New(0) : NULL;
+    PyObject *parts = startobj ? np_parts(op, &b) : NULL;
+    PyObject *ins = parts ? np_ins_list(nin, ia, itid, isid, iv) : NULL;
+    PyObject *empty = ins ? PyList_New(0) : NULL;
     PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
                                              Py_None, startobj, Py_True) : NULL;
     Py_XDECREF(empty);
+    Py_XDECREF(ins);
+    Py_XDECREF(parts);
     Py_XDECREF(startobj);
     if (!x) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); goto fail; }
     Py_DECREF(x);
@@ -1556,13 +1626,20 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     startobj = PyLong_FromLongLong(start);
     if (!startobj) goto fail;
     /* not one new array: the Python path finishes it (record_ufunc does the same) */
-    PyObject *empty_kw = PyDict_New();
-    PyObject *rw = empty_kw ? PyObject_CallFunctionObjArgs(np_rewrap, result, inputs, empty_kw, Py_None, NULL) : NULL;
+    PyObject *tup = inputs ? inputs : tuple_of(in, n);
+    if (inputs) Py_INCREF(tup);
+    PyObject *empty_kw = tup ? PyDict_New() : NULL;
+    PyObject *rw = empty_kw ? PyObject_CallFunctionObjArgs(np_rewrap, result, tup, empty_kw, Py_None, NULL) : NULL;
     Py_XDECREF(empty_kw);
-    PyObject *empty = rw ? PyList_New(0) : NULL;
+    Py_XDECREF(tup);
+    PyObject *parts = rw ? np_parts(op, &b) : NULL;
+    PyObject *ins = parts ? np_ins_list(nin, ia, itid, isid, iv) : NULL;
+    PyObject *empty = ins ? PyList_New(0) : NULL;
     PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
                                              rw, startobj) : NULL;
     Py_XDECREF(empty);
+    Py_XDECREF(ins);
+    Py_XDECREF(parts);
     Py_DECREF(startobj);
     if (!x) { Py_XDECREF(rw); goto fail; }
     Py_DECREF(x);
@@ -1571,13 +1648,13 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   }
   Py_DECREF(base);
   if (!(traced = PyObject_CallMethodOneArg(result, s_view, np_traced_t))) goto fail;
-  if (!(ids_sid = PyObject_GetAttr(rec, s_ids_sid)) || !(by_storage = PyObject_GetAttr(rec, s_by_storage))) goto fail;
+  if (!(ids_sid = dattr(rec, d, s_ids_sid)) || !(by_storage = dattr(rec, d, s_by_storage))) goto fail;
   long long sid, tid;
-  if (np_new_ids(rec, &sid, &tid)) goto fail;
-  if (np_register(rec, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
-  if (np_register(rec, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
+  if (np_new_ids(rec, d, &sid, &tid)) goto fail;
+  if (np_register(rec, d, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
+  if (np_register(rec, d, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
   {
-    PyObject *shape = PyObject_CallOneArg(np_shape_get, result);
+    PyObject *shape = np_shape_of(result);
     if (!shape) goto fail;
     Py_XSETREF(tail, np_ref_tail(rec, result, shape));
     Py_DECREF(shape);
@@ -1587,8 +1664,9 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   {
     PyObject *t = PyLong_FromLongLong(tid), *zero = PyLong_FromLong(0);
     int bad = !t || !zero || PyDict_SetItem(known, t, zero);
-    if (!bad && PyDict_DelItem(constd, t)) {
-      if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); else bad = 1;
+    if (!bad) {   /* constd.pop(t, None), without raising and clearing a KeyError (the usual case) */
+      PyObject *c = PyDict_GetItemWithError(constd, t);
+      bad = c ? PyDict_DelItem(constd, t) : PyErr_Occurred() != NULL;
     }
     Py_XDECREF(t); Py_XDECREF(zero);
     if (bad) goto fail;
@@ -1596,7 +1674,7 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   long long end = now_ns();
   {
     long long fid, line;
-    PyObject *cache = PyObject_GetAttr(rec, s_c_locations);
+    PyObject *cache = dattr(rec, d, s_c_locations);
     if (!cache) goto fail;
     int bad = !PyDict_CheckExact(cache) || np_location_c(rec, cache, &fid, &line);
     Py_DECREF(cache);
@@ -1606,7 +1684,7 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
       goto fail;
   }
   {
-    PyObject *t0o = PyObject_GetAttr(rec, s_t0);
+    PyObject *t0o = dattr(rec, d, s_t0);
     if (!t0o) goto fail;
     long long t0 = PyLong_AsLongLong(t0o);
     Py_DECREF(t0o);
@@ -1620,14 +1698,10 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   {
     PyObject *opf = PyTuple_GET_ITEM(op, 1);
     size_t opn = (size_t)PyBytes_GET_SIZE(opf);
-    PyObject *w = PyObject_GetAttr(rec, s_w);
+    PyObject *w = dattr(rec, d, s_w);
     if (!w) goto fail;
     PyObject *sink = PyObject_GetAttr(w, s_sink);
     if (!sink) { Py_DECREF(w); goto fail; }
-    PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(opn + b.n));
-    if (!payload) { Py_DECREF(w); Py_DECREF(sink); goto fail; }
-    memcpy(PyBytes_AS_STRING(payload), PyBytes_AS_STRING(opf), opn);
-    memcpy(PyBytes_AS_STRING(payload) + opn, b.p, b.n);
     if (Py_TYPE(sink) == &SinkType && !((Sink *)sink)->io_error) {
       /* into the mapping, as the torch path does (TraceWriter.add would do the same under its lock) */
       Sink *sk = (Sink *)sink;
@@ -1643,11 +1717,14 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
         sk->records++;
         sk->op_events++;
       }
-      Py_DECREF(payload);
       Py_DECREF(sink);
       Py_DECREF(w);
       if (!p && PyErr_Occurred()) goto fail;
     } else {
+      PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(opn + b.n));
+      if (!payload) { Py_DECREF(w); Py_DECREF(sink); goto fail; }
+      memcpy(PyBytes_AS_STRING(payload), PyBytes_AS_STRING(opf), opn);
+      memcpy(PyBytes_AS_STRING(payload) + opn, b.p, b.n);
       PyObject *tag = PyBytes_FromStringAndSize((char *)&T.record_op, 1);
       PyObject *x = tag ? PyObject_CallMethodObjArgs(rec, s_add, tag, payload, NULL) : NULL;   /* rec._add_op */
       Py_XDECREF(x);
@@ -1675,11 +1752,59 @@ done:
     PyErr_Restore(et, ev, tb);
   }
   buf_free(&b);
+  for (int i = 0; i < nin; ++i) { Py_DECREF(itid[i]); Py_DECREF(isid[i]); }
   Py_XDECREF(links); Py_XDECREF(ids); Py_XDECREF(known); Py_XDECREF(versions); Py_XDECREF(constd);
-  Py_XDECREF(plain); Py_XDECREF(ins); Py_XDECREF(op); Py_XDECREF(parts); Py_XDECREF(result); Py_XDECREF(traced);
+  Py_XDECREF(plain); Py_XDECREF(op); Py_XDECREF(result); Py_XDECREF(traced); Py_XDECREF(d);
   Py_XDECREF(prev); Py_XDECREF(ids_sid); Py_XDECREF(by_storage); Py_XDECREF(tail);
+  Py_DECREF(rec);
   return out;
 }
+
+static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyTuple_Check(argv[2])) { PyErr_SetString(PyExc_TypeError, "np_ufunc(rec, ufunc, inputs)"); return NULL; }
+  return np_ufunc_impl(argv[0], argv[1], &PyTuple_GET_ITEM(argv[2], 0), PyTuple_GET_SIZE(argv[2]), argv[2]);
+}
+
+/* TracedArray.__array_ufunc__(self, ufunc, method, *inputs, **kwargs), installed on the class as
+ * an instance method (np_array_ufunc_method): the twin of the Python method in
+ * numpy_recorder.py. NumPy calls it with the operands as separate arguments; a plain call of a
+ * ufunc without keywords goes to np_ufunc_impl with the operands as they are (no Python frame,
+ * no tuple), everything else, and what np_ufunc does not take, to np_rest. */
+static PyObject *np_array_ufunc(PyObject *mod, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs < 3) { PyErr_SetString(PyExc_TypeError, "__array_ufunc__(self, ufunc, method, *inputs, **kwargs)"); return NULL; }
+  if (!np_globals || !np_rest) { PyErr_SetString(PyExc_RuntimeError, "np_array_ufunc: np_setup_call not called"); return NULL; }
+  PyObject *method = argv[2];
+  int call = method == s_call;
+  if (!call && PyUnicode_Check(method)) {
+    call = PyUnicode_Compare(method, s_call) == 0;
+    if (call == 0 && PyErr_Occurred()) return NULL;
+  }
+  if (call && (!kwnames || PyTuple_GET_SIZE(kwnames) == 0)) {
+    PyObject *rec = PyDict_GetItemWithError(np_globals, s_REC);
+    if (!rec && PyErr_Occurred()) return NULL;
+    if (rec && rec != Py_None) {
+      PyObject *r = np_ufunc_impl(rec, argv[1], argv + 3, nargs - 3, NULL);
+      if (r != np_not_here) return r;
+      Py_DECREF(r);
+    }
+  }
+  /* _array_ufunc_rest(ufunc, method, inputs, kwargs) */
+  PyObject *inputs = tuple_of(argv + 3, nargs - 3);
+  PyObject *kw = inputs ? PyDict_New() : NULL;
+  if (kw && kwnames) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i)
+      if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), argv[nargs + i])) { Py_CLEAR(kw); break; }
+  }
+  PyObject *r = kw ? PyObject_CallFunctionObjArgs(np_rest, argv[1], method, inputs, kw, NULL) : NULL;
+  Py_XDECREF(inputs);
+  Py_XDECREF(kw);
+  return r;
+}
+
+static PyMethodDef np_array_ufunc_def = {"__array_ufunc__", (PyCFunction)(void (*)(void))np_array_ufunc,
+                                         METH_FASTCALL | METH_KEYWORDS,
+                                         "TracedArray.__array_ufunc__ in C (numpy_recorder.py)."};
 
 
 
@@ -1954,6 +2079,8 @@ static PyMethodDef module_methods[] = {
      "set_tags(tags, inplace): the field tags (name -> one-byte tag, see recorder/tags.py c_tags) and "
      "the INPLACE flag the C recorder writes."},
     {"np_setup", (PyCFunction)np_setup, METH_VARARGS, "Hand over what np_ufunc needs (numpy_recorder.py)."},
+    {"np_setup_call", (PyCFunction)np_setup_call, METH_VARARGS,
+     "np_setup_call(globals, rest): what the C TracedArray.__array_ufunc__ (np_array_ufunc) needs."},
     {"untracked", (PyCFunction)untracked, METH_O,
      "untracked(t): a tuple of plain weakrefs, ints and bytes off the cyclic GC's lists (and t)."},
     {"jax_setup", (PyCFunction)jax_setup, METH_VARARGS, "Hand over what jax_finish needs (jax_recorder.py)."},
@@ -1980,7 +2107,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
   S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next"); S(s_ufunc_fields, "_ufunc_fields");
-  S(s_active, "active"); S(s_thread, "thread"); S(s_np_base, "base");
+  S(s_active, "active"); S(s_thread, "thread"); S(s_np_base, "base"); S(s_REC, "_REC"); S(s_call, "__call__");
   S(s_ref_full, "_ref_full"); S(s_jknown, "_known"); S(s_jconst, "_const"); S(s_nbytes, "_nbytes");
   S(s_write_value, "_write_value"); S(s_check_sink, "_check_sink"); S(s_intern_attr, "_intern");
 #undef S
@@ -1992,6 +2119,15 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   Py_INCREF(&LocatorType);
   if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) || PyModule_AddObject(m, "RecorderBase", (PyObject *)&RecType) ||
       PyModule_AddObject(m, "Locator", (PyObject *)&LocatorType)) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  /* an instance method, so that it binds like a Python function when read from an array */
+  PyObject *fn = PyCFunction_NewEx(&np_array_ufunc_def, NULL, NULL);
+  PyObject *meth = fn ? PyInstanceMethod_New(fn) : NULL;
+  Py_XDECREF(fn);
+  if (!meth || PyModule_AddObject(m, "np_array_ufunc_method", meth)) {
+    Py_XDECREF(meth);
     Py_DECREF(m);
     return NULL;
   }
