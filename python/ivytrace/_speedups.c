@@ -435,9 +435,47 @@ static inline long long now_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* A tensor's `_version`, `_base`, `dtype` and `shape`, read through the data descriptors its type
+ * resolves them to (torch's getters), cached per type and dropped when the type changes (its
+ * version tag): the generic getattr looks the name up along the type's MRO first, on every read,
+ * and the C path reads four to six of these per op. A type whose attribute is not a data
+ * descriptor (or not cached) goes through getattr. */
+enum { TA_VERSION, TA_BASE, TA_DTYPE, TA_SHAPE, TA_N };
+static struct { PyTypeObject *tp; unsigned int ver; PyObject *d[TA_N]; } tattr_cache[2];   /* borrowed: the type holds them */
+
+static PyObject *tattr(PyObject *t, int which) {
+  PyTypeObject *tp = Py_TYPE(t);
+  PyObject *names[TA_N] = {s_version, s_base, s_dtype, s_shape};
+  for (int i = 0; i < 2; ++i) {
+    if (tattr_cache[i].tp != tp) continue;
+    if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag != tattr_cache[i].ver) {
+      tattr_cache[i].tp = NULL;   /* the type changed: look again */
+      break;
+    }
+    PyObject *d = tattr_cache[i].d[which];
+    if (d) return Py_TYPE(d)->tp_descr_get(d, t, (PyObject *)tp);
+    return PyObject_GetAttr(t, names[which]);
+  }
+  /* fill a slot (the tensor class and Parameter take both) */
+  int slot = tattr_cache[0].tp == NULL ? 0 : (tattr_cache[1].tp == NULL ? 1 : -1);
+  if (slot >= 0) {
+    PyObject *ds[TA_N];
+    for (int k = 0; k < TA_N; ++k) {
+      PyObject *d = _PyType_Lookup(tp, names[k]);   /* borrowed; assigns the type a version tag */
+      ds[k] = d && PyDescr_IsData(d) && Py_TYPE(d)->tp_descr_get ? d : NULL;
+    }
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) {
+      tattr_cache[slot].tp = tp;
+      tattr_cache[slot].ver = tp->tp_version_tag;
+      memcpy(tattr_cache[slot].d, ds, sizeof ds);
+    }
+  }
+  return PyObject_GetAttr(t, names[which]);
+}
+
 /* The tensor's _version as a C integer; -1 with an exception on failure. */
 static long long tensor_version(PyObject *t) {
-  PyObject *v = PyObject_GetAttr(t, s_version);
+  PyObject *v = tattr(t, TA_VERSION);
   if (!v) return -1;
   long long r = PyLong_AsLongLong(v);
   Py_DECREF(v);
@@ -480,7 +518,7 @@ static PyObject *rec_ref_of(Rec *r, PyObject *t) {
   if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
   long long tid = r->next_tid++;
   long long sid = tid;
-  PyObject *b = PyObject_GetAttr(t, s_base);
+  PyObject *b = tattr(t, TA_BASE);
   if (!b) { Py_DECREF(key); return NULL; }
   if (b != Py_None) {
     PyObject *be = rec_ref_of(r, b);
@@ -595,12 +633,12 @@ static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v,
              (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
   PyObject *dfield = NULL, *sfield = NULL;
   if (full) {
-    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    PyObject *dt = tattr(t, TA_DTYPE);
     if (!dt) return -1;
     dfield = PyDict_GetItemWithError(r->dtype_field, dt);
     Py_DECREF(dt);
     if (!dfield && PyErr_Occurred()) return -1;
-    PyObject *shape = PyObject_GetAttr(t, s_shape);
+    PyObject *shape = tattr(t, TA_SHAPE);
     if (!shape) return -1;
     sfield = PyDict_GetItemWithError(r->shapes, shape);
     if (sfield) Py_INCREF(sfield);
