@@ -1243,11 +1243,36 @@ static PyObject *dattr(PyObject *o, PyObject *d, PyObject *name) {
 }
 
 /* the TensorRef bytes after id/version/storage: dtype and shape fields, cached per (dtype, shape) */
+static PyObject *np_last_dt, *np_last_shape, *np_last_tail;   /* the last (dtype, shape) asked, and its tail */
+
+static PyObject *np_ref_tail_d(PyObject *rec, PyObject *a, PyObject *dt, PyObject *shape);
+
+/* An op's operands and result mostly share one dtype and shape: the last answer is kept and
+ * given again for the same dtype object (held, so its address is not reused) and an equal shape,
+ * which skips the key tuple, its hash and the dict lookup (twice per op). */
 static PyObject *np_ref_tail(PyObject *rec, PyObject *a, PyObject *shape) {
   PyObject *dt = PyObject_GetAttr(a, s_dtype_attr);
   if (!dt) return NULL;
+  if (dt == np_last_dt && np_last_shape && PyTuple_CheckExact(shape)) {
+    int eq = PyObject_RichCompareBool(shape, np_last_shape, Py_EQ);
+    if (eq < 0) { Py_DECREF(dt); return NULL; }
+    if (eq) { Py_DECREF(dt); Py_INCREF(np_last_tail); return np_last_tail; }
+  }
+  PyObject *tail = np_ref_tail_d(rec, a, dt, shape);
+  if (tail && PyTuple_CheckExact(shape)) {
+    Py_INCREF(shape); Py_INCREF(tail);
+    Py_XSETREF(np_last_dt, dt);   /* takes the reference */
+    Py_XSETREF(np_last_shape, shape);
+    Py_XSETREF(np_last_tail, tail);
+  } else {
+    Py_DECREF(dt);
+  }
+  return tail;
+}
+
+/* the tail for dtype dt (borrowed) and shape, from the shared (dtype, shape) cache */
+static PyObject *np_ref_tail_d(PyObject *rec, PyObject *a, PyObject *dt, PyObject *shape) {
   PyObject *key = PyTuple_Pack(2, dt, shape);
-  Py_DECREF(dt);
   if (!key) return NULL;
   PyObject *tail = PyDict_GetItemWithError(np_dtype_shape, key);
   if (tail) { Py_INCREF(tail); Py_DECREF(key); return tail; }
