@@ -2113,6 +2113,69 @@ static PyTypeObject LocatorType = {
     .tp_doc = "Locator(prefixes)(intern) -> (file id, line): array_recorder.caller_location in C."};
 
 
+/* TensorData messages (ArrayRecorder._write_value, which defines what this must write; its
+ * Python lines run when the extension is not built). td_setup(tags) hands over the field tags, as
+ * bytes, in the order: Tensor dtype, shape, data, name, role, framework; TensorData ref, value,
+ * total_bytes. */
+enum { TD_DTYPE, TD_SHAPE, TD_DATA, TD_NAME, TD_ROLE, TD_FW, TD_REF, TD_VALUE, TD_TOTAL, TD_N };
+static PyObject *td_tags;   /* tuple of TD_N bytes */
+
+static PyObject *td_setup(PyObject *mod, PyObject *tags) {
+  if (!PyTuple_CheckExact(tags) || PyTuple_GET_SIZE(tags) != TD_N) {
+    PyErr_SetString(PyExc_TypeError, "td_setup(tags): a tuple of 9 bytes");
+    return NULL;
+  }
+  for (Py_ssize_t i = 0; i < TD_N; ++i)
+    if (!PyBytes_CheckExact(PyTuple_GET_ITEM(tags, i))) { PyErr_SetString(PyExc_TypeError, "td_setup: bytes"); return NULL; }
+  Py_INCREF(tags);
+  Py_XSETREF(td_tags, tags);
+  Py_RETURN_NONE;
+}
+
+static int buf_ld(Buf *b, int tag, const void *p, size_t n) {   /* tag + varint(n) + the n bytes */
+  return buf_bytes_obj(b, PyTuple_GET_ITEM(td_tags, tag)) || buf_varint(b, n) || buf_put(b, p, n);
+}
+
+/* tensor_data(ref: bytes, data: bytes, dt: int, shape: tuple, name: str, role: int, fw: str) -> the
+ * TensorData message: ref, value = Tensor{dtype, shape, data, name, role, framework}, total_bytes,
+ * default values left out, in field order (what SerializeToString writes). */
+static PyObject *tensor_data(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs != 7 || !PyBytes_Check(argv[0]) || !PyBytes_Check(argv[1]) || !PyTuple_Check(argv[3]) ||
+      !PyUnicode_Check(argv[4]) || !PyUnicode_Check(argv[6])) {
+    PyErr_SetString(PyExc_TypeError, "tensor_data(ref: bytes, data: bytes, dt: int, shape: tuple, name: str, role: int, fw: str)");
+    return NULL;
+  }
+  if (!td_tags) { PyErr_SetString(PyExc_RuntimeError, "tensor_data: td_setup not called"); return NULL; }
+  long long dt = PyLong_AsLongLong(argv[2]), role = PyLong_AsLongLong(argv[5]);
+  if (PyErr_Occurred()) return NULL;
+  Py_ssize_t nn, fn;
+  const char *name = PyUnicode_AsUTF8AndSize(argv[4], &nn), *fw = PyUnicode_AsUTF8AndSize(argv[6], &fn);
+  if (!name || !fw) return NULL;
+  size_t n = (size_t)PyBytes_GET_SIZE(argv[1]);
+  Buf t, sh, m;
+  buf_init(&t); buf_init(&sh); buf_init(&m);
+  PyObject *out = NULL;
+  int bad = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argv[3]) && !bad; ++i) {   /* varint(int(d)) per dim */
+    PyObject *d = PyNumber_Index(PyTuple_GET_ITEM(argv[3], i));
+    long long v = d ? PyLong_AsLongLong(d) : -1;
+    Py_XDECREF(d);
+    bad = (v == -1 && PyErr_Occurred()) || buf_varint(&sh, (uint64_t)v);
+  }
+  if (!bad && dt) bad = buf_bytes_obj(&t, PyTuple_GET_ITEM(td_tags, TD_DTYPE)) || buf_varint(&t, (uint64_t)dt);
+  if (!bad && PyTuple_GET_SIZE(argv[3])) bad = buf_ld(&t, TD_SHAPE, sh.p, sh.n);
+  if (!bad && n) bad = buf_ld(&t, TD_DATA, PyBytes_AS_STRING(argv[1]), n);
+  if (!bad && nn) bad = buf_ld(&t, TD_NAME, name, (size_t)nn);
+  if (!bad && role) bad = buf_bytes_obj(&t, PyTuple_GET_ITEM(td_tags, TD_ROLE)) || buf_varint(&t, (uint64_t)role);
+  if (!bad && fn) bad = buf_ld(&t, TD_FW, fw, (size_t)fn);
+  if (!bad) bad = buf_ld(&m, TD_REF, PyBytes_AS_STRING(argv[0]), (size_t)PyBytes_GET_SIZE(argv[0])) ||
+                  buf_ld(&m, TD_VALUE, t.p, t.n) ||
+                  (n && (buf_bytes_obj(&m, PyTuple_GET_ITEM(td_tags, TD_TOTAL)) || buf_varint(&m, n)));
+  if (!bad) out = PyBytes_FromStringAndSize(m.p, (Py_ssize_t)m.n);
+  buf_free(&t); buf_free(&sh); buf_free(&m);
+  return out;
+}
+
 /* untracked(t): t itself, its weak references and itself taken off the cyclic GC's lists when it
  * is a tuple of plain weak references (no callback), ints and bytes (nothing in it can be part of
  * a reference cycle; see untrack_ref_entry); any other value is returned as it is. For the id
@@ -2144,6 +2207,9 @@ static PyMethodDef module_methods[] = {
     {"np_setup", (PyCFunction)np_setup, METH_VARARGS, "Hand over what np_ufunc needs (numpy_recorder.py)."},
     {"np_setup_call", (PyCFunction)np_setup_call, METH_VARARGS,
      "np_setup_call(globals, rest): what the C TracedArray.__array_ufunc__ (np_array_ufunc) needs."},
+    {"td_setup", (PyCFunction)td_setup, METH_O, "td_setup(tags): the TensorData and Tensor field tags (tensor_data)."},
+    {"tensor_data", (PyCFunction)(void (*)(void))tensor_data, METH_FASTCALL,
+     "tensor_data(ref, data, dt, shape, name, role, fw): a TensorData message (ArrayRecorder._write_value)."},
     {"untracked", (PyCFunction)untracked, METH_O,
      "untracked(t): a tuple of plain weakrefs, ints and bytes off the cyclic GC's lists (and t)."},
     {"jax_setup", (PyCFunction)jax_setup, METH_VARARGS, "Hand over what jax_finish needs (jax_recorder.py)."},
