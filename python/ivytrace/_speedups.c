@@ -435,9 +435,47 @@ static inline long long now_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* A tensor's `_version`, `_base`, `dtype` and `shape`, read through the data descriptors its type
+ * resolves them to (torch's getters), cached per type and dropped when the type changes (its
+ * version tag): the generic getattr looks the name up along the type's MRO first, on every read,
+ * and the C path reads four to six of these per op. A type whose attribute is not a data
+ * descriptor (or not cached) goes through getattr. */
+enum { TA_VERSION, TA_BASE, TA_DTYPE, TA_SHAPE, TA_N };
+static struct { PyTypeObject *tp; unsigned int ver; PyObject *d[TA_N]; } tattr_cache[2];   /* borrowed: the type holds them */
+
+static PyObject *tattr(PyObject *t, int which) {
+  PyTypeObject *tp = Py_TYPE(t);
+  PyObject *names[TA_N] = {s_version, s_base, s_dtype, s_shape};
+  for (int i = 0; i < 2; ++i) {
+    if (tattr_cache[i].tp != tp) continue;
+    if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag != tattr_cache[i].ver) {
+      tattr_cache[i].tp = NULL;   /* the type changed: look again */
+      break;
+    }
+    PyObject *d = tattr_cache[i].d[which];
+    if (d) return Py_TYPE(d)->tp_descr_get(d, t, (PyObject *)tp);
+    return PyObject_GetAttr(t, names[which]);
+  }
+  /* fill a slot (the tensor class and Parameter take both) */
+  int slot = tattr_cache[0].tp == NULL ? 0 : (tattr_cache[1].tp == NULL ? 1 : -1);
+  if (slot >= 0) {
+    PyObject *ds[TA_N];
+    for (int k = 0; k < TA_N; ++k) {
+      PyObject *d = _PyType_Lookup(tp, names[k]);   /* borrowed; assigns the type a version tag */
+      ds[k] = d && PyDescr_IsData(d) && Py_TYPE(d)->tp_descr_get ? d : NULL;
+    }
+    if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) {
+      tattr_cache[slot].tp = tp;
+      tattr_cache[slot].ver = tp->tp_version_tag;
+      memcpy(tattr_cache[slot].d, ds, sizeof ds);
+    }
+  }
+  return PyObject_GetAttr(t, names[which]);
+}
+
 /* The tensor's _version as a C integer; -1 with an exception on failure. */
 static long long tensor_version(PyObject *t) {
-  PyObject *v = PyObject_GetAttr(t, s_version);
+  PyObject *v = tattr(t, TA_VERSION);
   if (!v) return -1;
   long long r = PyLong_AsLongLong(v);
   Py_DECREF(v);
@@ -480,7 +518,7 @@ static PyObject *rec_ref_of(Rec *r, PyObject *t) {
   if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
   long long tid = r->next_tid++;
   long long sid = tid;
-  PyObject *b = PyObject_GetAttr(t, s_base);
+  PyObject *b = tattr(t, TA_BASE);
   if (!b) { Py_DECREF(key); return NULL; }
   if (b != Py_None) {
     PyObject *be = rec_ref_of(r, b);
@@ -595,12 +633,12 @@ static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v,
              (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
   PyObject *dfield = NULL, *sfield = NULL;
   if (full) {
-    PyObject *dt = PyObject_GetAttr(t, s_dtype);
+    PyObject *dt = tattr(t, TA_DTYPE);
     if (!dt) return -1;
     dfield = PyDict_GetItemWithError(r->dtype_field, dt);
     Py_DECREF(dt);
     if (!dfield && PyErr_Occurred()) return -1;
-    PyObject *shape = PyObject_GetAttr(t, s_shape);
+    PyObject *shape = tattr(t, TA_SHAPE);
     if (!shape) return -1;
     sfield = PyDict_GetItemWithError(r->shapes, shape);
     if (sfield) Py_INCREF(sfield);
@@ -1149,7 +1187,7 @@ static PyTypeObject RecType = {
 #endif
 
 static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_shape, *np_shape_get,
-    *np_prefixes, *np_rewrap;
+    *np_prefixes, *np_rewrap, *np_shape_desc, *np_globals, *np_rest, *s_REC, *s_call;
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
     *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
@@ -1165,15 +1203,76 @@ static PyObject *np_setup(PyObject *mod, PyObject *args) {
   PyObject **dst[8] = {&np_traced_t, &np_ndarray_t, &np_not_here, &np_state, &np_dtype_shape, &np_shape_get,
                        &np_prefixes, &np_rewrap};
   for (int i = 0; i < 8; ++i) { Py_INCREF(v[i]); Py_XSETREF(*dst[i], v[i]); }
+  /* ndarray's own `shape` getter, called as a descriptor (no method-wrapper call per read) */
+  PyObject *desc = PyType_Check(np_ndarray_t) ? PyDict_GetItemWithError(((PyTypeObject *)np_ndarray_t)->tp_dict, s_shape) : NULL;
+  if (!desc && PyErr_Occurred()) return NULL;
+  Py_XINCREF(desc);
+  Py_XSETREF(np_shape_desc, desc && Py_TYPE(desc)->tp_descr_get ? desc : NULL);
+  if (desc && !np_shape_desc) Py_DECREF(desc);
   Py_RETURN_NONE;
 }
 
+/* np_setup_call(globals, rest): TracedArray.__array_ufunc__ in C (np_array_ufunc below) reads the
+ * recorder from globals["_REC"] and hands every call np_ufunc does not take to
+ * rest(ufunc, method, inputs, kwargs) (numpy_recorder._array_ufunc_rest). */
+static PyObject *np_setup_call(PyObject *mod, PyObject *args) {
+  PyObject *g, *rest;
+  if (!PyArg_ParseTuple(args, "O!O", &PyDict_Type, &g, &rest)) return NULL;
+  Py_INCREF(g); Py_XSETREF(np_globals, g);
+  Py_INCREF(rest); Py_XSETREF(np_rest, rest);
+  Py_RETURN_NONE;
+}
+
+/* ndarray.shape of a (new reference) */
+static inline PyObject *np_shape_of(PyObject *a) {
+  if (np_shape_desc) return Py_TYPE(np_shape_desc)->tp_descr_get(np_shape_desc, a, (PyObject *)Py_TYPE(a));
+  return PyObject_CallOneArg(np_shape_get, a);
+}
+
+/* Attribute `name` of o (new reference), from its instance dict d when it is there: the
+ * recorder's tables are plain instance attributes, and np_ufunc reads about fifteen of them per
+ * op; a dict lookup skips the type's attribute lookup that getattr does first (written here
+ * because the generic getattr has no cheaper public entry). Anything else through getattr. */
+static PyObject *dattr(PyObject *o, PyObject *d, PyObject *name) {
+  if (d) {
+    PyObject *v = PyDict_GetItemWithError(d, name);
+    if (v) { Py_INCREF(v); return v; }
+    if (PyErr_Occurred()) return NULL;
+  }
+  return PyObject_GetAttr(o, name);
+}
+
 /* the TensorRef bytes after id/version/storage: dtype and shape fields, cached per (dtype, shape) */
+static PyObject *np_last_dt, *np_last_shape, *np_last_tail;   /* the last (dtype, shape) asked, and its tail */
+
+static PyObject *np_ref_tail_d(PyObject *rec, PyObject *a, PyObject *dt, PyObject *shape);
+
+/* An op's operands and result mostly share one dtype and shape: the last answer is kept and
+ * given again for the same dtype object (held, so its address is not reused) and an equal shape,
+ * which skips the key tuple, its hash and the dict lookup (twice per op). */
 static PyObject *np_ref_tail(PyObject *rec, PyObject *a, PyObject *shape) {
   PyObject *dt = PyObject_GetAttr(a, s_dtype_attr);
   if (!dt) return NULL;
+  if (dt == np_last_dt && np_last_shape && PyTuple_CheckExact(shape)) {
+    int eq = PyObject_RichCompareBool(shape, np_last_shape, Py_EQ);
+    if (eq < 0) { Py_DECREF(dt); return NULL; }
+    if (eq) { Py_DECREF(dt); Py_INCREF(np_last_tail); return np_last_tail; }
+  }
+  PyObject *tail = np_ref_tail_d(rec, a, dt, shape);
+  if (tail && PyTuple_CheckExact(shape)) {
+    Py_INCREF(shape); Py_INCREF(tail);
+    Py_XSETREF(np_last_dt, dt);   /* takes the reference */
+    Py_XSETREF(np_last_shape, shape);
+    Py_XSETREF(np_last_tail, tail);
+  } else {
+    Py_DECREF(dt);
+  }
+  return tail;
+}
+
+/* the tail for dtype dt (borrowed) and shape, from the shared (dtype, shape) cache */
+static PyObject *np_ref_tail_d(PyObject *rec, PyObject *a, PyObject *dt, PyObject *shape) {
   PyObject *key = PyTuple_Pack(2, dt, shape);
-  Py_DECREF(dt);
   if (!key) return NULL;
   PyObject *tail = PyDict_GetItemWithError(np_dtype_shape, key);
   if (tail) { Py_INCREF(tail); Py_DECREF(key); return tail; }
@@ -1219,8 +1318,8 @@ static int np_put_ref(Buf *b, long long tid, long long v, long long sid, PyObjec
 }
 
 /* NumpyRecorder._new_id without a Python call when no torch recorder shares the id sequence */
-static long long np_new_id(PyObject *rec) {
-  PyObject *session = PyObject_GetAttr(rec, s_session);
+static long long np_new_id(PyObject *rec, PyObject *d) {
+  PyObject *session = dattr(rec, d, s_session);
   PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
   Py_XDECREF(session);
   if (!torch) return -1;
@@ -1233,7 +1332,7 @@ static long long np_new_id(PyObject *rec) {
     Py_DECREF(x);
     return v;
   }
-  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  PyObject *nx = dattr(rec, d, s_next);
   if (!nx) return -1;
   long long tid = PyLong_AsLongLong(nx);
   Py_DECREF(nx);
@@ -1257,20 +1356,20 @@ static void untrack_ref_entry(PyObject *w, PyObject *e) {
 
 /* Two new ids, as two NumpyRecorder._new_id calls give them (sid first): one read and one write of
  * rec._next when no torch recorder shares the sequence. -1 on error. */
-static int np_new_ids(PyObject *rec, long long *first, long long *second) {
-  PyObject *session = PyObject_GetAttr(rec, s_session);
+static int np_new_ids(PyObject *rec, PyObject *d, long long *first, long long *second) {
+  PyObject *session = dattr(rec, d, s_session);
   PyObject *torch = session ? PyObject_GetAttr(session, s_torch) : NULL;
   Py_XDECREF(session);
   if (!torch) return -1;
   int none = torch == Py_None;
   Py_DECREF(torch);
   if (!none) {
-    *first = np_new_id(rec);
+    *first = np_new_id(rec, d);
     if (*first == -1 && PyErr_Occurred()) return -1;
-    *second = np_new_id(rec);
+    *second = np_new_id(rec, d);
     return *second == -1 && PyErr_Occurred() ? -1 : 0;
   }
-  PyObject *nx = PyObject_GetAttr(rec, s_next);
+  PyObject *nx = dattr(rec, d, s_next);
   if (!nx) return -1;
   long long t = PyLong_AsLongLong(nx);
   Py_DECREF(nx);
@@ -1285,7 +1384,7 @@ static int np_new_ids(PyObject *rec, long long *first, long long *second) {
 }
 
 /* ids[id(a)] = (weakref(a), tid, sid); ids_sid[tid] = sid; by_storage[sid] += [weakref]; sweep */
-static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject *by_storage, PyObject *a,
+static int np_register(PyObject *rec, PyObject *d, PyObject *ids, PyObject *ids_sid, PyObject *by_storage, PyObject *a,
                        long long tid, long long sid) {
   int bad = -1;
   PyObject *w = PyWeakref_NewRef(a, NULL), *k = PyLong_FromVoidPtr(a), *t = PyLong_FromLongLong(tid),
@@ -1307,7 +1406,7 @@ static int np_register(PyObject *rec, PyObject *ids, PyObject *ids_sid, PyObject
   }
   if (PyList_Append(lst, w)) goto done;
   long long at = 0;
-  PyObject *sa = PyObject_GetAttr(rec, s_sweep_at);
+  PyObject *sa = dattr(rec, d, s_sweep_at);
   if (!sa) goto done;
   at = PyLong_AsLongLong(sa);
   Py_DECREF(sa);
@@ -1399,25 +1498,66 @@ static int np_location_c(PyObject *rec, PyObject *cache, long long *fid, long lo
   return 0;
 }
 
-static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
-  if (nargs != 3 || !PyTuple_Check(argv[2])) { PyErr_SetString(PyExc_TypeError, "np_ufunc(rec, ufunc, inputs)"); return NULL; }
+#define NP_MAX_IN 8   /* more operands than any ufunc has: the Python twin records such a call */
+
+/* ins as the Python _finish takes it: [(array, tid, sid, version)] of the array operands. Built
+ * only on the paths that call _finish: the common path needs none of these objects. */
+static PyObject *np_ins_list(int nin, PyObject **ia, PyObject **itid, PyObject **isid, long long *iv) {
+  PyObject *ins = PyList_New(0);
+  for (int i = 0; ins && i < nin; ++i) {
+    PyObject *vo = PyLong_FromLongLong(iv[i]);
+    PyObject *e = vo ? PyTuple_Pack(4, ia[i], itid[i], isid[i], vo) : NULL;
+    Py_XDECREF(vo);
+    if (!e || PyList_Append(ins, e)) Py_CLEAR(ins);
+    Py_XDECREF(e);
+  }
+  return ins;
+}
+
+/* [op field, argument bytes]: the parts the Python _finish takes */
+static PyObject *np_parts(PyObject *op, Buf *b) {
+  PyObject *args_b = PyBytes_FromStringAndSize(b->p, (Py_ssize_t)b->n);
+  if (!args_b) return NULL;
+  PyObject *parts = PyList_New(2);
+  if (!parts) { Py_DECREF(args_b); return NULL; }
+  Py_INCREF(PyTuple_GET_ITEM(op, 1));
+  PyList_SET_ITEM(parts, 0, PyTuple_GET_ITEM(op, 1));
+  PyList_SET_ITEM(parts, 1, args_b);
+  return parts;
+}
+
+/* a tuple of n objects (CPython's own _PyTuple_FromArray is not public) */
+static PyObject *tuple_of(PyObject *const *x, Py_ssize_t n) {
+  PyObject *t = PyTuple_New(n);
+  for (Py_ssize_t i = 0; t && i < n; ++i) { Py_INCREF(x[i]); PyTuple_SET_ITEM(t, i, x[i]); }
+  return t;
+}
+
+/* np_ufunc for the n operands in in[] (inputs: them as a tuple, or NULL: made when needed) */
+static PyObject *np_ufunc_impl(PyObject *rec, PyObject *ufunc, PyObject *const *in, Py_ssize_t n, PyObject *inputs) {
   if (!np_traced_t || !T.set) { PyErr_SetString(PyExc_RuntimeError, "np_ufunc: np_setup/set_tags not called"); return NULL; }
-  PyObject *rec = argv[0], *ufunc = argv[1], *inputs = argv[2];
   PyObject *out = NULL, *links = NULL, *ids = NULL, *known = NULL, *versions = NULL, *constd = NULL,
-           *plain = NULL, *ins = NULL, *op = NULL, *parts = NULL, *result = NULL, *traced = NULL,
+           *plain = NULL, *op = NULL, *result = NULL, *traced = NULL, *d = NULL,
            *prev = NULL, *ids_sid = NULL, *by_storage = NULL, *tail = NULL;
+  PyObject *ia[NP_MAX_IN], *itid[NP_MAX_IN], *isid[NP_MAX_IN];   /* borrowed: in[] and the ids entries */
+  long long iv[NP_MAX_IN];
+  int nin = 0;
   int busy_set = 0;
   Buf b;
   buf_init(&b);
-  Py_ssize_t n = PyTuple_GET_SIZE(inputs);
+  Py_INCREF(rec);   /* the recorder stays alive while this runs, whatever the ufunc does */
+  if (n > NP_MAX_IN) goto not_here;
+  d = PyObject_GenericGetDict(rec, NULL);
+  if (!d) { PyErr_Clear(); }
+  else if (!PyDict_CheckExact(d)) Py_CLEAR(d);
   /* recording here: the recorder active, its thread, the busy flag down (kept in `prev`) */
   {
-    PyObject *x = PyObject_GetAttr(rec, s_active);
+    PyObject *x = dattr(rec, d, s_active);
     int on = x ? PyObject_IsTrue(x) : -1;
     Py_XDECREF(x);
     if (on < 0) goto fail;
     if (!on) goto not_here;
-    if (!(x = PyObject_GetAttr(rec, s_thread))) goto fail;
+    if (!(x = dattr(rec, d, s_thread))) goto fail;
     unsigned long th = PyLong_AsUnsignedLong(x);
     Py_DECREF(x);
     if (th == (unsigned long)-1 && PyErr_Occurred()) goto fail;
@@ -1433,19 +1573,19 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     if (busy < 0) goto fail;
     if (busy) goto not_here;
   }
-  if (!(links = PyObject_GetAttr(rec, s_links))) goto fail;
+  if (!(links = dattr(rec, d, s_links))) goto fail;
   int lk = PyObject_IsTrue(links);
   if (lk < 0) goto fail;
   if (lk) goto not_here;
-  if (!(ids = PyObject_GetAttr(rec, s_ids)) || !(known = PyObject_GetAttr(rec, s_np_known)) ||
-      !(versions = PyObject_GetAttr(rec, s_versions)) || !(constd = PyObject_GetAttr(rec, s_const)))
+  if (!(ids = dattr(rec, d, s_ids)) || !(known = dattr(rec, d, s_np_known)) ||
+      !(versions = dattr(rec, d, s_versions)) || !(constd = dattr(rec, d, s_const)))
     goto fail;
   if (!PyDict_CheckExact(ids) || !PyDict_CheckExact(known) || !PyDict_CheckExact(versions) || !PyDict_CheckExact(constd))
     goto not_here;
-  if (!(plain = PyTuple_New(n)) || !(ins = PyList_New(0))) goto fail;
+  if (!(plain = PyTuple_New(n))) goto fail;
   int foldable = 1;
   for (Py_ssize_t i = 0; i < n; ++i) {
-    PyObject *a = PyTuple_GET_ITEM(inputs, i);
+    PyObject *a = in[i];
     if (Py_TYPE(a) == (PyTypeObject *)np_traced_t) {
       PyObject *k = PyLong_FromVoidPtr(a);
       if (!k) goto fail;
@@ -1466,24 +1606,23 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
       long long cv = dict_ll(constd, tido, -1);
       if (cv == -2) goto fail;
       if (cv != v) foldable = 0;
-      PyObject *shape = PyObject_CallOneArg(np_shape_get, a);
+      PyObject *shape = np_shape_of(a);
       if (!shape) goto fail;
       Py_XSETREF(tail, np_ref_tail(rec, a, shape));
       Py_DECREF(shape);
       if (!tail) goto fail;
       if (buf_byte(&b, T.op_args) || np_put_ref(&b, tid, v, sid, tail)) goto fail;
-      PyObject *vo = PyLong_FromLongLong(v);
-      PyObject *e = vo ? PyTuple_Pack(4, a, tido, sido, vo) : NULL;
-      Py_XDECREF(vo);
-      if (!e || PyList_Append(ins, e)) { Py_XDECREF(e); goto fail; }
-      Py_DECREF(e);
+      /* the ids entry r holds tido and sido; `in` holds a, for as long as this call runs */
+      ia[nin] = a; itid[nin] = tido; isid[nin] = sido; iv[nin] = v;
+      Py_INCREF(tido); Py_INCREF(sido);
+      nin++;
       PyObject *pv = PyObject_CallMethodOneArg(a, s_view, np_ndarray_t);
       if (!pv) goto fail;
       PyTuple_SET_ITEM(plain, i, pv);
     } else if (PyFloat_CheckExact(a)) {
-      unsigned char d[8];
-      if (PyFloat_Pack8(PyFloat_AS_DOUBLE(a), (char *)d, 1)) goto fail;
-      if (buf_byte(&b, T.op_args) || buf_byte(&b, 9) || buf_byte(&b, T.arg_f) || buf_put(&b, d, 8)) goto fail;
+      unsigned char dd[8];
+      if (PyFloat_Pack8(PyFloat_AS_DOUBLE(a), (char *)dd, 1)) goto fail;
+      if (buf_byte(&b, T.op_args) || buf_byte(&b, 9) || buf_byte(&b, T.arg_f) || buf_put(&b, dd, 8)) goto fail;
       Py_INCREF(a);
       PyTuple_SET_ITEM(plain, i, a);
     } else if (PyLong_CheckExact(a)) {
@@ -1506,7 +1645,7 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     PyObject *name = PyObject_GetAttr(ufunc, s_name);
     if (!name) goto fail;
     /* (qual, op field) or None (random): rec._ufunc_fields[name] once known, else rec._ufunc_op(name) */
-    PyObject *fields = PyObject_GetAttr(rec, s_ufunc_fields);
+    PyObject *fields = dattr(rec, d, s_ufunc_fields);
     op = fields && PyDict_CheckExact(fields) ? PyDict_GetItemWithError(fields, name) : NULL;
     Py_XDECREF(fields);   /* the recorder holds the dict, the dict the entry */
     if (op && (op == Py_None || (PyTuple_CheckExact(op) && PyTuple_GET_SIZE(op) == 2))) {
@@ -1519,16 +1658,6 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     if (!op) goto fail;
     if (op == Py_None) goto not_here;
   }
-  /* parts as the Python _finish takes them: the op field and the arguments */
-  {
-    PyObject *args_b = PyBytes_FromStringAndSize(b.p, (Py_ssize_t)b.n);
-    if (!args_b) goto fail;
-    parts = PyList_New(2);
-    if (!parts) { Py_DECREF(args_b); goto fail; }
-    Py_INCREF(PyTuple_GET_ITEM(op, 1));
-    PyList_SET_ITEM(parts, 0, PyTuple_GET_ITEM(op, 1));
-    PyList_SET_ITEM(parts, 1, args_b);
-  }
   /* the busy flag up while the ufunc runs (its own NumPy calls are not recorded) */
   if (PyObject_SetAttr(np_state, s_busy, Py_True)) goto fail;
   busy_set = 1;
@@ -1539,10 +1668,14 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
     startobj = PyLong_FromLongLong(start);
-    PyObject *empty = startobj ? PyList_New(0) : NULL;
+    PyObject *parts = startobj ? np_parts(op, &b) : NULL;
+    PyObject *ins = parts ? np_ins_list(nin, ia, itid, isid, iv) : NULL;
+    PyObject *empty = ins ? PyList_New(0) : NULL;
     PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
                                              Py_None, startobj, Py_True) : NULL;
     Py_XDECREF(empty);
+    Py_XDECREF(ins);
+    Py_XDECREF(parts);
     Py_XDECREF(startobj);
     if (!x) { Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); goto fail; }
     Py_DECREF(x);
@@ -1556,13 +1689,20 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
     startobj = PyLong_FromLongLong(start);
     if (!startobj) goto fail;
     /* not one new array: the Python path finishes it (record_ufunc does the same) */
-    PyObject *empty_kw = PyDict_New();
-    PyObject *rw = empty_kw ? PyObject_CallFunctionObjArgs(np_rewrap, result, inputs, empty_kw, Py_None, NULL) : NULL;
+    PyObject *tup = inputs ? inputs : tuple_of(in, n);
+    if (inputs) Py_INCREF(tup);
+    PyObject *empty_kw = tup ? PyDict_New() : NULL;
+    PyObject *rw = empty_kw ? PyObject_CallFunctionObjArgs(np_rewrap, result, tup, empty_kw, Py_None, NULL) : NULL;
     Py_XDECREF(empty_kw);
-    PyObject *empty = rw ? PyList_New(0) : NULL;
+    Py_XDECREF(tup);
+    PyObject *parts = rw ? np_parts(op, &b) : NULL;
+    PyObject *ins = parts ? np_ins_list(nin, ia, itid, isid, iv) : NULL;
+    PyObject *empty = ins ? PyList_New(0) : NULL;
     PyObject *x = empty ? PyObject_CallMethod(rec, "_finish", "OOOOOO", parts, PyTuple_GET_ITEM(op, 0), ins, empty,
                                              rw, startobj) : NULL;
     Py_XDECREF(empty);
+    Py_XDECREF(ins);
+    Py_XDECREF(parts);
     Py_DECREF(startobj);
     if (!x) { Py_XDECREF(rw); goto fail; }
     Py_DECREF(x);
@@ -1571,13 +1711,13 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   }
   Py_DECREF(base);
   if (!(traced = PyObject_CallMethodOneArg(result, s_view, np_traced_t))) goto fail;
-  if (!(ids_sid = PyObject_GetAttr(rec, s_ids_sid)) || !(by_storage = PyObject_GetAttr(rec, s_by_storage))) goto fail;
+  if (!(ids_sid = dattr(rec, d, s_ids_sid)) || !(by_storage = dattr(rec, d, s_by_storage))) goto fail;
   long long sid, tid;
-  if (np_new_ids(rec, &sid, &tid)) goto fail;
-  if (np_register(rec, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
-  if (np_register(rec, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
+  if (np_new_ids(rec, d, &sid, &tid)) goto fail;
+  if (np_register(rec, d, ids, ids_sid, by_storage, result, sid, sid)) goto fail;
+  if (np_register(rec, d, ids, ids_sid, by_storage, traced, tid, sid)) goto fail;
   {
-    PyObject *shape = PyObject_CallOneArg(np_shape_get, result);
+    PyObject *shape = np_shape_of(result);
     if (!shape) goto fail;
     Py_XSETREF(tail, np_ref_tail(rec, result, shape));
     Py_DECREF(shape);
@@ -1587,8 +1727,9 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   {
     PyObject *t = PyLong_FromLongLong(tid), *zero = PyLong_FromLong(0);
     int bad = !t || !zero || PyDict_SetItem(known, t, zero);
-    if (!bad && PyDict_DelItem(constd, t)) {
-      if (PyErr_ExceptionMatches(PyExc_KeyError)) PyErr_Clear(); else bad = 1;
+    if (!bad) {   /* constd.pop(t, None), without raising and clearing a KeyError (the usual case) */
+      PyObject *c = PyDict_GetItemWithError(constd, t);
+      bad = c ? PyDict_DelItem(constd, t) : PyErr_Occurred() != NULL;
     }
     Py_XDECREF(t); Py_XDECREF(zero);
     if (bad) goto fail;
@@ -1596,7 +1737,7 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   long long end = now_ns();
   {
     long long fid, line;
-    PyObject *cache = PyObject_GetAttr(rec, s_c_locations);
+    PyObject *cache = dattr(rec, d, s_c_locations);
     if (!cache) goto fail;
     int bad = !PyDict_CheckExact(cache) || np_location_c(rec, cache, &fid, &line);
     Py_DECREF(cache);
@@ -1606,7 +1747,7 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
       goto fail;
   }
   {
-    PyObject *t0o = PyObject_GetAttr(rec, s_t0);
+    PyObject *t0o = dattr(rec, d, s_t0);
     if (!t0o) goto fail;
     long long t0 = PyLong_AsLongLong(t0o);
     Py_DECREF(t0o);
@@ -1620,14 +1761,10 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
   {
     PyObject *opf = PyTuple_GET_ITEM(op, 1);
     size_t opn = (size_t)PyBytes_GET_SIZE(opf);
-    PyObject *w = PyObject_GetAttr(rec, s_w);
+    PyObject *w = dattr(rec, d, s_w);
     if (!w) goto fail;
     PyObject *sink = PyObject_GetAttr(w, s_sink);
     if (!sink) { Py_DECREF(w); goto fail; }
-    PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(opn + b.n));
-    if (!payload) { Py_DECREF(w); Py_DECREF(sink); goto fail; }
-    memcpy(PyBytes_AS_STRING(payload), PyBytes_AS_STRING(opf), opn);
-    memcpy(PyBytes_AS_STRING(payload) + opn, b.p, b.n);
     if (Py_TYPE(sink) == &SinkType && !((Sink *)sink)->io_error) {
       /* into the mapping, as the torch path does (TraceWriter.add would do the same under its lock) */
       Sink *sk = (Sink *)sink;
@@ -1643,11 +1780,14 @@ static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs
         sk->records++;
         sk->op_events++;
       }
-      Py_DECREF(payload);
       Py_DECREF(sink);
       Py_DECREF(w);
       if (!p && PyErr_Occurred()) goto fail;
     } else {
+      PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(opn + b.n));
+      if (!payload) { Py_DECREF(w); Py_DECREF(sink); goto fail; }
+      memcpy(PyBytes_AS_STRING(payload), PyBytes_AS_STRING(opf), opn);
+      memcpy(PyBytes_AS_STRING(payload) + opn, b.p, b.n);
       PyObject *tag = PyBytes_FromStringAndSize((char *)&T.record_op, 1);
       PyObject *x = tag ? PyObject_CallMethodObjArgs(rec, s_add, tag, payload, NULL) : NULL;   /* rec._add_op */
       Py_XDECREF(x);
@@ -1675,11 +1815,59 @@ done:
     PyErr_Restore(et, ev, tb);
   }
   buf_free(&b);
+  for (int i = 0; i < nin; ++i) { Py_DECREF(itid[i]); Py_DECREF(isid[i]); }
   Py_XDECREF(links); Py_XDECREF(ids); Py_XDECREF(known); Py_XDECREF(versions); Py_XDECREF(constd);
-  Py_XDECREF(plain); Py_XDECREF(ins); Py_XDECREF(op); Py_XDECREF(parts); Py_XDECREF(result); Py_XDECREF(traced);
+  Py_XDECREF(plain); Py_XDECREF(op); Py_XDECREF(result); Py_XDECREF(traced); Py_XDECREF(d);
   Py_XDECREF(prev); Py_XDECREF(ids_sid); Py_XDECREF(by_storage); Py_XDECREF(tail);
+  Py_DECREF(rec);
   return out;
 }
+
+static PyObject *np_ufunc(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs != 3 || !PyTuple_Check(argv[2])) { PyErr_SetString(PyExc_TypeError, "np_ufunc(rec, ufunc, inputs)"); return NULL; }
+  return np_ufunc_impl(argv[0], argv[1], &PyTuple_GET_ITEM(argv[2], 0), PyTuple_GET_SIZE(argv[2]), argv[2]);
+}
+
+/* TracedArray.__array_ufunc__(self, ufunc, method, *inputs, **kwargs), installed on the class as
+ * an instance method (np_array_ufunc_method): the twin of the Python method in
+ * numpy_recorder.py. NumPy calls it with the operands as separate arguments; a plain call of a
+ * ufunc without keywords goes to np_ufunc_impl with the operands as they are (no Python frame,
+ * no tuple), everything else, and what np_ufunc does not take, to np_rest. */
+static PyObject *np_array_ufunc(PyObject *mod, PyObject *const *argv, size_t nargsf, PyObject *kwnames) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  if (nargs < 3) { PyErr_SetString(PyExc_TypeError, "__array_ufunc__(self, ufunc, method, *inputs, **kwargs)"); return NULL; }
+  if (!np_globals || !np_rest) { PyErr_SetString(PyExc_RuntimeError, "np_array_ufunc: np_setup_call not called"); return NULL; }
+  PyObject *method = argv[2];
+  int call = method == s_call;
+  if (!call && PyUnicode_Check(method)) {
+    call = PyUnicode_Compare(method, s_call) == 0;
+    if (call == 0 && PyErr_Occurred()) return NULL;
+  }
+  if (call && (!kwnames || PyTuple_GET_SIZE(kwnames) == 0)) {
+    PyObject *rec = PyDict_GetItemWithError(np_globals, s_REC);
+    if (!rec && PyErr_Occurred()) return NULL;
+    if (rec && rec != Py_None) {
+      PyObject *r = np_ufunc_impl(rec, argv[1], argv + 3, nargs - 3, NULL);
+      if (r != np_not_here) return r;
+      Py_DECREF(r);
+    }
+  }
+  /* _array_ufunc_rest(ufunc, method, inputs, kwargs) */
+  PyObject *inputs = tuple_of(argv + 3, nargs - 3);
+  PyObject *kw = inputs ? PyDict_New() : NULL;
+  if (kw && kwnames) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i)
+      if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), argv[nargs + i])) { Py_CLEAR(kw); break; }
+  }
+  PyObject *r = kw ? PyObject_CallFunctionObjArgs(np_rest, argv[1], method, inputs, kw, NULL) : NULL;
+  Py_XDECREF(inputs);
+  Py_XDECREF(kw);
+  return r;
+}
+
+static PyMethodDef np_array_ufunc_def = {"__array_ufunc__", (PyCFunction)(void (*)(void))np_array_ufunc,
+                                         METH_FASTCALL | METH_KEYWORDS,
+                                         "TracedArray.__array_ufunc__ in C (numpy_recorder.py)."};
 
 
 
@@ -1925,6 +2113,69 @@ static PyTypeObject LocatorType = {
     .tp_doc = "Locator(prefixes)(intern) -> (file id, line): array_recorder.caller_location in C."};
 
 
+/* TensorData messages (ArrayRecorder._write_value, which defines what this must write; its
+ * Python lines run when the extension is not built). td_setup(tags) hands over the field tags, as
+ * bytes, in the order: Tensor dtype, shape, data, name, role, framework; TensorData ref, value,
+ * total_bytes. */
+enum { TD_DTYPE, TD_SHAPE, TD_DATA, TD_NAME, TD_ROLE, TD_FW, TD_REF, TD_VALUE, TD_TOTAL, TD_N };
+static PyObject *td_tags;   /* tuple of TD_N bytes */
+
+static PyObject *td_setup(PyObject *mod, PyObject *tags) {
+  if (!PyTuple_CheckExact(tags) || PyTuple_GET_SIZE(tags) != TD_N) {
+    PyErr_SetString(PyExc_TypeError, "td_setup(tags): a tuple of 9 bytes");
+    return NULL;
+  }
+  for (Py_ssize_t i = 0; i < TD_N; ++i)
+    if (!PyBytes_CheckExact(PyTuple_GET_ITEM(tags, i))) { PyErr_SetString(PyExc_TypeError, "td_setup: bytes"); return NULL; }
+  Py_INCREF(tags);
+  Py_XSETREF(td_tags, tags);
+  Py_RETURN_NONE;
+}
+
+static int buf_ld(Buf *b, int tag, const void *p, size_t n) {   /* tag + varint(n) + the n bytes */
+  return buf_bytes_obj(b, PyTuple_GET_ITEM(td_tags, tag)) || buf_varint(b, n) || buf_put(b, p, n);
+}
+
+/* tensor_data(ref: bytes, data: bytes, dt: int, shape: tuple, name: str, role: int, fw: str) -> the
+ * TensorData message: ref, value = Tensor{dtype, shape, data, name, role, framework}, total_bytes,
+ * default values left out, in field order (what SerializeToString writes). */
+static PyObject *tensor_data(PyObject *mod, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs != 7 || !PyBytes_Check(argv[0]) || !PyBytes_Check(argv[1]) || !PyTuple_Check(argv[3]) ||
+      !PyUnicode_Check(argv[4]) || !PyUnicode_Check(argv[6])) {
+    PyErr_SetString(PyExc_TypeError, "tensor_data(ref: bytes, data: bytes, dt: int, shape: tuple, name: str, role: int, fw: str)");
+    return NULL;
+  }
+  if (!td_tags) { PyErr_SetString(PyExc_RuntimeError, "tensor_data: td_setup not called"); return NULL; }
+  long long dt = PyLong_AsLongLong(argv[2]), role = PyLong_AsLongLong(argv[5]);
+  if (PyErr_Occurred()) return NULL;
+  Py_ssize_t nn, fn;
+  const char *name = PyUnicode_AsUTF8AndSize(argv[4], &nn), *fw = PyUnicode_AsUTF8AndSize(argv[6], &fn);
+  if (!name || !fw) return NULL;
+  size_t n = (size_t)PyBytes_GET_SIZE(argv[1]);
+  Buf t, sh, m;
+  buf_init(&t); buf_init(&sh); buf_init(&m);
+  PyObject *out = NULL;
+  int bad = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argv[3]) && !bad; ++i) {   /* varint(int(d)) per dim */
+    PyObject *d = PyNumber_Index(PyTuple_GET_ITEM(argv[3], i));
+    long long v = d ? PyLong_AsLongLong(d) : -1;
+    Py_XDECREF(d);
+    bad = (v == -1 && PyErr_Occurred()) || buf_varint(&sh, (uint64_t)v);
+  }
+  if (!bad && dt) bad = buf_bytes_obj(&t, PyTuple_GET_ITEM(td_tags, TD_DTYPE)) || buf_varint(&t, (uint64_t)dt);
+  if (!bad && PyTuple_GET_SIZE(argv[3])) bad = buf_ld(&t, TD_SHAPE, sh.p, sh.n);
+  if (!bad && n) bad = buf_ld(&t, TD_DATA, PyBytes_AS_STRING(argv[1]), n);
+  if (!bad && nn) bad = buf_ld(&t, TD_NAME, name, (size_t)nn);
+  if (!bad && role) bad = buf_bytes_obj(&t, PyTuple_GET_ITEM(td_tags, TD_ROLE)) || buf_varint(&t, (uint64_t)role);
+  if (!bad && fn) bad = buf_ld(&t, TD_FW, fw, (size_t)fn);
+  if (!bad) bad = buf_ld(&m, TD_REF, PyBytes_AS_STRING(argv[0]), (size_t)PyBytes_GET_SIZE(argv[0])) ||
+                  buf_ld(&m, TD_VALUE, t.p, t.n) ||
+                  (n && (buf_bytes_obj(&m, PyTuple_GET_ITEM(td_tags, TD_TOTAL)) || buf_varint(&m, n)));
+  if (!bad) out = PyBytes_FromStringAndSize(m.p, (Py_ssize_t)m.n);
+  buf_free(&t); buf_free(&sh); buf_free(&m);
+  return out;
+}
+
 /* untracked(t): t itself, its weak references and itself taken off the cyclic GC's lists when it
  * is a tuple of plain weak references (no callback), ints and bytes (nothing in it can be part of
  * a reference cycle; see untrack_ref_entry); any other value is returned as it is. For the id
@@ -1954,6 +2205,11 @@ static PyMethodDef module_methods[] = {
      "set_tags(tags, inplace): the field tags (name -> one-byte tag, see recorder/tags.py c_tags) and "
      "the INPLACE flag the C recorder writes."},
     {"np_setup", (PyCFunction)np_setup, METH_VARARGS, "Hand over what np_ufunc needs (numpy_recorder.py)."},
+    {"np_setup_call", (PyCFunction)np_setup_call, METH_VARARGS,
+     "np_setup_call(globals, rest): what the C TracedArray.__array_ufunc__ (np_array_ufunc) needs."},
+    {"td_setup", (PyCFunction)td_setup, METH_O, "td_setup(tags): the TensorData and Tensor field tags (tensor_data)."},
+    {"tensor_data", (PyCFunction)(void (*)(void))tensor_data, METH_FASTCALL,
+     "tensor_data(ref, data, dt, shape, name, role, fw): a TensorData message (ArrayRecorder._write_value)."},
     {"untracked", (PyCFunction)untracked, METH_O,
      "untracked(t): a tuple of plain weakrefs, ints and bytes off the cyclic GC's lists (and t)."},
     {"jax_setup", (PyCFunction)jax_setup, METH_VARARGS, "Hand over what jax_finish needs (jax_recorder.py)."},
@@ -1980,7 +2236,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_name, "__name__"); S(s_tensor_ref, "_tensor_ref"); S(s_np_finish, "_finish"); S(s_pop, "pop");
   S(s_setdefault, "setdefault"); S(s_dtype_attr, "dtype"); S(s_c_locations, "_c_locations");
   S(s_session, "session"); S(s_torch, "torch"); S(s_next, "_next"); S(s_ufunc_fields, "_ufunc_fields");
-  S(s_active, "active"); S(s_thread, "thread"); S(s_np_base, "base");
+  S(s_active, "active"); S(s_thread, "thread"); S(s_np_base, "base"); S(s_REC, "_REC"); S(s_call, "__call__");
   S(s_ref_full, "_ref_full"); S(s_jknown, "_known"); S(s_jconst, "_const"); S(s_nbytes, "_nbytes");
   S(s_write_value, "_write_value"); S(s_check_sink, "_check_sink"); S(s_intern_attr, "_intern");
 #undef S
@@ -1992,6 +2248,15 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   Py_INCREF(&LocatorType);
   if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) || PyModule_AddObject(m, "RecorderBase", (PyObject *)&RecType) ||
       PyModule_AddObject(m, "Locator", (PyObject *)&LocatorType)) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  /* an instance method, so that it binds like a Python function when read from an array */
+  PyObject *fn = PyCFunction_NewEx(&np_array_ufunc_def, NULL, NULL);
+  PyObject *meth = fn ? PyInstanceMethod_New(fn) : NULL;
+  Py_XDECREF(fn);
+  if (!meth || PyModule_AddObject(m, "np_array_ufunc_method", meth)) {
+    Py_XDECREF(meth);
     Py_DECREF(m);
     return NULL;
   }

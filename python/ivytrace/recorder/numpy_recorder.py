@@ -190,9 +190,7 @@ class TracedArray(np.ndarray):
                 result = _np_ufunc(rec, ufunc, inputs)
                 if result is not _NOT_HERE:
                     return result
-        name = f"numpy.{ufunc.__name__}" if method == "__call__" else f"numpy.{ufunc.__name__}.{method}"
-        func = ufunc if method == "__call__" else getattr(ufunc, method)
-        return _call(name, func, inputs, kwargs, kwargs.get("out"))
+        return _array_ufunc_rest(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         # Public array functions carry their public module ("numpy", "numpy.linalg", ...).
@@ -208,6 +206,14 @@ class TracedArray(np.ndarray):
     @property
     def T(self):
         return _call("numpy.transpose", np.ndarray.transpose, (self,), {}, None, record_name="numpy.transpose")
+
+
+def _array_ufunc_rest(ufunc, method, inputs, kwargs):
+    """TracedArray.__array_ufunc__ for what the common-call path (_np_ufunc) does not take (also
+    called by its C twin, _speedups.np_array_ufunc_method)."""
+    name = f"numpy.{ufunc.__name__}" if method == "__call__" else f"numpy.{ufunc.__name__}.{method}"
+    func = ufunc if method == "__call__" else getattr(ufunc, method)
+    return _call(name, func, inputs, kwargs, kwargs.get("out"))
 
 
 def _shape_get(self):
@@ -855,6 +861,10 @@ try:
     _speedups.np_setup(TracedArray, np.ndarray, _NOT_HERE, _state, _DTYPE_SHAPE, _ND_SHAPE,
                        _INTERNAL_DIRS + ("<__array_function__",), _rewrap)   # the prefixes of _location
     _np_ufunc = _speedups.np_ufunc
+    # __array_ufunc__ itself in C: the common call then runs no Python frame at all (the Python
+    # method above stays the definition, and the pure-Python path's)
+    _speedups.np_setup_call(globals(), _array_ufunc_rest)
+    TracedArray.__array_ufunc__ = _speedups.np_array_ufunc_method
 except ImportError:
     def _np_ufunc(rec, ufunc, inputs):
         if rec.active and not _busy() and rec.thread == _get_ident():
