@@ -1187,7 +1187,7 @@ static PyTypeObject RecType = {
 #endif
 
 static PyObject *np_traced_t, *np_ndarray_t, *np_not_here, *np_state, *np_dtype_shape, *np_shape_get,
-    *np_prefixes, *np_rewrap, *np_shape_desc, *np_globals, *np_rest, *s_REC, *s_call;
+    *np_prefixes, *np_rewrap, *np_shape_desc, *np_dtype_desc, *np_globals, *np_rest, *s_REC, *s_call;
 static PyObject *s_links, *s_ids, *s_np_known, *s_versions, *s_const, *s_ids_sid, *s_by_storage, *s_sweep_at,
     *s_new_id, *s_sweep, *s_ufunc_op, *s_intern, *s_t0, *s_w, *s_sink, *s_add, *s_emit, *s_busy, *s_view,
     *s_name, *s_tensor_ref, *s_np_finish, *s_pop, *s_setdefault, *s_dtype_attr, *s_c_locations, *s_session,
@@ -1209,6 +1209,13 @@ static PyObject *np_setup(PyObject *mod, PyObject *args) {
   Py_XINCREF(desc);
   Py_XSETREF(np_shape_desc, desc && Py_TYPE(desc)->tp_descr_get ? desc : NULL);
   if (desc && !np_shape_desc) Py_DECREF(desc);
+  /* and its `dtype` getter: TracedArray.dtype is a property that guards the program's dtype reads
+     (numpy_recorder._dtype_get); the recorder's own reads must not go through it */
+  desc = PyType_Check(np_ndarray_t) ? PyDict_GetItemWithError(((PyTypeObject *)np_ndarray_t)->tp_dict, s_dtype_attr) : NULL;
+  if (!desc && PyErr_Occurred()) return NULL;
+  Py_XINCREF(desc);
+  Py_XSETREF(np_dtype_desc, desc && Py_TYPE(desc)->tp_descr_get ? desc : NULL);
+  if (desc && !np_dtype_desc) Py_DECREF(desc);
   Py_RETURN_NONE;
 }
 
@@ -1251,7 +1258,8 @@ static PyObject *np_ref_tail_d(PyObject *rec, PyObject *a, PyObject *dt, PyObjec
  * given again for the same dtype object (held, so its address is not reused) and an equal shape,
  * which skips the key tuple, its hash and the dict lookup (twice per op). */
 static PyObject *np_ref_tail(PyObject *rec, PyObject *a, PyObject *shape) {
-  PyObject *dt = PyObject_GetAttr(a, s_dtype_attr);
+  PyObject *dt = np_dtype_desc ? Py_TYPE(np_dtype_desc)->tp_descr_get(np_dtype_desc, a, (PyObject *)Py_TYPE(a))
+                               : PyObject_GetAttr(a, s_dtype_attr);
   if (!dt) return NULL;
   if (dt == np_last_dt && np_last_shape && PyTuple_CheckExact(shape)) {
     int eq = PyObject_RichCompareBool(shape, np_last_shape, Py_EQ);
