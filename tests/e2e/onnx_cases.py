@@ -606,6 +606,7 @@ def _torch_special_cases():
                                          x.moveaxis([1, 0], [0, 2])), X)
     case("torch", "narrow", lambda x: (torch.narrow(x, 2, 1, 2), x.narrow(-1, -3, 3), x.narrow(0, 0, x.shape[0] - 1),
                                        x.narrow(1, torch.tensor(1), 2)), X)
+    case("torch", "narrow", lambda x: (torch.narrow_copy(x, 2, 1, 2), x.narrow_copy(0, 1, x.shape[0] - 1)), X, variant="copy")
     case("torch", "select", lambda x: (torch.select(x, 1, 2), x.select(-1, -1), x.select(0, x.shape[0] - 1),
                                        x.select(2, 0)), X)
     case("torch", "unflatten", lambda x: (torch.unflatten(x, 2, (2, 2)), x.unflatten(-1, (2, -1)),
