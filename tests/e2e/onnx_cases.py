@@ -871,6 +871,9 @@ def _numpy_special_cases():
                                          x[0].diagonal(7)), X)
     case("numpy", "trace", lambda x, i: (np.trace(x), x.trace(1, 1, 2), np.trace(x, offset=-1, axis1=2, axis2=1),
                                       np.trace(i), np.trace(i.astype(np.int32), dtype=np.float64)), X, i64(3, 5))
+    case("numpy", "diagonal", lambda x: (np.linalg.diagonal(x), np.linalg.diagonal(x, offset=1)), X, variant="linalg")
+    case("numpy", "trace", lambda x, i: (np.linalg.trace(x), np.linalg.trace(i, offset=-1, dtype=np.float64)), X, i64("B", 3, 5),
+         variant="linalg")
     case("numpy", "bitwise_xor", lambda x, y: np.bitwise_xor(x, y) ^ y, boolean("B", 3), boolean(3))
     case("numpy", "abs", lambda x: np.fabs(x) + np.fabs(x.astype(np.float64)), X, variant="fabs")
     def filled_empty_like(x):

@@ -211,6 +211,11 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
     }
   }
   if (*canonical == "div" && node.canonical() == "floor_divide") call->Set("rounding_mode", StrArg("floor"));
+  // np.linalg.diagonal / np.linalg.trace: np.diagonal / np.trace over the last two axes.
+  if (node.op == "numpy.linalg.diagonal" || node.op == "numpy.linalg.trace") {
+    call->Set("axis1", IntArg(-2));
+    call->Set("axis2", IntArg(-1));
+  }
   if (fw == "torch" && node.canonical() == "matrix_transpose") {
     call->Set("dim0", IntArg(-2));
     call->Set("dim1", IntArg(-1));
