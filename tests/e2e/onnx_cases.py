@@ -136,6 +136,8 @@ def _torch_cases():
     case("torch", "exp", lambda x: torch.exp(x), i64("B", 3), variant="int")
     case("torch", "logical_not", lambda x: torch.logical_not(x), boolean("B", 3))
     case("torch", "bitwise_not", lambda x: ~x, boolean("B", 3))
+    case("torch", "bitwise_not", lambda x: (~x, torch.bitwise_not(x.int()), ~x.to(torch.int16), ~x.to(torch.int8), ~x.to(torch.uint8)),
+         i64("B", 3, lo=-130, hi=300), variant="int")
     case("torch", "abs", lambda x: torch.abs(x), f16("B", 3), variant="f16", rtol=1e-3, atol=1e-3)
     case("torch", "gelu", lambda x: F.gelu(x), X)
     case("torch", "gelu", lambda x: F.gelu(x, approximate="tanh"), X, variant="tanh")
@@ -165,6 +167,18 @@ def _torch_cases():
                   "greater": torch.gt, "greater_equal": torch.ge}.items():
         case("torch", c, lambda x, y, fn=fn: fn(x, y), i64("B", 3), i64(3))
     case("torch", "greater", lambda x: x > 0.5, X, variant="scalar")
+    # In place: the 0/1 result in x's dtype (float and int x; a broadcast tensor or a number).
+    for c, m in {"equal": "eq_", "not_equal": "ne_", "less": "lt_", "less_equal": "le_", "greater": "gt_",
+                 "greater_equal": "ge_"}.items():
+        case("torch", c, lambda x, y, m=m: getattr(x.clone(), m)(y), X, f32(4), variant="inplace")
+        case("torch", c, lambda x, m=m: getattr(x.clone(), m)(2), i64("B", 3), variant="inplace_int")
+    for c, m in {"not_equal": "not_equal_", "less": "less_", "less_equal": "less_equal_", "greater": "greater_",
+                 "greater_equal": "greater_equal_"}.items():
+        case("torch", c, lambda x, y, m=m: getattr(x.clone(), m)(y), X, f32(3, 4), variant="inplace_alias")
+    case("torch", "logical_xor", lambda x, y: x.clone().logical_xor_(y), i64("B", 3, hi=3), i64(3, hi=2),
+         variant="inplace")
+    case("torch", "logical_and", lambda x, y: torch.round(x).logical_and_(y), f32("B", 3), boolean(3),
+         variant="inplace")
     case("torch", "logical_and", lambda x, y: torch.logical_and(x, y), boolean("B", 3), boolean(3))
     case("torch", "logical_or", lambda x, y: torch.logical_or(x, y), boolean("B", 3), boolean(3))
     case("torch", "logical_xor", lambda x, y: torch.logical_xor(x, y), boolean("B", 3), boolean(3))
@@ -539,6 +553,75 @@ def _torch_special_cases():
     case("torch", "pixel_shuffle", lambda x: F.pixel_shuffle(x, upscale_factor=3), f32("B", 2, 9, 2, 3), variant="rank5")
     case("torch", "pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), f32("B", 2, 4, 6))
     case("torch", "pixel_unshuffle", lambda x: F.pixel_unshuffle(x, downscale_factor=3), f32("B", 6, 3), variant="rank3")
+    # torch functions and methods mapped onto canonical ops the other frameworks lower (issue 11).
+    def nan_infs(x):  # NaN (x < 0) and +-inf (|x| < 0.5) beside finite values
+        return torch.cat([torch.log(x), 1 / x.round(), x], -1)
+    case("torch", "positive", lambda x: torch.positive(x) * 2 + x.positive(), X, variant="torch")
+    case("torch", "nan_to_num", lambda x: (torch.nan_to_num(nan_infs(x)), nan_infs(x).nan_to_num(nan=1.0, posinf=5.0, neginf=-5.0),
+                                           nan_infs(x).nan_to_num_(0.5, neginf=-3.0)), X, variant="torch")
+    case("torch", "nan_to_num", lambda x: torch.nan_to_num(nan_infs(x).half(), posinf=7.0), X, variant="torch_half")
+    case("torch", "isclose", lambda x, n: (torch.isclose(x, x + n * 1e-5), x.isclose(x + n * 0.01, rtol=0.1, atol=0.02),
+                                           torch.isclose(nan_infs(x), nan_infs(x), equal_nan=True),
+                                           torch.isclose(nan_infs(x), nan_infs(x))), X, f32(4), variant="torch")
+    case("torch", "isclose", lambda i, j: torch.isclose(i, j, atol=1), i64("B", 3), i64(3), variant="torch_int")
+    case("torch", "take", lambda x, i: torch.take(x, i) + x.take(i[0]), X, i64(2, 3, lo=-12, hi=12), variant="torch_take")
+    case("torch", "take_along_axis", lambda x, i: torch.take_along_dim(x, i, dim=1) + x.take_along_dim(i, 1),
+         X, i64("B", 2, 4, hi=3), variant="torch")
+    case("torch", "take_along_axis", lambda x, i: torch.take_along_dim(x, i, dim=-1), X, i64(1, 3, 2, hi=4),
+         variant="torch_broadcast")
+    case("torch", "take_along_axis", lambda x, i: torch.take_along_dim(x, i), X, i64(5, hi=24), variant="torch_flat",
+         static=True)
+    case("torch", "flatten", lambda x: torch.ravel(x) * 2 + x.ravel(), X, variant="ravel")
+    case("torch", "dot", lambda a, b: torch.dot(a, b) + a.dot(b * 2), f32(5), f32(5), variant="torch")
+    case("torch", "dot", lambda a, b: torch.dot(a, b), i64(5, lo=-3), i64(5), variant="torch_int")
+    case("torch", "bincount", lambda i, w: (torch.bincount(i), i.bincount(w, minlength=7)), i64(10, hi=5), f32(10),
+         variant="torch", static=True)
+    case("torch", "outer", lambda a, b: torch.ger(a, b) + a.ger(b), f32("B"), f32(4), variant="ger")
+    case("torch", "matmul", lambda m, v: torch.mv(m, v) + m.mv(v * 2), f32("B", 4), f32(4), variant="mv")
+    case("torch", "pow", lambda x, e: (torch.float_power(x, e), x.float_power(2), x.double().float_power_(0.5)),
+         pos("B", 3, 4), f32(4), variant="float_power")
+    case("torch", "sign", lambda x: (torch.sgn(x.round()), x.sgn(), x.clone().sgn_()), X, variant="sgn")
+    case("torch", "flip", lambda x: (torch.fliplr(x), x.flipud(), x[0].fliplr(), torch.flipud(x[:, 0])), X, variant="lr_ud")
+    case("torch", "transpose", lambda x: (x.mT, x[0].mT * 2), X, variant="mT")
+    case("torch", "split", lambda x: x.split_with_sizes([1, 3], dim=2) + torch.split_with_sizes(x, [2, 1], 1),
+         X, variant="with_sizes")
+    case("torch", "hstack", lambda x, y: (torch.hstack([x, x[:, :1]]), torch.hstack((y, y[0:1], y))), X, f32(4), variant="torch")
+    case("torch", "vstack", lambda x, y: (torch.vstack([x[:, 0], y[None, :4].expand(2, 4)]), torch.vstack([y, y])), X, f32(4),
+         variant="torch")
+    case("torch", "dstack", lambda x, y: (torch.dstack([x[0], x[-1]]), torch.dstack([y, y])), X, f32(4), variant="torch")
+    # In-place methods of canonical ops (writes: 1), on a copy of the input.
+    case("torch", "addcmul", lambda x, a, b: x.clone().addcmul_(a, b, value=0.5), X, f32(4), f32("B", 3, 1),
+         variant="inplace")
+    case("torch", "addcdiv", lambda x, a, b: x.clone().addcdiv_(a, b, value=-2), X, f32(4), pos("B", 3, 1),
+         variant="inplace")
+    case("torch", "copysign", lambda x, y: x.clone().copysign_(y), X, f32(4), variant="inplace")
+    case("torch", "erfc", lambda x: x.clone().erfc_(), X, variant="inplace")
+    case("torch", "sinc", lambda x: x.clone().sinc_(), X, variant="inplace")
+    case("torch", "logit", lambda p: p.clone().logit_(), ("float32", ("B", 3, 4), 0.05, 0.95), variant="inplace")
+    case("torch", "logit", lambda x: x.clone().logit_(eps=0.1), X, variant="inplace_eps")
+    case("torch", "xlogy", lambda x, y: x.clone().xlogy_(y), X, pos(4), variant="inplace")
+    case("torch", "heaviside", lambda x, v: x.round().heaviside_(v), X, f32(4), variant="inplace")
+    # Decomposed (lowerings_views.cc).
+    case("torch", "moveaxis", lambda x: (torch.movedim(x, 0, -1), x.movedim((0, 2), (2, 0)), torch.moveaxis(x, -1, 0),
+                                         x.moveaxis([1, 0], [0, 2])), X)
+    case("torch", "narrow", lambda x: (torch.narrow(x, 2, 1, 2), x.narrow(-1, -3, 3), x.narrow(0, 0, x.shape[0] - 1),
+                                       x.narrow(1, torch.tensor(1), 2)), X)
+    case("torch", "narrow", lambda x: (torch.narrow_copy(x, 2, 1, 2), x.narrow_copy(0, 1, x.shape[0] - 1)), X, variant="copy")
+    case("torch", "select", lambda x: (torch.select(x, 1, 2), x.select(-1, -1), x.select(0, x.shape[0] - 1),
+                                       x.select(2, 0)), X)
+    case("torch", "unflatten", lambda x: (torch.unflatten(x, 2, (2, 2)), x.unflatten(-1, (2, -1)),
+                                          x.unflatten(0, (1, x.shape[0])), x.reshape(-1, 12).unflatten(1, [3, 4])), X)
+    case("torch", "lerp", lambda a, b, w: (torch.lerp(a, b, 0.3), a.lerp(b, 0.75), torch.lerp(a, b, w), torch.lerp(a, b, -1.5)),
+         X, f32(4), f32(3, 1, lo=-1.0, hi=2.0))
+    case("torch", "lerp", lambda a, b, w: a.clone().lerp_(b, w), X, f32("B", 3, 4), f32(4), variant="inplace")
+    case("torch", "lerp", lambda a, b: torch.lerp(a.double(), b.double(), 0.6), X, f32(4), variant="float64")
+    case("torch", "cumprod", lambda x: (torch.cumprod(x, 1), x.cumprod(dim=-1), x.cumprod(0)), X)
+    case("torch", "cumprod", lambda x: torch.cumprod(x, 1), i64("B", 5, lo=-3, hi=4), variant="int")
+    case("torch", "cumprod", lambda x: torch.cumprod(x, 2, dtype=torch.float64), X, variant="dtype")
+    case("torch", "cumprod", lambda x: x.clone().cumprod_(1), X, variant="inplace")
+    case("torch", "diagonal", lambda x: (torch.diagonal(x), x.diagonal(1, 1, 2), x.diagonal(offset=-1, dim1=-1, dim2=-2),
+                                         x.diagonal(5, 1, 2), x[0].diagonal(-2)), X)
+    case("torch", "trace", lambda x, i: (torch.trace(x[0]), x[0, :, 1:].trace(), torch.trace(i)), X, i64(3, 5), static=True)
 
 
 # --- NumPy ---------------------------------------------------------------------------------------------
@@ -772,6 +855,32 @@ def _numpy_special_cases():
     case("numpy", "sinc", lambda x: (np.sinc(x), np.sinc(np.round(x * 2) / 2), np.sinc(specials(x))), X)
     case("numpy", "sinc", lambda x: np.sinc(x), i64("B", 3, lo=-2, hi=3), variant="int")
     case("numpy", "round", lambda x: np.around(x, 1) + np.around(x), X, variant="around")
+    case("numpy", "moveaxis", lambda x: (np.moveaxis(x, 0, -1), np.moveaxis(x, [0, 1], [-1, -2])), X)
+    case("numpy", "cumprod", lambda x: (np.cumprod(x, axis=1), x.cumprod(axis=-1), np.cumprod(x)), X)
+    case("numpy", "cumprod", lambda x: np.cumprod(x, axis=0), i64("B", 4, lo=-3, hi=4), variant="int")
+    case("numpy", "bitwise_not", lambda x, b: (np.invert(x), ~x.astype(np.int32), np.invert(x.astype(np.uint8)),
+                                               np.invert(x.astype(np.uint16)), np.invert(b)),
+         i64("B", 3, lo=-130, hi=300), boolean("B", 3), variant="invert")
+    def row_stack(x, y):  # np.vstack's deprecated alias, still in NumPy 2
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return np.row_stack([x[:, 0], y[None, :4]])
+    case("numpy", "vstack", row_stack, X, f32(4), variant="row_stack")
+    case("numpy", "diagonal", lambda x: (np.diagonal(x), x.diagonal(1, 1, 2), np.diagonal(x, offset=-2, axis1=2, axis2=1),
+                                         x[0].diagonal(7)), X)
+    case("numpy", "trace", lambda x, i: (np.trace(x), x.trace(1, 1, 2), np.trace(x, offset=-1, axis1=2, axis2=1),
+                                      np.trace(i), np.trace(i.astype(np.int32), dtype=np.float64)), X, i64(3, 5))
+    case("numpy", "diagonal", lambda x: (np.linalg.diagonal(x), np.linalg.diagonal(x, offset=1)), X, variant="linalg")
+    case("numpy", "trace", lambda x, i: (np.linalg.trace(x), np.linalg.trace(i, offset=-1, dtype=np.float64)), X, i64("B", 3, 5),
+         variant="linalg")
+    case("numpy", "bitwise_xor", lambda x, y: np.bitwise_xor(x, y) ^ y, boolean("B", 3), boolean(3))
+    case("numpy", "abs", lambda x: np.fabs(x) + np.fabs(x.astype(np.float64)), X, variant="fabs")
+    def filled_empty_like(x):
+        e = np.empty_like(x, dtype=np.float64)
+        e[...] = x * 2
+        return e + 1
+    case("numpy", "empty_like", filled_empty_like, X)
 
 
 # --- JAX -----------------------------------------------------------------------------------------------
@@ -836,6 +945,12 @@ def _jax_cases():
     case("jax", "any", lambda x: jnp.any(x, axis=1), boolean("B", 3))
     case("jax", "all", lambda x: jnp.all(x, axis=1), boolean("B", 3))
     case("jax", "cumsum", lambda x: jnp.cumsum(x, axis=1), X)
+    case("jax", "cumprod", lambda x: (jnp.cumprod(x, axis=1), lax.cumprod(x, axis=0, reverse=True), lax.cumprod(x, axis=2)), X)
+    case("jax", "dynamic_slice", lambda x, i: (lax.dynamic_slice(x, (0, i, 1), (1, 2, 3)), lax.dynamic_slice_in_dim(x, 3, 2, axis=2),
+                                               lax.dynamic_slice(x, (i - 2, 1, i), (2, 1, 2))), X, i32(lo=0, hi=5))
+    case("jax", "dynamic_update_slice", lambda x, u, i: (lax.dynamic_update_slice(x, u, (0, i, 1)),
+                                                         lax.dynamic_update_slice(x, u, (1, 5, -1)),
+                                                         lax.dynamic_update_slice_in_dim(x, u[:, :, :1], i, axis=1)), X, f32(1, 2, 2), i32(lo=0, hi=5))
     case("jax", "iota", lambda x: x + jnp.arange(4, dtype=jnp.float32), X)
     case("jax", "pad", lambda x: jnp.pad(x, ((0, 0), (1, 2))), f32("B", 4))
     # lax.gather as jnp.take records it (flax's Embed): out-of-bounds and negative indices follow

@@ -147,7 +147,7 @@ def test_numpy_writes_through_views_export_right(tmp_path, fn):
 
 
 def test_a_numpy_view_write_the_exporter_cannot_carry_back_is_refused(tmp_path):
-    # np.moveaxis has no inverse here (nor a lowering): the export is refused naming the write,
+    # np.moveaxis has no inverse here: the export is refused naming the write,
     # never a model that gives x the view's values.
     def fn(x):
         t = np.moveaxis(x, 0, -1)

@@ -63,6 +63,17 @@ IVY_LOWERING(LowerConcat);
 IVY_LOWERING(LowerGetitem);
 IVY_LOWERING(LowerMaskedFill);
 IVY_LOWERING(LowerSetitem);
+// lowerings_views.cc
+IVY_LOWERING(LowerMoveaxis);
+IVY_LOWERING(LowerNarrow);
+IVY_LOWERING(LowerSelect);
+IVY_LOWERING(LowerUnflatten);
+IVY_LOWERING(LowerLerp);
+IVY_LOWERING(LowerCumprod);
+IVY_LOWERING(LowerDynamicSlice);
+IVY_LOWERING(LowerDynamicUpdateSlice);
+IVY_LOWERING(LowerDiagonal);
+IVY_LOWERING(LowerTrace);
 // lowerings_shape.cc
 IVY_LOWERING(LowerReduce);
 IVY_LOWERING(LowerVariance);

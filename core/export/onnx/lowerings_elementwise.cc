@@ -116,7 +116,24 @@ Status LowerUnary(const Node& node, const BoundCall& call, LoweringContext& ctx)
     }
   }
   if (c == "logical_not" || c == "bitwise_not") {
-    if (c == "bitwise_not" && d != v1::BOOL) return Status::Unsupported("bitwise_not of integers needs opset 18");
+    if (c == "bitwise_not" && d != v1::BOOL) {
+      // ~x of an integer, exactly, with no BitwiseNot before opset 18: -1 - x for signed ints (in
+      // two's complement, never overflowing), MAX - x for unsigned ones; in int32 for the narrow
+      // types onnxruntime's Sub has no kernel for, where the result fits.
+      struct Form { v1::DType type; v1::DType via; int64_t minuend; };
+      static const Form kForms[] = {
+          {v1::INT64, v1::INT64, -1}, {v1::INT32, v1::INT32, -1}, {v1::INT16, v1::INT32, -1},
+          {v1::INT8, v1::INT32, -1},  {v1::UINT8, v1::INT32, 255}, {v1::UINT16, v1::INT32, 65535},
+      };
+      for (const Form& f : kForms) {
+        if (f.type != d) continue;
+        const std::string v = ctx.CastTo(in, d, f.via);
+        const std::string r = ctx.EmitTemp("Sub", {ctx.Scalar(Number::Int(f.minuend), f.via), v});
+        ctx.Emit("Identity", {ctx.CastTo(r, f.via, d)}, {out});
+        return Status::Ok();
+      }
+      return Status::Unsupported(std::string("bitwise_not of ") + DTypeName(d) + " needs opset 18");
+    }
     ctx.Emit("Not", {ctx.CastTo(in, d, v1::BOOL)}, {out});
     return Status::Ok();
   }
@@ -246,7 +263,16 @@ Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringC
   std::string lhs, rhs;
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &lhs));
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &rhs));
-  const std::string out = ctx.Out(result);
+  // An in-place comparison or logical op (x.ge_(y), x.logical_xor_(y)) writes its 0/1 result in
+  // x's dtype: the bool result is cast to the recorded one.
+  const v1::DType rd = ctx.DType(result);
+  const bool cast_out = (compare || logical) && rd != v1::BOOL && rd != v1::DTYPE_UNSPECIFIED;
+  const std::string out = cast_out ? ctx.Temp("bool") : ctx.Out(result);
+  auto finish = [&]() {
+    if (!cast_out) return;
+    onnx::NodeProto* n = ctx.Emit("Cast", {out}, {ctx.Out(result)});
+    SetAttr(n, "to", static_cast<int64_t>(OnnxElemType(rd)));
+  };
   static const std::pair<std::string_view, std::string_view> kOps[] = {
       {"equal", "Equal"},     {"less", "Less"},         {"less_equal", "LessOrEqual"},
       {"greater", "Greater"}, {"greater_equal", "GreaterOrEqual"},
@@ -256,6 +282,7 @@ Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringC
   };
   if (c == "not_equal") {
     ctx.Emit("Not", {ctx.EmitTemp("Equal", {lhs, rhs})}, {out});
+    finish();
     return Status::Ok();
   }
   // np.fmax/np.fmin ignore a NaN operand (the other one is the result; NaN only where both are):
@@ -274,6 +301,7 @@ Status LowerElementwiseBinary(const Node& node, const BoundCall& call, LoweringC
   for (const auto& [name, op] : kOps) {
     if (c == name) {
       ctx.Emit(op, {lhs, rhs}, {out});
+      finish();
       return Status::Ok();
     }
   }

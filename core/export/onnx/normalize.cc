@@ -93,6 +93,7 @@ const std::vector<Rename>& Renames() {
       {"jax", "concat", "concat", {{"operands", "tensors"}, {"dimension", "dim"}}},
       {"jax", "squeeze", "squeeze", {{"dimensions", "dim"}}},
       {"jax", "cumulative_sum", "cumsum", {{"axis", "dim"}}},
+      {"jax", "cumprod", "cumprod", {{"axis", "dim"}}},
       {"jax", "sum", "sum", {{"axes", "dim"}}},
       {"jax", "max", "max", {{"axes", "dim"}}},
       {"jax", "min", "min", {{"axes", "dim"}}},
@@ -109,13 +110,17 @@ const std::vector<Rename>& Renames() {
       {"jax", "all", "all", {{"axes", "dim"}}},
       {"jax", "any", "any", {{"axes", "dim"}}},
       // torch spellings.
-      {"torch", "matmul", "matmul", {{"mat2", "other"}}},
+      {"torch", "matmul", "matmul", {{"mat2", "other"}, {"vec", "other"}}},  // torch.mm, torch.mv
       {"torch", "outer", "outer", {{"vec2", "other"}}},
       {"torch", "addmm", "addmm", {{"batch1", "mat1"}, {"batch2", "mat2"}}},
       {"torch", "take_along", "take", {}},  // index_select(input, dim, index)
+      {"torch", "take_along_axis", "take_along_axis", {{"indices", "index"}}},  // torch.take_along_dim
+      {"torch", "split", "split", {{"split_sizes", "split_size_or_sections"}}},  // torch.split_with_sizes
+      {"torch", "diagonal", "diagonal", {{"dim1", "axis1"}, {"dim2", "axis2"}}},
       {"torch", "floor_divide", "div", {}},
       {"torch", "one_hot", "one_hot", {{"tensor", "input"}}},
       {"torch", "torch_norm", "vector_norm", {{"p", "ord"}}},  // torch.norm / Tensor.norm
+      {"torch", "matrix_transpose", "transpose", {}},  // x.mT: dims -2 and -1, below
   };
   return kRenames;
 }
@@ -233,6 +238,24 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
     }
   }
   if (*canonical == "div" && node.canonical() == "floor_divide") call->Set("rounding_mode", StrArg("floor"));
+  // np.linalg.diagonal / np.linalg.trace: np.diagonal / np.trace over the last two axes.
+  if (node.op == "numpy.linalg.diagonal" || node.op == "numpy.linalg.trace") {
+    call->Set("axis1", IntArg(-2));
+    call->Set("axis2", IntArg(-1));
+  }
+  if (fw == "torch" && node.canonical() == "matrix_transpose") {
+    call->Set("dim0", IntArg(-2));
+    call->Set("dim1", IntArg(-1));
+  }
+  // torch.fliplr / torch.flipud: a flip of dim 1 / dim 0 (torch refuses a tensor without it).
+  auto ends_with = [&](std::string_view tail) {
+    return node.op.size() >= tail.size() && node.op.compare(node.op.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (fw == "torch" && *canonical == "flip" && (ends_with(".fliplr") || ends_with(".flipud"))) {
+    v1::Arg dims;
+    dims.mutable_list()->add_items()->set_i(ends_with(".fliplr") ? 1 : 0);
+    call->Set("dims", std::move(dims));
+  }
   // NumPy pad: pad_width ((before, after) per axis, or one pair, or one int) and mode "edge" become
   // torch's flat list, last axis first, and "replicate".
   if (*canonical == "pad" && fw == "numpy") {
