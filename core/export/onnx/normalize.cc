@@ -249,7 +249,8 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
   }
   // torch.fliplr / torch.flipud: a flip of dim 1 / dim 0 (torch refuses a tensor without it).
   auto ends_with = [&](std::string_view tail) {
-    return node.op.size() >= tail.size() && node.op.compare(node.op.size() - tail.size(), tail.size(), tail) == 0;
+    const std::string& op = node.op;
+    return op.size() >= tail.size() && op.compare(op.size() - tail.size(), tail.size(), tail) == 0;
   };
   if (fw == "torch" && *canonical == "flip" && (ends_with(".fliplr") || ends_with(".flipud"))) {
     v1::Arg dims;
