@@ -45,6 +45,17 @@ Status Position(LoweringContext& ctx, const BoundCall& call, const char* param, 
   return DynamicInts(ctx, *a, out);
 }
 
+// The "input" tensor, the single result, and the "dim" parameter as an axis of the input: what
+// narrow, select and unflatten start from.
+Status InputResultAndDim(const Node& node, const BoundCall& call, LoweringContext& ctx, ValueId* x, ValueId* result,
+                         int64_t* axis) {
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, result));
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("dim is not an int");
+  return NormalizeAxis(*dim, ctx.Rank(*x), axis);
+}
+
 }  // namespace
 
 // moveaxis(input, source, destination) (np.moveaxis, torch.movedim/moveaxis): a Transpose.
@@ -85,12 +96,8 @@ Status LowerMoveaxis(const Node& node, const BoundCall& call, LoweringContext& c
 // narrow(input, dim, start, length): a Slice; a negative start counts from the end (torch).
 Status LowerNarrow(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto dim = call.Int("dim");
-  if (!dim) return Status::Unsupported("dim is not an int");
   int64_t axis;
-  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, ctx.Rank(x), &axis));
+  IVY_RETURN_IF_ERROR(InputResultAndDim(node, call, ctx, &x, &result, &axis));
   std::string start, length;
   IVY_RETURN_IF_ERROR(Position(ctx, call, "start", &start));
   IVY_RETURN_IF_ERROR(Position(ctx, call, "length", &length));
@@ -105,12 +112,8 @@ Status LowerNarrow(const Node& node, const BoundCall& call, LoweringContext& ctx
 // select(input, dim, index): a Gather of one index (negative counts from the end) along dim.
 Status LowerSelect(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto dim = call.Int("dim");
-  if (!dim) return Status::Unsupported("dim is not an int");
   int64_t axis;
-  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, ctx.Rank(x), &axis));
+  IVY_RETURN_IF_ERROR(InputResultAndDim(node, call, ctx, &x, &result, &axis));
   std::string index;
   IVY_RETURN_IF_ERROR(Position(ctx, call, "index", &index));
   onnx::NodeProto* g = nullptr;
@@ -124,13 +127,9 @@ Status LowerSelect(const Node& node, const BoundCall& call, LoweringContext& ctx
 // one -1, and sizes read from shapes); a 0 is an empty dim, as in torch (allowzero).
 Status LowerUnflatten(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  const int rank = ctx.Rank(x);
-  auto dim = call.Int("dim");
-  if (!dim) return Status::Unsupported("dim is not an int");
   int64_t axis;
-  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  IVY_RETURN_IF_ERROR(InputResultAndDim(node, call, ctx, &x, &result, &axis));
+  const int rank = ctx.Rank(x);
   const v1::Arg* sizes = call.Get("sizes");
   if (!sizes || !SequenceItems(*sizes)) return Status::Unsupported("sizes is not a list of ints");
   if (ctx.opset() < 14) return Status::Unsupported("unflatten needs opset 14 (Reshape's allowzero)");
