@@ -833,8 +833,8 @@ class Builder {
   // of either is written, the decision is guarded: `ivytrace.sym.shares_memory(result, input)`
   // computed before the write, checked against the recorded one. Reading alone never guards.
   struct MaybeView {
-    ValueId result, input;
-    bool shared;
+    ValueId result = 0, input = 0;
+    bool shared = false;
     bool guarded = false;
     v1::SourceLocation loc;
   };
@@ -847,7 +847,10 @@ class Builder {
     const ValueId result = n.result.tensor().value(), input = n.args[0].tensor().value();
     const uint64_t rs = graph_->values[result].storage, is = graph_->values[input].storage;
     if (!rs || !is) return;
-    MaybeView mv{result, input, rs == is};
+    MaybeView mv;
+    mv.result = result;
+    mv.input = input;
+    mv.shared = rs == is;
     mv.loc = n.loc;
     const size_t idx = maybe_views_.size();
     maybe_views_.push_back(std::move(mv));
