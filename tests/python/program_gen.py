@@ -1508,3 +1508,17 @@ def hypothesis_settings(default_examples, fixtures=False) -> dict:
     n = os.environ.get("IVYTRACE_HYPOTHESIS_EXAMPLES")
     return dict(max_examples=int(n) if n else default_examples, deadline=None, derandomize=True, database=None,
                 suppress_health_check=checks)
+
+
+def trace_or_skip(fn, F, x0):
+    """The graph of `fn` traced at x0, as a hypothesis example: an example is dropped (assume)
+    when the program fails at its own input, or when ivytrace refuses it (an event says which)."""
+    import hypothesis
+    g = trace(fn, F, x0)
+    if g is None:
+        hypothesis.assume(False)   # the program fails at its own input
+    if isinstance(g, BaseException):
+        hypothesis.event(f"refused: {type(g).__name__}")
+        hypothesis.assume(False)
+    return g
+
