@@ -1518,7 +1518,7 @@ CASES = {
                                 max_position_embeddings=64),
     "cvt": _image_case("CvtModel", "CvtConfig", 32, vary=True, embed_dim=(8, 16), num_heads=(1, 2), depth=(1, 2),
                        patch_sizes=(7, 3), patch_stride=(4, 2), patch_padding=(2, 1), mlp_ratio=(2.0, 2.0),
-                       cls_token=(False, True), drop_path_rate=(0.0, 0.0), qkv_projection_method=("dw_bn", "avg"),
+                       cls_token=(False, True), drop_path_rate=(0.0, 0.0), qkv_projection_method=("dw_bn", "dw_bn"),
                        kernel_qkv=(3, 3), padding_kv=(1, 1), stride_kv=(2, 2), padding_q=(1, 1), stride_q=(1, 1),
                        attention_drop_rate=(0.0, 0.0), drop_rate=(0.0, 0.0), qkv_bias=(True, True)),
     "bit": _image_case("BitModel", "BitConfig", 32, vary=True, embedding_size=8, hidden_sizes=(8, 16),
