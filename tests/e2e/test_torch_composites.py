@@ -155,3 +155,37 @@ def test_python_level_torch_functions_replay(name):
     for shape in ((2, 3, 4, 4), (3, 3, 6, 6)):
         x = torch.randn(*shape)
         _close(g(x), fn(x), f"{name} at {shape}")
+
+
+def _layer_built_inside(x):
+    # A layer made inside the traced function (BigBird's forward does this when it switches its
+    # attention type): torch.nn.init's functions dispatch to __torch_function__ themselves.
+    w = torch.empty(x.shape[1], 4)
+    torch.nn.init.kaiming_uniform_(w, a=5 ** 0.5)
+    b = torch.nn.init.constant_(torch.empty(4), 0.5)
+    return torch.nn.Linear(4, 3)(x @ w + b)
+
+
+def test_torch_nn_init_inside_the_function_replays_its_draws():
+    torch.manual_seed(0)
+    g = ivytrace.trace_graph(_layer_built_inside, args=(torch.randn(2, 5),))
+    x = torch.randn(3, 5)
+    torch.manual_seed(7)
+    want = _layer_built_inside(x)
+    torch.manual_seed(7)
+    _close(g(x), want, "the same draws from the same seed")
+
+
+def test_a_descended_function_that_dispatches_again_is_recorded_as_one_call(monkeypatch):
+    # kaiming_uniform_ checks `torch.overrides.has_torch_function_variadic`, which the body
+    # without the check does not replace: descending into it re-dispatches. It must be recorded
+    # as one call (it is in schemas/), not recurse without end.
+    from ivytrace.recorder import names
+    monkeypatch.setattr(names, "DESCEND_TORCH", names.DESCEND_TORCH | {"torch.nn.init.kaiming_uniform_"})
+    torch.manual_seed(0)
+    g = ivytrace.trace_graph(_layer_built_inside, args=(torch.randn(2, 5),))
+    x = torch.randn(3, 5)
+    torch.manual_seed(3)
+    want = _layer_built_inside(x)
+    torch.manual_seed(3)
+    _close(g(x), want, "kaiming_uniform_ recorded as one call")

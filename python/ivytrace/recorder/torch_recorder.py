@@ -178,6 +178,15 @@ class TorchSymSize(tuple):
         return (torch.Size, (list(_sym.unwrap(self)),))
 
 
+class _DescendAgain(Exception):
+    """A DESCEND function's body dispatched to the recorder again (it checks for torch functions
+    in a way `names.unchecked_body` does not replace): it is recorded as one call instead."""
+
+    def __init__(self, func):
+        super().__init__(func)
+        self.func = func
+
+
 class _SymNodeView:
     """What torch's own checks read as `s.node` of a torch.SymInt/SymBool/SymFloat: torch._check
     and torch._check_with (`expect_true(cond)` -> `cond.node.expect_true(file, line)`), guard_bool,
@@ -312,6 +321,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         self._info = {}            # id(func) -> (kind, op field bytes, random, name, func)
         self._prop_info = {}       # id(getset_descriptor) -> same, for property reads
         self._bodies = {}          # DESCEND function -> its body without the torch-function check
+        self._descending = set()   # DESCEND functions whose body is running
         self._ids = {}             # id(tensor) -> (weakref, tid, sid, id field, storage field)
         self._sweep_at = 4096
         self._next_tid = 1
@@ -921,8 +931,27 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         body = self._bodies.get(func)
         if body is None:
             body = self._bodies[func] = _names.unchecked_body(func)
-        with self:
-            return body(*args, **kwargs) if invoke is None else invoke(body, args, kwargs)
+        if body is False:   # its check was not bypassed (below): an ordinary call
+            return self._descend_failed(func, args, kwargs, invoke)
+        if func in self._descending:   # the body dispatched again: a check unchecked_body missed
+            self._bodies[func] = False
+            raise _DescendAgain(func)
+        self._descending.add(func)
+        try:
+            with self:
+                return body(*args, **kwargs) if invoke is None else invoke(body, args, kwargs)
+        except _DescendAgain as e:
+            if e.func is not func:
+                raise
+        finally:
+            self._descending.discard(func)
+        return self._descend_failed(func, args, kwargs, invoke)
+
+    def _descend_failed(self, func, args, kwargs, invoke):
+        """Record `func` as one call, as any function not in schemas/ (its export then names it)."""
+        info = self._info.get(id(func))
+        self._info[id(func)] = (_names.OP,) + tuple(info[1:])
+        return self.handle(func, (), args, kwargs, invoke)
 
     def _dtype_read(self, func, args, kwargs, invoke=None):
         """`x.dtype`, `x.is_floating_point()`: a Python value the graph is specialized on when x
