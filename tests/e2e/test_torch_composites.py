@@ -166,14 +166,18 @@ def _layer_built_inside(x):
     return torch.nn.Linear(4, 3)(x @ w + b)
 
 
-def test_torch_nn_init_inside_the_function_replays_its_draws():
+def _replays_the_same_draws(what):
     torch.manual_seed(0)
     g = ivytrace.trace_graph(_layer_built_inside, args=(torch.randn(2, 5),))
     x = torch.randn(3, 5)
     torch.manual_seed(7)
     want = _layer_built_inside(x)
     torch.manual_seed(7)
-    _close(g(x), want, "the same draws from the same seed")
+    _close(g(x), want, what)
+
+
+def test_torch_nn_init_inside_the_function_replays_its_draws():
+    _replays_the_same_draws("the same draws from the same seed")
 
 
 def test_a_descended_function_that_dispatches_again_is_recorded_as_one_call(monkeypatch):
@@ -182,10 +186,4 @@ def test_a_descended_function_that_dispatches_again_is_recorded_as_one_call(monk
     # as one call (it is in schemas/), not recurse without end.
     from ivytrace.recorder import names
     monkeypatch.setattr(names, "DESCEND_TORCH", names.DESCEND_TORCH | {"torch.nn.init.kaiming_uniform_"})
-    torch.manual_seed(0)
-    g = ivytrace.trace_graph(_layer_built_inside, args=(torch.randn(2, 5),))
-    x = torch.randn(3, 5)
-    torch.manual_seed(3)
-    want = _layer_built_inside(x)
-    torch.manual_seed(3)
-    _close(g(x), want, "kaiming_uniform_ recorded as one call")
+    _replays_the_same_draws("kaiming_uniform_ recorded as one call")
