@@ -187,3 +187,57 @@ def test_a_descended_function_that_dispatches_again_is_recorded_as_one_call(monk
     from ivytrace.recorder import names
     monkeypatch.setattr(names, "DESCEND_TORCH", names.DESCEND_TORCH | {"torch.nn.init.kaiming_uniform_"})
     _replays_the_same_draws("kaiming_uniform_ recorded as one call")
+
+
+def _recurrent():
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(8, 16, 2, batch_first=True).eval()
+    gru = torch.nn.GRU(8, 16, 1, bidirectional=True).eval()
+    rnn = torch.nn.RNN(8, 16, 1, nonlinearity="relu", batch_first=True).eval()
+    cell = torch.nn.LSTMCell(8, 16).eval()
+    gcell = torch.nn.GRUCell(8, 16).eval()
+
+    def cells(x):   # a loop over the length, as a decoder steps
+        h = c = torch.zeros(x.shape[0], 16)
+        g = torch.zeros(x.shape[0], 16)
+        for t in range(x.shape[1]):
+            h, c = cell(x[:, t], (h, c))
+            g = gcell(x[:, t], g)
+        return h + g
+
+    def packed(x, lengths):
+        seq = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        out, (h, _) = lstm(seq)
+        return torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)[0].sum(1) + h[-1]
+
+    return {
+        "lstm_2_layers": (lambda x: lstm(x), lambda b, s: (torch.randn(b, s, 8),)),
+        "lstm_with_state": (lambda x, h, c: lstm(x, (h, c))[1],
+                            lambda b, s: (torch.randn(b, s, 8), torch.randn(2, b, 16), torch.randn(2, b, 16))),
+        "gru_bidirectional": (lambda x: gru(x), lambda b, s: (torch.randn(s, b, 8),)),
+        "rnn_relu": (lambda x: rnn(x)[0], lambda b, s: (torch.randn(b, s, 8),)),
+        "cells": (cells, lambda b, s: (torch.randn(b, s, 8),)),
+        "packed_sequence": (packed, lambda b, s: (torch.randn(b, s, 8), torch.arange(b) % s + 1)),
+    }
+
+
+RECURRENT = _recurrent()
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT))
+def test_recurrent_layers_replay_at_other_shapes(name):
+    # nn.LSTM/GRU/RNN and their cells call torch.lstm/gru/rnn_*(_cell) through torch._VF, which
+    # were not in schemas/: trace_graph refused every program with a recurrent layer.
+    fn, make = RECURRENT[name]
+    f = _no_grad(fn)
+    g = ivytrace.trace_graph(f, args=make(2, 5))
+    for b, s in ((2, 5), (3, 5), (4, 7)):
+        args = make(b, s)
+        try:
+            got = g(*args)
+        except ivytrace.GuardError:
+            assert name in ("cells", "packed_sequence"), f"{name}: a guard at batch {b}, length {s}"
+            continue   # a Python loop over the length, or the lengths' values, are guarded
+        want = f(*args)
+        flat = lambda y: [t for o in _tuple(y) for t in _tuple(o)]   # noqa: E731
+        _close(tuple(flat(got)), tuple(flat(want)), f"{name} at batch {b}, length {s}")
