@@ -133,6 +133,8 @@ IVY_LOWERING(LowerAddcmul);
 IVY_LOWERING(LowerCosineSimilarity);
 IVY_LOWERING(LowerPairwiseDistance);
 IVY_LOWERING(LowerPixelShuffle);
+// lowerings_rnn.cc: torch.lstm / gru / rnn_tanh / rnn_relu as ONNX LSTM / GRU / RNN
+IVY_LOWERING(LowerRecurrent);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);
