@@ -1,0 +1,1123 @@
+// More NumPy functions (issue 11), mostly decompositions that reuse existing lowerings:
+// the nan-reductions (np.nansum ... np.nancumprod), count_nonzero, deg2rad/rad2deg,
+// isposinf/isneginf, signbit, cbrt, rot90, tensordot/inner/vdot/vecdot, cross, diag, atleast_nd.
+// Each reads every parameter it is given and refuses what it cannot express exactly. The
+// canonical ops are named plainly so that torch's spellings (torch.nansum, torch.rot90(input, k,
+// dims), torch.tensordot(a, b, dims), torch.count_nonzero(input, dim)) map onto them too.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/export/onnx/lowering_table.h"
+#include "core/export/onnx/lowerings.h"
+#include "core/export/onnx/lowerings_rebind.h"
+#include "core/ir/arg.h"
+
+namespace ivytrace {
+namespace onnx_export {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// dim (an int, ints, or None = every axis) as sorted normalized axes.
+Status ReduceAxes(const BoundCall& call, int rank, std::vector<int64_t>* axes) {
+  axes->clear();
+  if (call.IsNone("dim")) {
+    for (int k = 0; k < rank; ++k) axes->push_back(k);
+    return Status::Ok();
+  }
+  auto dims = call.IntList("dim");
+  if (!dims) return Status::Unsupported("axis " + ArgToString(*call.Get("dim"), true) + " is not ints");
+  for (int64_t d : *dims) {
+    int64_t a;
+    IVY_RETURN_IF_ERROR(NormalizeAxis(d, rank, &a));
+    axes->push_back(a);
+  }
+  std::sort(axes->begin(), axes->end());
+  if (std::adjacent_find(axes->begin(), axes->end()) != axes->end()) return Status::Unsupported("repeated axis");
+  return Status::Ok();
+}
+
+// ReduceSum of `in` over `axes` (none: `in` unchanged).
+std::string SumOver(LoweringContext& ctx, const std::string& in, const std::vector<int64_t>& axes, bool keepdim) {
+  if (axes.empty()) return in;
+  onnx::NodeProto* n = nullptr;
+  const std::string out = ctx.EmitTemp("ReduceSum", {in, ctx.Int64s(axes)}, &n);
+  SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+  return out;
+}
+
+std::string NumberOf(LoweringContext& ctx, double v, v1::DType d) { return ctx.Scalar(Number::Float(v), d); }
+
+void Define(LoweringContext& ctx, const std::string& value, ValueId result) {
+  ctx.Emit("Identity", {value}, {ctx.Out(result)});
+}
+
+}  // namespace
+
+// np.nansum/nanprod/nanmax/nanmin/nanargmax/nanargmin/nancumsum/nancumprod/nanmean: the plain
+// reduction's lowering on the input with NaN replaced by the reduction's identity (NumPy's own
+// definition, _replace_nan); nanmax/nanmin give NaN where every item is NaN, nanmean divides by
+// the count of non-NaN items.
+Status LowerNanReduce(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string c = ctx.canonical();
+  struct Plain {
+    std::string_view nan_op, op;
+    double fill;
+  };
+  static const Plain kPlain[] = {
+      {"nansum", "sum", 0.0},         {"nanprod", "prod", 1.0},      {"nanmax", "max", -kInf},
+      {"nanmin", "min", kInf},        {"nanargmax", "argmax", -kInf}, {"nanargmin", "argmin", kInf},
+      {"nancumsum", "cumsum", 0.0},   {"nancumprod", "cumprod", 1.0}, {"nanmean", "sum", 0.0},
+  };
+  const Plain* p = nullptr;
+  for (const Plain& k : kPlain) {
+    if (k.nan_op == c) p = &k;
+  }
+  if (!p) return Status::Unsupported("'nan reduce' lowering does not know " + c);
+  const std::string base(p->op);
+  const CanonicalLowering* row = FindCanonicalLowering(base);
+  if (!row) return Status::Unsupported(base + " has no lowering");
+  const v1::DType xd = ctx.DType(x);
+  const bool floating = IsFloating(xd);
+  if ((c == "nanmax" || c == "nanmin" || c == "nanmean") && floating) {
+    for (const char* q : {"initial", "where"}) {
+      if (const v1::Arg* a = call.Get(q); a && !IsNone(*a) && !(q[0] == 'w' && AsBool(*a) == true)) {
+        return Status::Unsupported(c + " with " + q + "=");
+      }
+    }
+  }
+  Rebinding rebind(ctx);
+  std::string nan;
+  if (floating) {
+    const std::string in = ctx.In(x);
+    nan = ctx.EmitTemp("IsNaN", {in});
+    rebind.Bind(x, ctx.EmitTemp("Where", {nan, NumberOf(ctx, p->fill, xd), in}));
+  }
+  const bool post = floating && (c == "nanmax" || c == "nanmin" || c == "nanmean");
+  const bool ints_mean = !floating && c == "nanmean";
+  std::string raw;
+  if (post) raw = rebind.BindResult(result, "reduced");
+  BoundCall inner = call;
+  if (call.Has("where") && call.IsNone("where")) {  // NumPy's "no mask" for the nan-reductions
+    v1::Arg all;
+    all.set_b(true);
+    inner.Set("where", std::move(all));
+  }
+  IVY_RETURN_IF_ERROR(rebind.Run(row->fn, node, inner, ints_mean ? "mean" : base));
+  if (!post) return Status::Ok();
+  rebind.Restore();
+  const v1::DType d = ctx.DType(result);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(ReduceAxes(call, ctx.Rank(x), &axes));
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  if (c == "nanmean") {
+    const std::string count = SumOver(ctx, ctx.CastTo(ctx.EmitTemp("Not", {nan}), v1::BOOL, d), axes, keepdim);
+    ctx.Emit("Div", {raw, count}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  const std::string seen = SumOver(ctx, ctx.CastTo(ctx.EmitTemp("Not", {nan}), v1::BOOL, v1::INT64), axes, keepdim);
+  const std::string all_nan = ctx.EmitTemp("Equal", {seen, ctx.Scalar(Number::Int(0), v1::INT64)});
+  ctx.Emit("Where", {all_nan, NumberOf(ctx, kNaN, d), raw}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.nanvar / np.nanstd(a, axis, dtype, ddof, keepdims) as NumPy computes them: the mean of the
+// non-NaN items, their squared deviations summed and divided by count - ddof (NaN where that is
+// not positive).
+Status LowerNanVariance(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported(ctx.canonical() + " with a non-float result");
+  if (!call.IsNone("dtype")) {
+    auto want = ArgDType(*call.Get("dtype"));
+    if (!want || *want != d) return Status::Unsupported("dtype " + ArgToString(*call.Get("dtype"), true));
+  }
+  auto ddof = call.Double("ddof");
+  if (!ddof) return Status::Unsupported("ddof is not a number");
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(ReduceAxes(call, ctx.Rank(x), &axes));
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const std::string nan = ctx.EmitTemp("IsNaN", {in});
+  const std::string zero = NumberOf(ctx, 0.0, d);
+  const std::string filled = ctx.EmitTemp("Where", {nan, zero, in});
+  const std::string count_k = SumOver(ctx, ctx.CastTo(ctx.EmitTemp("Not", {nan}), v1::BOOL, d), axes, true);
+  const std::string avg = ctx.EmitTemp("Div", {SumOver(ctx, filled, axes, true), count_k});
+  const std::string dev = ctx.EmitTemp("Where", {nan, zero, ctx.EmitTemp("Sub", {filled, avg})});
+  const std::string sq = SumOver(ctx, ctx.EmitTemp("Mul", {dev, dev}), axes, keepdim);
+  const std::string count = SumOver(ctx, ctx.CastTo(ctx.EmitTemp("Not", {nan}), v1::BOOL, d), axes, keepdim);
+  const std::string dof = ctx.EmitTemp("Sub", {count, NumberOf(ctx, *ddof, d)});
+  std::string var = ctx.EmitTemp("Div", {sq, dof});
+  if (ctx.canonical() == "nanstd") var = ctx.EmitTemp("Sqrt", {var});
+  ctx.Emit("Where", {ctx.EmitTemp("LessOrEqual", {dof, zero}), NumberOf(ctx, kNaN, d), var}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// count_nonzero(input, dim=None, keepdim=False): the items != 0 (True for bools), summed as int64.
+Status LowerCountNonzero(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(ReduceAxes(call, ctx.Rank(x), &axes));
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const v1::DType xd = ctx.DType(x);
+  std::string nz;
+  if (xd == v1::BOOL) nz = ctx.In(x);
+  else nz = ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {ctx.In(x), ctx.Scalar(Number::Int(0), xd)})});
+  std::string out = ctx.CastTo(nz, v1::BOOL, v1::INT64);
+  if (ctx.Rank(x) > 0) out = SumOver(ctx, out, axes, keepdim);
+  Define(ctx, ctx.CastTo(out, v1::INT64, ctx.DType(result)), result);
+  return Status::Ok();
+}
+
+// deg2rad/rad2deg (np.radians, np.degrees): a product with pi/180 or 180/pi in the result's dtype,
+// the constant NumPy's loops use.
+Status LowerAngleUnits(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported(ctx.canonical() + " with a non-float result");
+  const double k = ctx.canonical() == "deg2rad" ? M_PI / 180.0 : 180.0 / M_PI;
+  ctx.Emit("Mul", {ctx.CastTo(ctx.In(x), ctx.DType(x), d), NumberOf(ctx, k, d)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// isposinf/isneginf: IsInf of one sign (False for integers and bools).
+Status LowerSignedInf(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType xd = ctx.DType(x);
+  std::string out;
+  if (IsFloating(xd)) {
+    onnx::NodeProto* n = nullptr;
+    out = ctx.EmitTemp("IsInf", {ctx.CastTo(ctx.In(x), xd, xd == v1::FLOAT64 ? v1::FLOAT64 : v1::FLOAT32)}, &n);
+    const bool pos = ctx.canonical() == "isposinf";
+    SetAttr(n, "detect_positive", int64_t{pos ? 1 : 0});
+    SetAttr(n, "detect_negative", int64_t{pos ? 0 : 1});
+  } else {
+    const std::string b = ctx.CastTo(ctx.In(x), xd, v1::BOOL);
+    out = ctx.EmitTemp("And", {b, ctx.EmitTemp("Not", {b})});  // False everywhere, the input's shape
+  }
+  Define(ctx, ctx.CastTo(out, v1::BOOL, ctx.DType(result)), result);
+  return Status::Ok();
+}
+
+// signbit: x < 0, or x is -0.0 (1/x is -inf). ONNX cannot read the sign bit of a NaN: a NaN gives
+// False (NumPy's answer for the NaN its functions return on this platform is True for some, e.g.
+// np.sqrt(-1.0)); the test's NaN are positive.
+Status LowerSignbit(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType xd = ctx.DType(x);
+  const std::string in = ctx.In(x);
+  std::string out;
+  if (xd == v1::BOOL) {
+    out = ctx.EmitTemp("And", {in, ctx.EmitTemp("Not", {in})});
+  } else if (xd == v1::UINT8) {
+    out = ctx.EmitTemp("Less", {in, ctx.Scalar(Number::Int(0), xd)});
+  } else {
+    const std::string zero = ctx.Scalar(Number::Int(0), xd);
+    out = ctx.EmitTemp("Less", {in, zero});
+    if (IsFloating(xd)) {
+      const std::string neg_zero =
+          ctx.EmitTemp("Less", {ctx.EmitTemp("Div", {ctx.Scalar(Number::Int(1), xd), in}), zero});
+      out = ctx.EmitTemp("Or", {out, ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {in, zero}), neg_zero})});
+    }
+  }
+  Define(ctx, ctx.CastTo(out, v1::BOOL, ctx.DType(result)), result);
+  return Status::Ok();
+}
+
+// cbrt (np.cbrt, lax.cbrt_p): |x|^(1/3) with x's sign. Not bit-exact (a Pow, not a cube root):
+// within 2 ulp of the framework's for finite x; 0, -0, +-inf and NaN exact.
+Status LowerCbrt(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(std::string("cbrt in ") + DTypeName(d));
+  if (call.Has("accuracy") && !call.IsNone("accuracy")) return Status::Unsupported("lax.cbrt with accuracy=");
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const std::string mag = ctx.EmitTemp("Pow", {ctx.EmitTemp("Abs", {in}), NumberOf(ctx, 1.0 / 3.0, d)});
+  const std::string neg = ctx.EmitTemp("Less", {in, NumberOf(ctx, 0.0, d)});
+  // Where keeps -0.0 (Neg of the magnitude) and NaN.
+  ctx.Emit("Where", {neg, ctx.EmitTemp("Neg", {mag}), ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {in, NumberOf(ctx, 0.0, d)}), in, mag})},
+           {ctx.Out(result)});
+  return Status::Ok();
+}
+
+namespace {
+
+// `x` reversed along `axis`.
+std::string FlipAxis(LoweringContext& ctx, const std::string& x, int64_t axis) {
+  return ctx.EmitTemp("Slice", {x, ctx.Int64s({-1}), ctx.Int64s({std::numeric_limits<int64_t>::min()}), ctx.Int64s({axis}),
+                                ctx.Int64s({-1})});
+}
+
+}  // namespace
+
+// rot90(input, k=1, dims=(0, 1)) (np.rot90's axes, torch.rot90's dims): NumPy's definition, a flip
+// of dims[1] then a swap of the two dims (k = 1), both flips (k = 2), a swap then a flip (k = 3).
+Status LowerRot90(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto k = call.Int("k");
+  if (!k) return Status::Unsupported("k is not an int");
+  auto dims = call.IntList("dims");
+  if (!dims || dims->size() != 2) return Status::Unsupported("dims is not two ints");
+  const int rank = ctx.Rank(x);
+  if (rank < 2) return Status::Unsupported("rot90 of an array of rank < 2");
+  int64_t a0, a1;
+  IVY_RETURN_IF_ERROR(NormalizeAxis((*dims)[0], rank, &a0));
+  IVY_RETURN_IF_ERROR(NormalizeAxis((*dims)[1], rank, &a1));
+  if (a0 == a1) return Status::Unsupported("rot90 with equal axes");
+  const int64_t turns = ((*k % 4) + 4) % 4;
+  std::string out = ctx.In(x);
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::swap(perm[a0], perm[a1]);
+  auto transpose = [&](const std::string& v) {
+    onnx::NodeProto* t = nullptr;
+    const std::string r = ctx.EmitTemp("Transpose", {v}, &t);
+    SetAttr(t, "perm", perm);
+    return r;
+  };
+  if (turns == 1) out = transpose(FlipAxis(ctx, out, a1));
+  else if (turns == 2) out = FlipAxis(ctx, FlipAxis(ctx, out, a0), a1);
+  else if (turns == 3) out = FlipAxis(ctx, transpose(out), a1);
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+namespace {
+
+// An Einsum of two operands of the result's dtype (float32/float64/int32/int64).
+Status EinsumOf(LoweringContext& ctx, ValueId result, const std::string& eq, const v1::Arg& a, const v1::Arg& b) {
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT32 && d != v1::INT64) {
+    return Status::Unsupported(std::string("a contraction in ") + DTypeName(d));
+  }
+  std::string lhs, rhs;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, a, d, &lhs));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, b, d, &rhs));
+  auto* n = ctx.Emit("Einsum", {lhs, rhs}, {ctx.Out(result)});
+  SetAttr(n, "equation", eq);
+  return Status::Ok();
+}
+
+std::string Letters(const std::vector<int>& ids) {
+  std::string s;
+  for (int i : ids) s += static_cast<char>('a' + i);
+  return s;
+}
+
+}  // namespace
+
+// tensordot(input, other, dims=2) (np.tensordot's axes, torch.tensordot's dims): an int N (the
+// last N axes of input against the first N of other) or two lists of axes; an Einsum.
+Status LowerTensordot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int ra = ctx.Rank(a), rb = ctx.Rank(b);
+  std::vector<int64_t> ax, bx;
+  const v1::Arg* dims = call.Get("dims");
+  if (!dims) return Status::Unsupported("tensordot without dims");
+  if (auto n = AsInt(*dims)) {
+    if (*n < 0 || *n > ra || *n > rb) return Status::Unsupported("tensordot dims " + std::to_string(*n));
+    for (int64_t k = 0; k < *n; ++k) ax.push_back(ra - *n + k), bx.push_back(k);
+  } else {
+    auto items = SequenceItems(*dims);
+    if (!items || items->size() != 2) return Status::Unsupported("tensordot dims " + ArgToString(*dims, true));
+    for (int side = 0; side < 2; ++side) {
+      const v1::Arg& s = *(*items)[side];
+      std::vector<int64_t> v;
+      if (auto i = AsInt(s)) v = {*i};
+      else if (auto l = AsIntList(s)) v = *l;
+      else return Status::Unsupported("tensordot dims " + ArgToString(*dims, true));
+      for (int64_t& d : v) IVY_RETURN_IF_ERROR(NormalizeAxis(d, side == 0 ? ra : rb, &d));
+      (side == 0 ? ax : bx) = v;
+    }
+    if (ax.size() != bx.size()) return Status::Unsupported("tensordot axes of different lengths");
+  }
+  if (ra + rb > 26) return Status::Unsupported("tensordot of too many axes");
+  std::vector<int> la(ra, -1), lb(rb, -1);
+  int next = 0;
+  for (size_t k = 0; k < ax.size(); ++k) {
+    if (la[ax[k]] != -1 || lb[bx[k]] != -1) return Status::Unsupported("tensordot with a repeated axis");
+    la[ax[k]] = lb[bx[k]] = next++;
+  }
+  std::vector<int> out;
+  for (int& l : la) {
+    if (l == -1) out.push_back(l = next++);
+  }
+  for (int& l : lb) {
+    if (l == -1) out.push_back(l = next++);
+  }
+  return EinsumOf(ctx, result, Letters(la) + "," + Letters(lb) + "->" + Letters(out), *call.Get("input"), *call.Get("other"));
+}
+
+// np.inner(a, b): a sum over the last axes, the result a.shape[:-1] + b.shape[:-1] (a product when
+// one is 0-d).
+Status LowerInner(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int ra = ctx.Rank(a), rb = ctx.Rank(b);
+  if (ra == 0 || rb == 0) {
+    if (ra != 0) return Status::Unsupported("inner of an array and a 0-d array");  // a*b, rare
+    if (rb != 0) return Status::Unsupported("inner of a 0-d array and an array");
+  }
+  if (ra + rb > 25) return Status::Unsupported("inner of too many axes");
+  std::vector<int> la, lb, out;
+  int next = 1;  // 'a' (0) is the summed axis
+  for (int k = 0; k + 1 < ra; ++k) la.push_back(next), out.push_back(next++);
+  for (int k = 0; k + 1 < rb; ++k) lb.push_back(next), out.push_back(next++);
+  if (ra > 0) la.push_back(0);
+  if (rb > 0) lb.push_back(0);
+  return EinsumOf(ctx, result, Letters(la) + "," + Letters(lb) + "->" + Letters(out), *call.Get("input"), *call.Get("other"));
+}
+
+// np.vdot(a, b) of real arrays: the flattened arrays' dot product.
+Status LowerVdot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT32 && d != v1::INT64) {
+    return Status::Unsupported(std::string("vdot in ") + DTypeName(d));
+  }
+  const std::string fa = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(a), ctx.DType(a), d), ctx.Int64s({-1})});
+  const std::string fb = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(b), ctx.DType(b), d), ctx.Int64s({-1})});
+  auto* n = ctx.Emit("Einsum", {fa, fb}, {ctx.Out(result)});
+  SetAttr(n, "equation", std::string("a,a->"));
+  return Status::Ok();
+}
+
+// vecdot(input, other, dim=-1) (np.vecdot, np.linalg.vecdot) of real arrays: the broadcast
+// product summed over dim.
+Status LowerVecdot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT32 && d != v1::INT64) {
+    return Status::Unsupported(std::string("vecdot in ") + DTypeName(d));
+  }
+  auto dim = call.Has("dim") ? call.Int("dim") : std::optional<int64_t>(-1);  // the ufunc np.vecdot has no axis
+  if (!dim) return Status::Unsupported("axis is not an int");
+  const int rank = std::max(ctx.Rank(a), ctx.Rank(b));
+  if (*dim >= 0 || *dim < -std::min(ctx.Rank(a), ctx.Rank(b))) {
+    return Status::Unsupported("vecdot over axis " + std::to_string(*dim) + " (only a negative axis both operands have)");
+  }
+  const std::string prod = ctx.EmitTemp("Mul", {ctx.CastTo(ctx.In(a), ctx.DType(a), d), ctx.CastTo(ctx.In(b), ctx.DType(b), d)});
+  Define(ctx, SumOver(ctx, prod, {rank + *dim}, false), result);
+  return Status::Ok();
+}
+
+// np.cross(a, b) / np.linalg.cross of 3-vectors along the last axis: NumPy's formula, each
+// component a product minus a product.
+Status LowerCross(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  for (const char* p : {"axisa", "axisb", "axisc", "dim"}) {
+    if (const v1::Arg* v = call.Get(p); v && !IsNone(*v) && AsInt(*v) != -1) {
+      return Status::Unsupported(std::string("cross with ") + p + "=" + ArgToString(*v, true) + " (only the last axis)");
+    }
+  }
+  if (ctx.Rank(a) == 0 || ctx.Rank(b) == 0 || ctx.Shape(a).back() != 3 || ctx.Shape(b).back() != 3) {
+    return Status::Unsupported("cross of vectors that are not 3-vectors along the last axis");
+  }
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL || d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("cross of bools");
+  const std::string ia = ctx.CastTo(ctx.In(a), ctx.DType(a), d), ib = ctx.CastTo(ctx.In(b), ctx.DType(b), d);
+  auto pick = [&](const std::string& v, std::vector<int64_t> idx) {
+    onnx::NodeProto* g = nullptr;
+    const std::string r = ctx.EmitTemp("Gather", {v, ctx.Int64s(idx)}, &g);
+    SetAttr(g, "axis", int64_t{-1});
+    return r;
+  };
+  const std::string p1 = ctx.EmitTemp("Mul", {pick(ia, {1, 2, 0}), pick(ib, {2, 0, 1})});
+  const std::string p2 = ctx.EmitTemp("Mul", {pick(ia, {2, 0, 1}), pick(ib, {1, 2, 0})});
+  ctx.Emit("Sub", {p1, p2}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+namespace {
+
+// The 1-D `in` (of dtype d) on the k-th diagonal of a square matrix of zeros, into `out`.
+void VectorOnDiagonal(LoweringContext& ctx, const std::string& in, v1::DType d, int64_t k, const std::string& out) {
+  const std::string len = ctx.EmitTemp("Shape", {in});
+  const std::string n = ctx.EmitTemp("Squeeze", {ctx.EmitTemp("Add", {len, ctx.Int64s({std::abs(k)})}), ctx.Int64s({0})});
+  const std::string pos = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), n, ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string i = ctx.Unsqueeze(pos, {1}), j = ctx.Unsqueeze(pos, {0});
+  const std::string on = ctx.EmitTemp("Equal", {ctx.EmitTemp("Sub", {j, i}), ctx.Scalar(Number::Int(k), v1::INT64)});
+  // The item at (i, j) on the diagonal is v[i] (k >= 0) or v[j] (k < 0); clipped elsewhere.
+  const std::string last = ctx.EmitTemp("Sub", {ctx.EmitTemp("Squeeze", {len, ctx.Int64s({0})}), ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string idx = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {k >= 0 ? i : j, ctx.Scalar(Number::Int(0), v1::INT64)}), last});
+  const std::string wide = ctx.EmitTemp("Expand", {idx, ctx.EmitTemp("Concat", {ctx.Unsqueeze(n, {0}), ctx.Unsqueeze(n, {0})})});
+  onnx::NodeProto* g = nullptr;
+  const std::string vals = ctx.EmitTemp("Gather", {in, wide}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  EmitWhere(ctx, on, vals, ctx.Scalar(Number::Int(0), d), d, out);
+}
+
+}  // namespace
+
+// np.diag(v, k): a 2-D array's k-th diagonal (diagonal's lowering), or a 1-D array on the k-th
+// diagonal of a square matrix of zeros; np.diagflat(v, k): the flattened v on the diagonal.
+Status LowerDiag(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId v, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &v));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto k = call.Int("diagonal");
+  if (!k) return Status::Unsupported("k is not an int");
+  const bool flat = ctx.canonical() == "diagflat";
+  if (!flat && ctx.Rank(v) == 2) {
+    const CanonicalLowering* row = FindCanonicalLowering("diagonal");
+    BoundCall inner = call;
+    v1::Arg i;
+    i.set_i(*k);
+    inner.Set("offset", i);
+    i.set_i(0);
+    inner.Set("axis1", i);
+    i.set_i(1);
+    inner.Set("axis2", i);
+    Rebinding rebind(ctx);
+    return rebind.Run(row->fn, node, inner, "diagonal");
+  }
+  if (!flat && ctx.Rank(v) != 1) return Status::Unsupported("diag of an array that is not 1-D or 2-D");
+  std::string in = ctx.CastTo(ctx.In(v), ctx.DType(v), ctx.DType(result));
+  if (flat && ctx.Rank(v) != 1) in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  VectorOnDiagonal(ctx, in, ctx.DType(result), *k, ctx.Out(result));
+  return Status::Ok();
+}
+
+// np.atleast_1d/2d/3d(*arys): each array reshaped as NumPy does (0-d -> [1], [1, 1], [1, 1, 1];
+// 1-D [n] -> [1, n], [1, n, 1]; 2-D [m, n] -> [m, n, 1] for 3d); one result per array.
+Status LowerAtleastNd(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  int nd = 0;
+  if (node.op == "numpy.atleast_1d") nd = 1;
+  else if (node.op == "numpy.atleast_2d") nd = 2;
+  else if (node.op == "numpy.atleast_3d") nd = 3;
+  else return Status::Unsupported("atleast_nd of " + node.op);
+  const v1::Arg* arys = call.Get("arys");
+  auto items = arys ? SequenceItems(*arys) : std::nullopt;
+  if (!items) return Status::Unsupported("arys is not a list of arrays");
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (results.size() != items->size()) return Status::Unsupported("atleast_nd results do not match its arrays");
+  for (size_t k = 0; k < items->size(); ++k) {
+    if ((*items)[k]->kind_case() != v1::Arg::kTensor) return Status::Unsupported("atleast_nd of a non-array");
+    const ValueId x = (*items)[k]->tensor().value();
+    const int r = ctx.Rank(x);
+    std::vector<int64_t> axes;
+    if (r < nd) {
+      if (r == 0) for (int a = 0; a < nd; ++a) axes.push_back(a);
+      else if (nd == 2) axes = {0};
+      else if (r == 1) axes = {0, 2};
+      else axes = {2};
+    }
+    ctx.Emit("Identity", {axes.empty() ? ctx.In(x) : ctx.Unsqueeze(ctx.In(x), axes)}, {ctx.Out(results[k])});
+  }
+  return Status::Ok();
+}
+
+
+namespace {
+
+// The tensor items of a list/tuple parameter; Unsupported for anything else.
+Status ArrayItems(const BoundCall& call, const char* param, std::vector<ValueId>* out) {
+  const v1::Arg* a = call.Get(param);
+  auto items = a ? SequenceItems(*a) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported(std::string(param) + " is not a list of arrays");
+  for (const v1::Arg* it : *items) {
+    if (it->kind_case() != v1::Arg::kTensor) return Status::Unsupported(std::string(param) + " holds a non-array");
+    out->push_back(it->tensor().value());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// np.column_stack(tup): 1-D (and 0-d) arrays as columns, 2-D arrays as they are, concatenated
+// along axis 1.
+Status LowerColumnStack(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<ValueId> xs;
+  IVY_RETURN_IF_ERROR(ArrayItems(call, "tup", &xs));
+  const v1::DType d = ctx.DType(result);
+  std::vector<std::string> cols;
+  for (ValueId x : xs) {
+    std::string v = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+    if (ctx.Rank(x) == 0) v = ctx.Unsqueeze(v, {0, 1});
+    else if (ctx.Rank(x) == 1) v = ctx.Unsqueeze(v, {1});
+    cols.push_back(v);
+  }
+  auto* n = ctx.Emit("Concat", cols, {ctx.Out(result)});
+  SetAttr(n, "axis", int64_t{1});
+  return Status::Ok();
+}
+
+// np.append(arr, values, axis=None): both flattened and concatenated, or concatenated along axis.
+Status LowerAppend(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  std::string a, b;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("arr"), d, &a));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("values"), d, &b));
+  int64_t axis = 0;
+  if (call.IsNone("dim")) {
+    a = ctx.EmitTemp("Reshape", {a, ctx.Int64s({-1})});
+    b = ctx.EmitTemp("Reshape", {b, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported("axis is not an int");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, ctx.Rank(result), &axis));
+    for (const char* p : {"arr", "values"}) {
+      const v1::Arg* v = call.Get(p);
+      if (v->kind_case() != v1::Arg::kTensor || ctx.Rank(v->tensor().value()) != ctx.Rank(result)) {
+        return Status::Unsupported("np.append along an axis of arrays of another rank");
+      }
+    }
+  }
+  auto* n = ctx.Emit("Concat", {a, b}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// np.matvec(A, v) / np.vecmat(v, A) of real arrays: a MatMul with v as a column / a row.
+Status LowerMatvec(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT32 && d != v1::INT64) {
+    return Status::Unsupported(ctx.canonical() + " in " + DTypeName(d));
+  }
+  const bool matvec = ctx.canonical() == "matvec";
+  if (ctx.Rank(matvec ? a : b) < 2 || ctx.Rank(matvec ? b : a) < 1) return Status::Unsupported(ctx.canonical() + " of too few axes");
+  const std::string ia = ctx.CastTo(ctx.In(a), ctx.DType(a), d), ib = ctx.CastTo(ctx.In(b), ctx.DType(b), d);
+  if (matvec) {
+    ctx.Emit("Squeeze", {ctx.EmitTemp("MatMul", {ia, ctx.Unsqueeze(ib, {-1})}), ctx.Int64s({-1})}, {ctx.Out(result)});
+  } else {
+    ctx.Emit("Squeeze", {ctx.EmitTemp("MatMul", {ctx.Unsqueeze(ia, {-2}), ib}), ctx.Int64s({-2})}, {ctx.Out(result)});
+  }
+  return Status::Ok();
+}
+
+// np.linalg.multi_dot(arrays): MatMuls left to right (NumPy may pick another order for three or
+// more: the same sums, rounded otherwise); a first 1-D array is a row, a last one a column.
+Status LowerMultiDot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  std::vector<ValueId> xs;
+  IVY_RETURN_IF_ERROR(ArrayItems(call, "arrays", &xs));
+  if (xs.size() < 2) return Status::Unsupported("multi_dot of fewer than two arrays");
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT32 && d != v1::INT64) {
+    return Status::Unsupported(std::string("multi_dot in ") + DTypeName(d));
+  }
+  for (size_t k = 1; k + 1 < xs.size(); ++k) {
+    if (ctx.Rank(xs[k]) != 2) return Status::Unsupported("multi_dot with an inner array that is not 2-D");
+  }
+  const bool row = ctx.Rank(xs.front()) == 1, col = ctx.Rank(xs.back()) == 1;
+  if ((!row && ctx.Rank(xs.front()) != 2) || (!col && ctx.Rank(xs.back()) != 2)) {
+    return Status::Unsupported("multi_dot of arrays that are not 1-D or 2-D");
+  }
+  std::string acc = ctx.CastTo(ctx.In(xs[0]), ctx.DType(xs[0]), d);
+  if (row) acc = ctx.Unsqueeze(acc, {0});
+  for (size_t k = 1; k < xs.size(); ++k) {
+    std::string m = ctx.CastTo(ctx.In(xs[k]), ctx.DType(xs[k]), d);
+    if (k + 1 == xs.size() && col) m = ctx.Unsqueeze(m, {1});
+    acc = ctx.EmitTemp("MatMul", {acc, m});
+  }
+  std::vector<int64_t> drop;  // the row's and the column's axes of the 2-D product
+  if (row) drop.push_back(0);
+  if (col) drop.push_back(1);
+  Define(ctx, drop.empty() ? acc : ctx.Squeeze(acc, drop), result);
+  return Status::Ok();
+}
+
+// np.rollaxis(a, axis, start=0): a Transpose that moves axis to before start.
+Status LowerRollaxis(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int n = ctx.Rank(x);
+  auto axis = call.Int("dim");
+  auto start = call.Int("start");
+  if (!axis || !start) return Status::Unsupported("axis and start are not ints");
+  int64_t a;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*axis, n, &a));
+  int64_t s = *start < 0 ? *start + n : *start;
+  if (s < 0 || s > n) return Status::Unsupported("rollaxis start out of range");
+  std::vector<int64_t> perm(n);
+  std::iota(perm.begin(), perm.end(), 0);
+  if (a < s) s -= 1;
+  if (a != s) {
+    perm.erase(perm.begin() + a);
+    perm.insert(perm.begin() + s, a);
+  }
+  auto* t = ctx.Emit("Transpose", {ctx.In(x)}, {ctx.Out(result)});
+  SetAttr(t, "perm", perm);
+  return Status::Ok();
+}
+
+// np.average(a, axis=None, weights=None, keepdims): the mean, or sum(a * w) / sum(w) with w of
+// a's shape or 1-D along one axis (returned=True, a pair, is refused).
+Status LowerAverage(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (call.Bool("returned").value_or(false)) return Status::Unsupported("np.average with returned=True");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("np.average with a non-float result");
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  IVY_RETURN_IF_ERROR(ReduceAxes(call, rank, &axes));
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  if (call.IsNone("weights")) {
+    if (rank == 0) { Define(ctx, in, result); return Status::Ok(); }
+    onnx::NodeProto* n = nullptr;
+    const std::string m = ctx.EmitTemp("ReduceMean", {in}, &n);
+    SetAttr(n, "axes", axes);
+    SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+    Define(ctx, m, result);
+    return Status::Ok();
+  }
+  ValueId w;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "weights", &w));
+  std::string wt = ctx.CastTo(ctx.In(w), ctx.DType(w), d);
+  if (ctx.Rank(w) != rank) {
+    if (ctx.Rank(w) != 1 || axes.size() != 1) return Status::Unsupported("np.average weights of another shape");
+    std::vector<int64_t> other;
+    for (int k = 0; k < rank; ++k) if (k != axes[0]) other.push_back(k);
+    if (!other.empty()) wt = ctx.Unsqueeze(wt, other);
+    wt = ctx.EmitTemp("Expand", {wt, ctx.EmitTemp("Shape", {in})});
+  }
+  const std::string num = SumOver(ctx, ctx.EmitTemp("Mul", {in, wt}), axes, keepdim);
+  const std::string den = SumOver(ctx, ctx.EmitTemp("Expand", {wt, ctx.EmitTemp("Shape", {in})}), axes, keepdim);
+  ctx.Emit("Div", {num, den}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.fft.fftshift / ifftshift(x, axes=None): a roll of each axis by n // 2 (fftshift) or
+// -(n // 2), the split point read from the shape at run time.
+Status LowerFftShift(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::vector<int64_t> axes;
+  if (call.IsNone("dims")) {
+    for (int k = 0; k < rank; ++k) axes.push_back(k);
+  } else {
+    const v1::Arg* a = call.Get("dims");
+    if (auto i = AsInt(*a)) axes = {*i};
+    else if (auto l = AsIntList(*a)) axes = *l;
+    else return Status::Unsupported("axes is not ints");
+    for (int64_t& v : axes) IVY_RETURN_IF_ERROR(NormalizeAxis(v, rank, &v));
+  }
+  const bool inverse = ctx.canonical() == "ifftshift";
+  std::string out = ctx.In(x);
+  const std::string shape = ctx.EmitTemp("Shape", {out});
+  const std::string big = ctx.Int64s({std::numeric_limits<int64_t>::max()});
+  for (int64_t axis : axes) {
+    onnx::NodeProto* g = nullptr;
+    const std::string n = ctx.EmitTemp("Gather", {shape, ctx.Int64s({axis})}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    const std::string half = ctx.EmitTemp("Div", {n, ctx.Int64s({2})});
+    // The result starts at item n - n//2 (fftshift) or n//2 (ifftshift) of the input.
+    const std::string split = inverse ? half : ctx.EmitTemp("Sub", {n, half});
+    const std::string ax = ctx.Int64s({axis});
+    const std::string head = ctx.EmitTemp("Slice", {out, split, big, ax});
+    const std::string tail = ctx.EmitTemp("Slice", {out, ctx.Int64s({0}), split, ax});
+    onnx::NodeProto* c = nullptr;
+    out = ctx.EmitTemp("Concat", {head, tail}, &c);
+    SetAttr(c, "axis", axis);
+  }
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+// np.kron(a, b): a[i..] * b[k..] at index i * b.shape + k: the operands interleaved over 2r axes
+// (the rank r the larger of theirs, the smaller padded with leading 1s) and the pairs merged.
+Status LowerKron(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, b, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &b));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL) return Status::Unsupported("kron of bools");
+  const int r = std::max(ctx.Rank(a), ctx.Rank(b));
+  if (r == 0) {
+    ctx.Emit("Mul", {ctx.CastTo(ctx.In(a), ctx.DType(a), d), ctx.CastTo(ctx.In(b), ctx.DType(b), d)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  auto padded = [&](ValueId v) {
+    std::string s = ctx.CastTo(ctx.In(v), ctx.DType(v), d);
+    std::vector<int64_t> lead;
+    for (int k = 0; k < r - ctx.Rank(v); ++k) lead.push_back(k);
+    if (!lead.empty()) s = ctx.Unsqueeze(s, lead);
+    return s;
+  };
+  const std::string pa = padded(a), pb = padded(b);
+  std::vector<int64_t> odd, even;
+  for (int k = 0; k < r; ++k) odd.push_back(2 * k + 1), even.push_back(2 * k);
+  const std::string prod = ctx.EmitTemp("Mul", {ctx.Unsqueeze(pa, odd), ctx.Unsqueeze(pb, even)});
+  const std::string shape = ctx.EmitTemp("Mul", {ctx.EmitTemp("Shape", {pa}), ctx.EmitTemp("Shape", {pb})});
+  ctx.Emit("Reshape", {prod, shape}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.tri(N, M=None, k=0, dtype=float): ones at and below the k-th diagonal.
+Status LowerTri(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto k = call.Int("k");
+  if (!k) return Status::Unsupported("k is not an int");
+  const v1::Arg* n = call.Get("N");
+  if (!n || !(AsInt(*n) || IsSymbolicArg(ctx, *n))) return Status::Unsupported("N is not an int");
+  std::string rows, cols;
+  IVY_RETURN_IF_ERROR(DynamicInts(ctx, *n, &rows));
+  if (call.IsNone("M")) cols = rows;
+  else IVY_RETURN_IF_ERROR(DynamicInts(ctx, *call.Get("M"), &cols));
+  auto range = [&](const std::string& len) {
+    return ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), ctx.EmitTemp("Squeeze", {len, ctx.Int64s({0})}),
+                                  ctx.Scalar(Number::Int(1), v1::INT64)});
+  };
+  const std::string i = ctx.Unsqueeze(range(rows), {1}), j = ctx.Unsqueeze(range(cols), {0});
+  const std::string in = ctx.EmitTemp("LessOrEqual", {j, ctx.EmitTemp("Add", {i, ctx.Scalar(Number::Int(*k), v1::INT64)})});
+  Define(ctx, ctx.CastTo(in, v1::BOOL, ctx.DType(result)), result);
+  return Status::Ok();
+}
+
+// np.select(condlist, choicelist, default=0): NumPy's loop, the last condition first, each a Where.
+Status LowerSelectChoices(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* cl = call.Get("condlist");
+  const v1::Arg* ch = call.Get("choicelist");
+  auto conds = cl ? SequenceItems(*cl) : std::nullopt;
+  auto choices = ch ? SequenceItems(*ch) : std::nullopt;
+  if (!conds || !choices || conds->size() != choices->size() || conds->empty()) {
+    return Status::Unsupported("np.select of lists that are not of one length");
+  }
+  const v1::DType d = ctx.DType(result);
+  std::string out;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("default"), d, &out));
+  for (size_t k = conds->size(); k-- > 0;) {
+    const v1::Arg& c = *(*conds)[k];
+    if (c.kind_case() != v1::Arg::kTensor || ctx.DType(c.tensor().value()) != v1::BOOL) {
+      return Status::Unsupported("np.select with a condition that is not a bool array");
+    }
+    std::string v;
+    IVY_RETURN_IF_ERROR(OperandAs(ctx, *(*choices)[k], d, &v));
+    const std::string next = k == 0 ? ctx.Temp("selected") : ctx.Temp("select");
+    EmitWhere(ctx, ctx.In(c.tensor().value()), v, out, d, next);
+    out = next;
+  }
+  // Where broadcasts; the result has every operand's broadcast shape, default's included.
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+// np.isin(element, test_elements, invert=False): whether each element equals one of the
+// flattened test elements (a comparison against each; NaN is in nothing).
+Status LowerIsin(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, t, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "element", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "test_elements", &t));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  call.Get("assume_unique");  // hints: the answer is the same
+  call.Get("kind");
+  const v1::DType d = PromotedDType(ctx, {call.Get("element"), call.Get("test_elements")});
+  if (d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("np.isin of these dtypes");
+  const std::string xs = ctx.Unsqueeze(ctx.CastTo(ctx.In(x), ctx.DType(x), d), {ctx.Rank(x)});
+  const std::string ts = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(t), ctx.DType(t), d), ctx.Int64s({-1})});
+  const std::string eq = ctx.CastTo(ctx.EmitTemp("Equal", {xs, ts}), v1::BOOL, v1::INT32);
+  onnx::NodeProto* r = nullptr;
+  const std::string any = ctx.EmitTemp("ReduceMax", {eq}, &r);
+  SetAttr(r, "axes", std::vector<int64_t>{-1});
+  SetAttr(r, "keepdims", int64_t{0});
+  std::string out = ctx.CastTo(any, v1::INT32, v1::BOOL);
+  if (call.Bool("invert").value_or(false)) out = ctx.EmitTemp("Not", {out});
+  Define(ctx, ctx.CastTo(out, v1::BOOL, ctx.DType(result)), result);
+  return Status::Ok();
+}
+
+// np.ediff1d(ary): the differences of the flattened array (to_begin/to_end refused).
+Status LowerEdiff1d(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.IsNone("to_end") || !call.IsNone("to_begin")) return Status::Unsupported("np.ediff1d with to_begin/to_end");
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL) return Status::Unsupported("np.ediff1d of bools");
+  const std::string flat = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(x), ctx.DType(x), d), ctx.Int64s({-1})});
+  const std::string big = ctx.Int64s({std::numeric_limits<int64_t>::max()});
+  ctx.Emit("Sub", {ctx.EmitTemp("Slice", {flat, ctx.Int64s({1}), big}), ctx.EmitTemp("Slice", {flat, ctx.Int64s({0}), ctx.Int64s({-1})})},
+           {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.trapezoid(y, x=None, dx=1.0, axis=-1): NumPy's sum of d * (y[1:] + y[:-1]) / 2, d = dx or
+// the differences of x (1-D along axis, or y's shape).
+Status LowerTrapezoid(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId y, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &y));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("np.trapezoid with a non-float result");
+  const int rank = ctx.Rank(y);
+  if (rank == 0) return Status::Unsupported("np.trapezoid of a 0-d array");
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("axis is not an int");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  const std::string big = ctx.Int64s({std::numeric_limits<int64_t>::max()});
+  auto upper = [&](const std::string& v, int64_t ax) { return ctx.EmitTemp("Slice", {v, ctx.Int64s({1}), big, ctx.Int64s({ax})}); };
+  auto lower = [&](const std::string& v, int64_t ax) { return ctx.EmitTemp("Slice", {v, ctx.Int64s({0}), ctx.Int64s({-1}), ctx.Int64s({ax})}); };
+  std::string step;
+  if (call.IsNone("x")) {
+    IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("dx"), d, &step));
+  } else {
+    ValueId x;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "x", &x));
+    const std::string xs = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+    if (ctx.Rank(x) == 1) {
+      step = ctx.EmitTemp("Sub", {upper(xs, 0), lower(xs, 0)});
+      std::vector<int64_t> other;
+      for (int k = 0; k < rank; ++k) if (k != axis) other.push_back(k);
+      if (!other.empty()) step = ctx.Unsqueeze(step, other);
+    } else if (ctx.Rank(x) == rank) {
+      step = ctx.EmitTemp("Sub", {upper(xs, axis), lower(xs, axis)});
+    } else {
+      return Status::Unsupported("np.trapezoid with x of another rank");
+    }
+  }
+  const std::string ys = ctx.CastTo(ctx.In(y), ctx.DType(y), d);
+  const std::string avg = ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {step, ctx.EmitTemp("Add", {upper(ys, axis), lower(ys, axis)})}),
+                                               NumberOf(ctx, 2.0, d)});
+  Define(ctx, SumOver(ctx, avg, {axis}, false), result);
+  return Status::Ok();
+}
+
+// np.polyval(p, x): Horner's rule in NumPy's order (y = y * x + p[i]) over the recorded number
+// of coefficients.
+Status LowerPolyval(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId p, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "p", &p));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(p) != 1 || ctx.Shape(p)[0] < 1) return Status::Unsupported("np.polyval with coefficients that are not 1-D");
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL) return Status::Unsupported("np.polyval of bools");
+  std::string x;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("x"), d, &x));
+  const std::string coef = ctx.CastTo(ctx.In(p), ctx.DType(p), d);
+  // y starts as zeros_like(x): 0 * x + p[0] is p[0] broadcast (exactly: 0 * x is +-0 or NaN for
+  // an infinite x, as in NumPy).
+  std::string y = ctx.EmitTemp("Mul", {x, NumberOf(ctx, 0.0, d)});
+  for (int64_t i = 0; i < ctx.Shape(p)[0]; ++i) {
+    onnx::NodeProto* g = nullptr;
+    const std::string c = ctx.EmitTemp("Gather", {coef, ctx.Scalar(Number::Int(i), v1::INT64)}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    y = ctx.EmitTemp("Add", {ctx.EmitTemp("Mul", {y, x}), c});
+  }
+  Define(ctx, y, result);
+  return Status::Ok();
+}
+
+
+// np.median(a, axis=None, keepdims=False): the sorted values' middle one, or the mean of the two
+// middle ones ((lo + hi) / 2, as NumPy's mean of them), the length read at run time; NaN where a
+// slice holds a NaN. One axis (or every axis); the input cast to the result's dtype first.
+Status LowerMedian(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  call.Get("overwrite_input");  // a hint: the answer is the same
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(std::string("median in ") + DTypeName(d));
+  const int rank = ctx.Rank(x);
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  int64_t axis = 0;
+  if (call.IsNone("dim") || rank == 0) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported("median over axis " + ArgToString(*call.Get("dim"), true) + " (one axis only)");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  }
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Int64s({axis})}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  onnx::NodeProto* tk = nullptr;
+  const std::string sorted = ctx.EmitTemp("TopK", {in, n}, &tk);
+  tk->add_output(ctx.Temp("order"));
+  SetAttr(tk, "axis", axis);
+  SetAttr(tk, "largest", int64_t{0});
+  SetAttr(tk, "sorted", int64_t{1});
+  const std::string one = ctx.Scalar(Number::Int(1), v1::INT64), two = ctx.Scalar(Number::Int(2), v1::INT64);
+  const std::string n0 = ctx.EmitTemp("Squeeze", {n, ctx.Int64s({0})});
+  auto at = [&](const std::string& i) {
+    onnx::NodeProto* gg = nullptr;
+    const std::string v = ctx.EmitTemp("Gather", {sorted, i}, &gg);
+    SetAttr(gg, "axis", axis);
+    return v;
+  };
+  const std::string lo = at(ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {n0, one}), two}));
+  const std::string hi = at(ctx.EmitTemp("Div", {n0, two}));
+  const std::string med = ctx.EmitTemp("Div", {ctx.EmitTemp("Add", {lo, hi}), NumberOf(ctx, 2.0, d)});
+  onnx::NodeProto* rm = nullptr;
+  const std::string any_nan = ctx.EmitTemp("ReduceMax", {ctx.CastTo(ctx.EmitTemp("IsNaN", {in}), v1::BOOL, v1::INT32)}, &rm);
+  SetAttr(rm, "axes", std::vector<int64_t>{axis});
+  SetAttr(rm, "keepdims", int64_t{0});
+  std::string out = ctx.EmitTemp("Where", {ctx.CastTo(any_nan, v1::INT32, v1::BOOL), NumberOf(ctx, kNaN, d), med});
+  if (keepdim) {
+    if (call.IsNone("dim")) out = ctx.EmitTemp("Reshape", {out, ctx.Int64s(std::vector<int64_t>(rank, 1))});
+    else out = ctx.Unsqueeze(out, {axis});
+  }
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+namespace {
+
+// `node` with only its k-th result tensor, for a lowering that defines one result.
+Node OneResult(const Node& node, size_t k) {
+  Node one = node;
+  auto items = SequenceItems(node.result);
+  one.result = (*items)[k] ? *(*items)[k] : v1::Arg();
+  return one;
+}
+
+}  // namespace
+
+// np.divmod(x, y): (floor_divide, remainder), each by its own lowering.
+Status LowerDivmod(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  auto items = SequenceItems(node.result);
+  if (!items || items->size() != 2 || (*items)[0]->kind_case() != v1::Arg::kTensor || (*items)[1]->kind_case() != v1::Arg::kTensor) {
+    return Status::Unsupported("divmod without two array results");
+  }
+  BoundCall floor = call;
+  v1::Arg mode;
+  mode.set_s("floor");
+  floor.Set("rounding_mode", std::move(mode));
+  Rebinding run(ctx);
+  IVY_RETURN_IF_ERROR(run.Run(FindCanonicalLowering("div")->fn, OneResult(node, 0), floor, "div"));
+  return run.Run(FindCanonicalLowering("remainder")->fn, OneResult(node, 1), call, "remainder");
+}
+
+// np.modf(x): (fractional part, integral part), both with x's sign (-0.0 for -2.0's fraction),
+// the fraction of +-inf +-0.0, NaN for NaN.
+Status LowerModf(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  auto items = SequenceItems(node.result);
+  if (!items || items->size() != 2 || (*items)[0]->kind_case() != v1::Arg::kTensor || (*items)[1]->kind_case() != v1::Arg::kTensor) {
+    return Status::Unsupported("modf without two array results");
+  }
+  const ValueId rf = (*items)[0]->tensor().value(), ri = (*items)[1]->tensor().value();
+  const v1::DType d = ctx.DType(rf);
+  if (!IsFloating(d) || ctx.DType(ri) != d) return Status::Unsupported("modf with non-float results");
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const std::string zero = NumberOf(ctx, 0.0, d);
+  const std::string negative = ctx.EmitTemp("Less", {in, zero});
+  const std::string whole = ctx.EmitTemp("Where", {negative, ctx.EmitTemp("Neg", {ctx.EmitTemp("Floor", {ctx.EmitTemp("Neg", {in})})}),
+                                                   ctx.EmitTemp("Floor", {in})});
+  const std::string mag = ctx.EmitTemp("Where", {ctx.EmitTemp("IsInf", {in}), zero, ctx.EmitTemp("Abs", {ctx.EmitTemp("Sub", {in, whole})})});
+  const std::string neg_zero = ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {in, zero}),
+                                                    ctx.EmitTemp("Less", {ctx.EmitTemp("Div", {NumberOf(ctx, 1.0, d), in}), zero})});
+  ctx.Emit("Where", {ctx.EmitTemp("Or", {negative, neg_zero}), ctx.EmitTemp("Neg", {mag}), mag}, {ctx.Out(rf)});
+  ctx.Emit("Identity", {whole}, {ctx.Out(ri)});
+  return Status::Ok();
+}
+
+// np.vander(x, N=None, increasing=False): the powers of 1-D x as columns, each the previous one
+// times x (NumPy's multiply.accumulate), in the result's dtype; N a plain int.
+Status LowerVander(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) != 1) return Status::Unsupported("vander of an array that is not 1-D");
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL) return Status::Unsupported("vander of bools");
+  int64_t n = ctx.Shape(x)[0];
+  if (!call.IsNone("N")) {
+    auto v = call.Int("N");
+    if (!v) return Status::Unsupported("N is not an int");
+    n = *v;
+  } else if (n < 0) {
+    return Status::Unsupported("vander of an array of unknown length");
+  }
+  if (n < 1 || n > 64) return Status::Unsupported("vander with N " + std::to_string(n));
+  const bool increasing = call.Bool("increasing").value_or(false);
+  const std::string in = ctx.Unsqueeze(ctx.CastTo(ctx.In(x), ctx.DType(x), d), {1});
+  std::vector<std::string> cols;
+  // 1 as x's column shape: x * 0 + 1 would turn inf into NaN, so an Expand of a 1.
+  cols.push_back(ctx.EmitTemp("Expand", {ctx.Scalar(Number::Int(1), d), ctx.EmitTemp("Shape", {in})}));
+  std::string p = in;
+  for (int64_t k = 1; k < n; ++k) {
+    cols.push_back(p);
+    if (k + 1 < n) p = ctx.EmitTemp("Mul", {p, in});
+  }
+  if (!increasing) std::reverse(cols.begin(), cols.end());
+  auto* c = ctx.Emit("Concat", cols, {ctx.Out(result)});
+  SetAttr(c, "axis", int64_t{1});
+  return Status::Ok();
+}
+
+// np.fft.fftfreq(n, d=1.0) / rfftfreq: NumPy's integer bins times 1.0 / (n * d), n a plain int.
+Status LowerFftFreq(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto n = call.Int("n");
+  if (!n || *n < 1) return Status::Unsupported("n is not a positive int");
+  const v1::Arg* darg = call.Get("d");
+  auto dv = darg ? AsDouble(*darg) : std::nullopt;
+  if (!dv || HasTensor(*darg)) return Status::Unsupported("d is not a number");
+  const v1::DType rd = ctx.DType(result);
+  if (!IsFloating(rd)) return Status::Unsupported("fftfreq with a non-float result");
+  std::vector<int64_t> bins;
+  if (ctx.canonical() == "rfftfreq") {
+    for (int64_t k = 0; k < *n / 2 + 1; ++k) bins.push_back(k);
+  } else {
+    const int64_t half = (*n - 1) / 2 + 1;
+    for (int64_t k = 0; k < half; ++k) bins.push_back(k);
+    for (int64_t k = -(*n / 2); k < 0; ++k) bins.push_back(k);
+  }
+  const double val = 1.0 / (static_cast<double>(*n) * *dv);
+  const std::string f = ctx.EmitTemp("Mul", {ctx.CastTo(ctx.Int64s(bins), v1::INT64, v1::FLOAT64), ctx.Scalar(Number::Float(val), v1::FLOAT64)});
+  Define(ctx, ctx.CastTo(f, v1::FLOAT64, rd), result);
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace
