@@ -904,7 +904,7 @@ def _numpy_extra_cases():
     case("numpy", "pow_outer", lambda x, y: (np.power.outer(x, y), np.float_power.outer(x, y)), pos("B", 3), f32(2, 2))
     case("numpy", "floor_divide_outer", lambda x, y: np.floor_divide.outer(x, y), i64("B", 3, lo=-9, hi=9),
          i64(4, lo=1, hi=4))
-    case("numpy", "remainder_outer", lambda x, y: (np.mod.outer(x, y), np.remainder.outer(y, x)), i64("B", 3, lo=-9, hi=9),
+    case("numpy", "remainder_outer", lambda x, y: (np.mod.outer(x, y), np.remainder.outer(y * 5 - 7, y)), i64("B", 3, lo=-9, hi=9),
          i64(4, lo=1, hi=4), variant="int")
     case("numpy", "logical_and_outer", lambda a, b: np.logical_and.outer(a, b), boolean("B", 3), boolean(2, 2))
     case("numpy", "logical_or_outer", lambda a, b: np.logical_or.outer(a, b), boolean("B", 3), boolean(2))
@@ -968,8 +968,8 @@ def _numpy_extra_cases():
     case("numpy", "inner", lambda x, v: (np.inner(x, v), np.inner(x, x[0]), np.inner(v, v)), X, V)
     case("numpy", "vdot", lambda x, y: (np.vdot(x, x), np.vdot(x[0], y)), X, f32(3, 4))
     case("numpy", "vecdot", lambda x, y: (np.vecdot(x, y), np.linalg.vecdot(x, y), np.linalg.vecdot(x, x, axis=-2)), X, f32(3, 4))
-    case("numpy", "cross", lambda a, b: (np.cross(a, b), np.linalg.cross(a, b[0]), np.cross(a.astype(np.float64), b)), f32("B", 3),
-         f32(2, 3))
+    case("numpy", "cross", lambda a, b: (np.cross(a, b[0]), np.linalg.cross(a, b[1]), np.cross(a.astype(np.float64)[:, None], b)),
+         f32("B", 3), f32(2, 3))
     case("numpy", "cross", lambda a, b: np.cross(a, b), i64("B", 3, lo=-4, hi=4), i64(3, lo=-4, hi=4), variant="int")
     case("numpy", "diag", lambda x, v: (np.diag(x[0]), np.diag(x[0], 1), np.diag(x[0], k=-2), np.diag(v), np.diag(v, 2), np.diag(v, k=-1)),
          X, V)
@@ -998,15 +998,16 @@ def _numpy_extra_cases():
     case("numpy", "ifftshift", lambda x: (np.fft.ifftshift(x), np.fft.ifftshift(x, axes=(1, 2)), np.fft.ifftshift(x[0, :3])), X)
     case("numpy", "kron", lambda x, v, w: (np.kron(x, w), np.kron(v, v[:2]), np.kron(w, v)), X, V, f32(2, 2))
     case("numpy", "kron", lambda i, j: np.kron(i, j), i64("B", 3), i64(2, 2), variant="int")
-    case("numpy", "tri", lambda x: (x[0, :, :3] * np.tri(3), x[0] + np.tri(3, 4, k=1, dtype=np.float32), np.tri(x.shape[0], k=-1, dtype=int)), X)
+    case("numpy", "tri", lambda x: (x[0, :, :3] * np.tri(3), x[0] + np.tri(3, 4, k=1, dtype=np.float32), np.tri(2, k=-1, dtype=int)), X)
     case("numpy", "select_choices", lambda x: (np.select([x > 1, x < 0], [x, -x]), np.select([x > 0.5, x > 0], [x * 2, 1.0], default=np.nan),
                                                np.select([x > 0], [np.round(x).astype(np.int64)], default=-3)), X)
-    case("numpy", "isin", lambda x, i: (np.isin(np.round(x), [0.0, 1.0]), np.isin(i, i[:, 0]), np.isin(i, [1, 3], invert=True)),
+    case("numpy", "isin", lambda x, i: (np.isin(np.round(x), np.array([0.0, 1.0, np.nan], np.float32)), np.isin(i, i[:, 0]), np.isin(i, [1, 3], invert=True),
+                                     np.isin(x * 2, [0.5, -1.0, 2])),
          X, i64("B", 3))
     case("numpy", "ediff1d", lambda x, i: (np.ediff1d(x), np.ediff1d(i)), X, i64("B", 3))
     case("numpy", "trapezoid", lambda y, t: (np.trapezoid(y), np.trapezoid(y, dx=0.5, axis=1), np.trapezoid(y, t), np.trapezoid(y, y, axis=0)),
          X, f32(4))
-    case("numpy", "polyval", lambda p, x: (np.polyval(p, x), np.polyval(p[:2], 2.0), np.polyval(p, x.astype(np.float64))), f32(4), X)
+    case("numpy", "polyval", lambda x, p: (np.polyval(p, x), np.polyval(p[:2], 2.0), np.polyval(p, x.astype(np.float64))), X, f32(4))
     case("numpy", "median", lambda x: (np.median(x, axis=1), np.median(x), np.median(x[:, :, :3], axis=-1, keepdims=True),
                                        np.median(np.where(x > 1.5, np.nan, x), axis=2), np.median(x, axis=None, keepdims=True)), X)
     case("numpy", "median", lambda i: (np.median(i, axis=1), np.median(i[:, :3], axis=0)), i64("B", 4), variant="int")

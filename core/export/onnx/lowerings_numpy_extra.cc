@@ -475,7 +475,10 @@ void VectorOnDiagonal(LoweringContext& ctx, const std::string& in, v1::DType d, 
   // The item at (i, j) on the diagonal is v[i] (k >= 0) or v[j] (k < 0); clipped elsewhere.
   const std::string last = ctx.EmitTemp("Sub", {ctx.EmitTemp("Squeeze", {len, ctx.Int64s({0})}), ctx.Scalar(Number::Int(1), v1::INT64)});
   const std::string idx = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {k >= 0 ? i : j, ctx.Scalar(Number::Int(0), v1::INT64)}), last});
-  const std::string wide = ctx.EmitTemp("Expand", {idx, ctx.EmitTemp("Concat", {ctx.Unsqueeze(n, {0}), ctx.Unsqueeze(n, {0})})});
+  onnx::NodeProto* c = nullptr;
+  const std::string square = ctx.EmitTemp("Concat", {ctx.Unsqueeze(n, {0}), ctx.Unsqueeze(n, {0})}, &c);
+  SetAttr(c, "axis", int64_t{0});
+  const std::string wide = ctx.EmitTemp("Expand", {idx, square});
   onnx::NodeProto* g = nullptr;
   const std::string vals = ctx.EmitTemp("Gather", {in, wide}, &g);
   SetAttr(g, "axis", int64_t{0});
@@ -850,16 +853,46 @@ Status LowerSelectChoices(const Node& node, const BoundCall& call, LoweringConte
 // np.isin(element, test_elements, invert=False): whether each element equals one of the
 // flattened test elements (a comparison against each; NaN is in nothing).
 Status LowerIsin(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  ValueId x, t, result;
+  ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "element", &x));
-  IVY_RETURN_IF_ERROR(TensorParam(call, "test_elements", &t));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   call.Get("assume_unique");  // hints: the answer is the same
   call.Get("kind");
-  const v1::DType d = PromotedDType(ctx, {call.Get("element"), call.Get("test_elements")});
-  if (d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("np.isin of these dtypes");
+  const v1::Arg* te = call.Get("test_elements");
+  std::string tests;
+  v1::DType d;
+  if (te && te->kind_case() == v1::Arg::kTensor) {
+    const ValueId t = te->tensor().value();
+    d = PromotedDType(ctx, {call.Get("element"), te});
+    if (d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("np.isin of these dtypes");
+    tests = ctx.CastTo(ctx.In(t), ctx.DType(t), d);
+  } else {
+    // A list of Python numbers is an int64 or float64 array to NumPy; compared in the common dtype.
+    auto items = te ? SequenceItems(*te) : std::nullopt;
+    if (!items || items->empty()) return Status::Unsupported("np.isin test_elements that are not an array or numbers");
+    std::vector<Number> values;
+    bool ints = !IsFloating(ctx.DType(x));
+    for (const v1::Arg* it : *items) {
+      if (auto i = AsInt(*it); i && it->kind_case() != v1::Arg::kB) {
+        values.push_back(Number::Int(*i));
+      } else if (auto f = AsDouble(*it); f && it->kind_case() == v1::Arg::kF) {
+        values.push_back(Number::Float(*f));
+        ints = false;
+      } else {
+        return Status::Unsupported("np.isin test_elements " + ArgToString(*te, true));
+      }
+    }
+    d = ints ? v1::INT64 : v1::FLOAT64;
+    std::string raw;
+    IVY_RETURN_IF_ERROR(EncodeNumbers(values, d, &raw));
+    onnx::TensorProto t;
+    t.set_data_type(OnnxElemType(d));
+    t.add_dims(static_cast<int64_t>(values.size()));
+    t.set_raw_data(raw);
+    tests = ctx.AddInitializer(std::move(t), "isin_tests");
+  }
+  const std::string ts = ctx.EmitTemp("Reshape", {tests, ctx.Int64s({-1})});
   const std::string xs = ctx.Unsqueeze(ctx.CastTo(ctx.In(x), ctx.DType(x), d), {ctx.Rank(x)});
-  const std::string ts = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(t), ctx.DType(t), d), ctx.Int64s({-1})});
   const std::string eq = ctx.CastTo(ctx.EmitTemp("Equal", {xs, ts}), v1::BOOL, v1::INT32);
   onnx::NodeProto* r = nullptr;
   const std::string any = ctx.EmitTemp("ReduceMax", {eq}, &r);
