@@ -1017,6 +1017,26 @@ def _numpy_extra_cases():
     case("numpy", "fftfreq", lambda x: (x[0, 0] * np.fft.fftfreq(4), x[0] * np.fft.fftfreq(3, d=0.5)[:, None], np.fft.fftfreq(5, 0.1) + 0), X)
     case("numpy", "rfftfreq", lambda x: (x[0, 0, :3] * np.fft.rfftfreq(4), np.fft.rfftfreq(7, d=2.0) + 0), X)
     case("numpy", "diagflat", lambda x, v: (np.diagflat(x[0, :2]), np.diagflat(v, 1), np.diagflat(v[:3], k=-2)), X, V)
+    I = i64("B", 5, lo=-2**40, hi=2**40)
+    S = i64("B", 5, lo=-3, hi=70)
+    case("numpy", "left_shift", lambda x, s: (np.left_shift(x, s), x << 3, x.astype(np.int32) << s.astype(np.int32), np.left_shift(x.astype(np.uint8), 2)), I, S)
+    case("numpy", "right_shift", lambda x, s: (np.right_shift(x, s), x >> 7, x.astype(np.int32) >> s.astype(np.int32),
+                                               np.right_shift(x.astype(np.uint32), s.astype(np.uint32))), I, S)
+    case("numpy", "bitwise_count", lambda x: (np.bitwise_count(x), np.bitwise_count(x.astype(np.int32)), np.bitwise_count(x.astype(np.uint8))), I)
+    case("numpy", "broadcast_arrays", lambda x, v: np.broadcast_arrays(x, v, x[:, :1, :1]) + np.broadcast_arrays(v[:, None] * 2), X, V)
+    case("numpy", "resize", lambda x, v: (np.resize(v, (3, 3)), np.resize(x[0], 7), np.resize(v, [2, 2]) + 0), X, V)
+    case("numpy", "hanning", lambda x: (x[0, 0] * np.hanning(4), np.hanning(1) + x[0, 0, 0], np.hanning(9) + 0), X)
+    case("numpy", "hamming", lambda x: (x[0, 0] * np.hamming(4), np.hamming(7) + 0), X)
+    case("numpy", "blackman", lambda x: (x[0, 0] * np.blackman(4), np.blackman(6) + 0), X)
+    case("numpy", "bartlett", lambda x: (x[0, 0] * np.bartlett(4), np.bartlett(5) + 0), X)
+    case("numpy", "quantile", lambda x: (np.quantile(x, 0.3, axis=1), np.quantile(x, 0.5), np.quantile(x, 0.75, axis=-1, keepdims=True),
+                                         np.quantile(np.where(x > 1.5, np.nan, x), 1.0, axis=2), np.quantile(x, 0.0, axis=0), np.quantile(x, 1 / 3, axis=2)), X)
+    case("numpy", "percentile", lambda x, i: (np.percentile(x, 30, axis=1), np.percentile(x, 62.5, axis=None, keepdims=True),
+                                              np.percentile(i, 50, axis=1), np.percentile(x.astype(np.float64), 90, axis=-1)), X, i64("B", 5, hi=9))
+    case("numpy", "digitize", lambda x, b: (np.digitize(x, np.sort(b)), np.digitize(x, np.sort(b), right=True), np.digitize(x, np.sort(b)[::-1]),
+                                            np.digitize(np.round(x), np.array([-1.0, 0.0, 0.0, 1.0]), right=True),
+                                            np.digitize(np.round(x), np.array([1.0, 0.0, 0.0, -1.0]))), X, f32(5))
+    case("numpy", "polyder", lambda x, p: (np.polyder(p), np.polyder(p, 2), np.polyder(p, m=0) * x[0, 0, 0]), X, f32(4))
     case("numpy", "vector_norm", lambda x: (np.linalg.vector_norm(x), np.linalg.vector_norm(x, axis=1, keepdims=True),
                                             np.linalg.vector_norm(x, ord=1, axis=(1, 2)), np.linalg.vector_norm(x, ord=np.inf, axis=-1)), X)
 
@@ -1136,6 +1156,8 @@ def _jax_extra_cases():
          X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
     case("jax", "scatter_add", lambda x, i, u: (x.at[i].add(u), x.at[i, :, 1].add(u[:, :, 0]), x.at[jnp.array([0, 0, 1])].add(1.0),
                                                 x.astype(jnp.int32).at[i].add(3)),
+         X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
+    case("jax", "scatter_mul", lambda x, i, u: (x.at[i].multiply(u), x.at[i, 1].multiply(2.0), x.at[jnp.array([0, 0])].multiply(u[0])),
          X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
     I = i32("B", 5, lo=-2**31, hi=2**31 - 1)
     S = i32("B", 5, lo=-3, hi=40)

@@ -172,6 +172,12 @@ IVY_LOWERING(LowerDivmod);
 IVY_LOWERING(LowerModf);
 IVY_LOWERING(LowerVander);
 IVY_LOWERING(LowerFftFreq);
+IVY_LOWERING(LowerBroadcastArrays);
+IVY_LOWERING(LowerResize);
+IVY_LOWERING(LowerWindow);
+IVY_LOWERING(LowerQuantile);
+IVY_LOWERING(LowerDigitize);
+IVY_LOWERING(LowerPolyder);
 // lowerings_jax_extra.cc
 IVY_LOWERING(LowerShift);
 IVY_LOWERING(LowerBitCount);

@@ -44,27 +44,35 @@ std::string Bits(LoweringContext& ctx, const std::string& u, v1::DType ud, int b
 // values shift as their unsigned bit patterns; an arithmetic shift of a negative x is
 // ~(~x >>> y), a logical shift of the non-negative ~x.
 Status LowerShift(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  ValueId x, y, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  IVY_RETURN_IF_ERROR(TensorParam(call, "other", &y));
+  ValueId result;
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b || (!HasTensor(*a) && !HasTensor(*b))) return Status::Unsupported("a shift without an integer array");
   const std::string& c = ctx.canonical();
   const v1::DType d = ctx.DType(result);
   v1::DType ud;
   int bits;
-  if (!Unsigned(d, &ud, &bits) || ctx.DType(x) != d || ctx.DType(y) != d) {
-    return Status::Unsupported(c + " of " + DTypeName(ctx.DType(x)) + " and " + DTypeName(ctx.DType(y)));
+  if (!Unsigned(d, &ud, &bits)) return Status::Unsupported(c + " with a " + DTypeName(d) + " result");
+  for (const v1::Arg* op : {a, b}) {
+    if (op->kind_case() == v1::Arg::kTensor && !Unsigned(ctx.DType(op->tensor().value()), &ud, &bits)) {
+      return Status::Unsupported(c + " of " + DTypeName(ctx.DType(op->tensor().value())));
+    }
   }
-  const bool arithmetic = c == "shift_right_arithmetic";
+  Unsigned(d, &ud, &bits);
+  // np.right_shift: arithmetic for signed integers, logical for unsigned ones (NumPy's loops).
+  const bool arithmetic = c == "shift_right_arithmetic" || (c == "right_shift" && IsSigned(d));
   if (arithmetic && !IsSigned(d)) return Status::Unsupported("shift_right_arithmetic of unsigned integers");
-  // Shift counts in int64 (every count fits), checked there.
-  const std::string y64 = ctx.CastTo(ctx.In(y), d, v1::INT64);
+  // Operands in the result's dtype (NumPy promotes them to it), shift counts in int64 (every count
+  // fits; a uint64 count above 2^63 becomes negative, out of range as it should be), checked there.
+  std::string in, y64;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &in));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, v1::INT64, &y64));
   const std::string zero64 = ctx.Scalar(Number::Int(0), v1::INT64);
-  std::string in_range = ctx.EmitTemp("Less", {y64, ctx.Scalar(Number::Int(bits), v1::INT64)});
-  if (IsSigned(d) || bits == 64) in_range = ctx.EmitTemp("And", {in_range, ctx.EmitTemp("GreaterOrEqual", {y64, zero64})});
+  const std::string in_range = ctx.EmitTemp("And", {ctx.EmitTemp("Less", {y64, ctx.Scalar(Number::Int(bits), v1::INT64)}),
+                                                    ctx.EmitTemp("GreaterOrEqual", {y64, zero64})});
   const std::string count = ctx.CastTo(
       ctx.EmitTemp("Where", {in_range, y64, arithmetic ? ctx.Scalar(Number::Int(bits - 1), v1::INT64) : zero64}), v1::INT64, ud);
-  std::string in = ctx.In(x);
   std::string neg;
   if (arithmetic) {
     const std::string zero = ctx.Scalar(Number::Int(0), d), minus_one = ctx.Scalar(Number::Int(-1), d);
@@ -74,7 +82,7 @@ Status LowerShift(const Node& node, const BoundCall& call, LoweringContext& ctx)
     in = flipped;
   }
   auto* s = ctx.Emit("BitShift", {ctx.CastTo(in, d, ud), count}, {ctx.Temp("shifted")});
-  SetAttr(s, "direction", std::string(c == "shift_left" ? "LEFT" : "RIGHT"));
+  SetAttr(s, "direction", std::string(c == "shift_left" || c == "left_shift" ? "LEFT" : "RIGHT"));
   std::string out = ctx.CastTo(s->output(0), ud, d);
   if (arithmetic) {
     EmitWhere(ctx, neg, ctx.EmitTemp("Sub", {ctx.Scalar(Number::Int(-1), d), out}), out, d, ctx.Out(result));
@@ -94,10 +102,12 @@ Status LowerBitCount(const Node& node, const BoundCall& call, LoweringContext& c
   v1::DType ud;
   int bits;
   if (!Unsigned(d, &ud, &bits)) return Status::Unsupported(ctx.canonical() + " of " + DTypeName(d));
-  const std::string b = Bits(ctx, ctx.CastTo(ctx.In(x), d, ud), ud, bits);
+  std::string in = ctx.In(x);
+  if (ctx.canonical() == "bitwise_count" && IsSigned(d)) in = ctx.EmitTemp("Abs", {in});  // NumPy counts |x|'s bits
+  const std::string b = Bits(ctx, ctx.CastTo(in, d, ud), ud, bits);
   onnx::NodeProto* r = nullptr;
   std::string out;
-  if (ctx.canonical() == "population_count") {
+  if (ctx.canonical() != "clz") {
     out = ctx.EmitTemp("ReduceSum", {b, ctx.Int64s({-1})}, &r);
   } else {
     std::vector<int64_t> ks(bits);
@@ -149,7 +159,7 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
   IVY_RETURN_IF_ERROR(TensorParam(call, "indices", &indices));
   IVY_RETURN_IF_ERROR(TensorParam(call, "updates", &updates));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  const bool add = ctx.canonical() == "scatter_add";
+  const bool add = ctx.canonical() == "scatter_add", mul = ctx.canonical() == "scatter_mul";
   // scatter_p's combiner is "replace" whatever jaxpr it carries (None for x.at[].set).
   call.Get("update_jaxpr");
   call.Get("update_consts");
@@ -202,7 +212,7 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
   }
   const v1::DType d = ctx.DType(result);
   if (OnnxElemType(d) == 0) return Status::Unsupported(std::string("lax.scatter in ") + DTypeName(d));
-  if (add && d == v1::BOOL) return Status::Unsupported("lax.scatter_add of bools");
+  if ((add || mul) && d == v1::BOOL) return Status::Unsupported("lax." + ctx.canonical() + " of bools");
   const v1::DType work = d == v1::BOOL ? v1::UINT8 : d;  // Pad has no bool kernel
   bool identity = true;
   for (int k = 0; k < r; ++k) identity = identity && perm[k] == k;
@@ -234,6 +244,7 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
   onnx::NodeProto* s = nullptr;
   std::string out = ctx.EmitTemp("ScatterND", {target, idx, upd}, &s);
   if (add) SetAttr(s, "reduction", std::string("add"));
+  if (mul) SetAttr(s, "reduction", std::string("mul"));
   if (mode != "CLIP" && q > 0) {
     std::vector<int64_t> axes(q);
     for (int64_t k = 0; k < q; ++k) axes[k] = k;

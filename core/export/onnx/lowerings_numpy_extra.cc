@@ -1152,5 +1152,240 @@ Status LowerFftFreq(const Node& node, const BoundCall& call, LoweringContext& ct
   return Status::Ok();
 }
 
+
+// np.broadcast_arrays(*args): each array Expanded to the shape they broadcast to (read at run time
+// from a Sum of zero tensors of their shapes).
+Status LowerBroadcastArrays(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  std::vector<ValueId> xs;
+  IVY_RETURN_IF_ERROR(ArrayItems(call, "args", &xs));
+  call.Get("subok");
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (results.size() != xs.size()) return Status::Unsupported("broadcast_arrays results do not match its arrays");
+  std::vector<std::string> zeros;
+  for (ValueId x : xs) {
+    onnx::NodeProto* c = nullptr;
+    zeros.push_back(ctx.EmitTemp("ConstantOfShape", {ctx.EmitTemp("Shape", {ctx.In(x)})}, &c));  // float32 zeros
+  }
+  const std::string shape = ctx.EmitTemp("Shape", {zeros.size() == 1 ? zeros[0] : ctx.EmitTemp("Sum", zeros)});
+  for (size_t k = 0; k < xs.size(); ++k) {
+    ctx.Emit("Expand", {ctx.CastTo(ctx.In(xs[k]), ctx.DType(xs[k]), ctx.DType(results[k])), shape}, {ctx.Out(results[k])});
+  }
+  return Status::Ok();
+}
+
+// np.resize(a, new_shape): a's items, flattened and repeated as often as needed, in new_shape (ints).
+Status LowerResize(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "a", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* ns = call.Get("new_shape");
+  std::vector<int64_t> shape;
+  if (auto i = ns ? AsInt(*ns) : std::nullopt) shape = {*i};
+  else if (auto l = ns ? AsIntList(*ns) : std::nullopt) shape = *l;
+  else return Status::Unsupported("new_shape is not ints");
+  int64_t total = 1;
+  for (int64_t v : shape) {
+    if (v < 0) return Status::Unsupported("np.resize to a negative size");
+    total *= v;
+  }
+  if (total == 0) return Status::Unsupported("np.resize to an empty shape");
+  const std::string flat = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(x), ctx.DType(x), ctx.DType(result)), ctx.Int64s({-1})});
+  // copies = ceil(total / n); an empty a is refused by NumPy's own check (it fills zeros): a Div by 0.
+  const std::string n = ctx.EmitTemp("Size", {flat});
+  const std::string t = ctx.Scalar(Number::Int(total), v1::INT64);
+  const std::string copies = ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {ctx.EmitTemp("Add", {t, n}), ctx.Scalar(Number::Int(1), v1::INT64)}), n});
+  const std::string tiled = ctx.EmitTemp("Tile", {flat, ctx.Unsqueeze(copies, {0})});
+  const std::string cut = ctx.EmitTemp("Slice", {tiled, ctx.Int64s({0}), ctx.Int64s({total})});
+  ctx.Emit("Reshape", {cut, ctx.Int64s(shape)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.hanning/hamming/blackman/bartlett(M), M a plain int: NumPy's formulas over n = 1-M, 3-M, ..,
+// M-1 in float64 (ones(1) for M = 1).
+Status LowerWindow(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto m = call.Int("M");
+  if (!m || *m < 1) return Status::Unsupported("M is not a positive int");
+  const v1::DType rd = ctx.DType(result);
+  const v1::DType f = v1::FLOAT64;
+  const std::string& c = ctx.canonical();
+  if (*m == 1) {
+    Define(ctx, ctx.CastTo(ctx.Int64s({1}), v1::INT64, rd), result);
+    return Status::Ok();
+  }
+  std::vector<int64_t> ns;
+  for (int64_t k = 1 - *m; k < *m; k += 2) ns.push_back(k);
+  const std::string n = ctx.CastTo(ctx.Int64s(ns), v1::INT64, f);
+  auto num = [&](double v) { return ctx.Scalar(Number::Float(v), f); };
+  const double m1 = static_cast<double>(*m - 1);
+  std::string out;
+  if (c == "bartlett") {
+    const std::string r = ctx.EmitTemp("Div", {n, num(m1)});
+    out = ctx.EmitTemp("Where", {ctx.EmitTemp("LessOrEqual", {n, num(0.0)}), ctx.EmitTemp("Add", {num(1.0), r}), ctx.EmitTemp("Sub", {num(1.0), r})});
+  } else {
+    // cos(pi * n / (M - 1)) as NumPy groups it: (pi * n) / (M - 1).
+    const std::string c1 = ctx.EmitTemp("Cos", {ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {num(M_PI), n}), num(m1)})});
+    if (c == "hanning") {
+      out = ctx.EmitTemp("Add", {num(0.5), ctx.EmitTemp("Mul", {num(0.5), c1})});
+    } else if (c == "hamming") {
+      out = ctx.EmitTemp("Add", {num(0.54), ctx.EmitTemp("Mul", {num(0.46), c1})});
+    } else if (c == "blackman") {
+      const std::string c2 = ctx.EmitTemp("Cos", {ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {num(2.0 * M_PI), n}), num(m1)})});
+      out = ctx.EmitTemp("Add", {ctx.EmitTemp("Add", {num(0.42), ctx.EmitTemp("Mul", {num(0.5), c1})}), ctx.EmitTemp("Mul", {num(0.08), c2})});
+    } else {
+      return Status::Unsupported("window " + c);
+    }
+  }
+  Define(ctx, ctx.CastTo(out, f, rd), result);
+  return Status::Ok();
+}
+
+// np.quantile(a, q) / np.percentile(a, q) with one number q and method "linear" (NumPy's default):
+// the sorted values at floor and floor + 1 of q * (n - 1) (n - 1 at the end), combined as NumPy's
+// _lerp does (a + (b - a) * t, or b - (b - a) * (1 - t) for t >= 0.5); NaN where a slice holds a
+// NaN. One axis or every axis, keepdims.
+Status LowerQuantile(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  call.Get("overwrite_input");  // a hint
+  if (const v1::Arg* m = call.Get("method"); m && !IsNone(*m) && !(m->kind_case() == v1::Arg::kS && m->s() == "linear")) {
+    return Status::Unsupported(ctx.canonical() + " with method " + ArgToString(*m, true) + " (only 'linear')");
+  }
+  if (!call.IsNone("weights")) return Status::Unsupported(ctx.canonical() + " with weights");
+  const v1::Arg* qa = call.Get("q");
+  auto qv = qa ? AsDouble(*qa) : std::nullopt;
+  if (!qv || HasTensor(*qa)) return Status::Unsupported(ctx.canonical() + " of q " + (qa ? ArgToString(*qa, true) : "") + " (one number only)");
+  double q = *qv;
+  if (ctx.canonical() == "percentile") q /= 100.0;
+  if (!(q >= 0.0 && q <= 1.0)) return Status::Unsupported("q out of range");
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(ctx.canonical() + " in " + DTypeName(d));
+  const int rank = ctx.Rank(x);
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  std::string in = ctx.In(x);
+  int64_t axis = 0;
+  if (call.IsNone("dim") || rank == 0) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported(ctx.canonical() + " over axis " + ArgToString(*call.Get("dim"), true) + " (one axis only)");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  }
+  const v1::DType xd = ctx.DType(x);
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Int64s({axis})}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  onnx::NodeProto* tk = nullptr;
+  const std::string sorted = ctx.EmitTemp("TopK", {in, n}, &tk);
+  tk->add_output(ctx.Temp("order"));
+  SetAttr(tk, "axis", axis);
+  SetAttr(tk, "largest", int64_t{0});
+  SetAttr(tk, "sorted", int64_t{1});
+  const std::string last = ctx.EmitTemp("Sub", {ctx.EmitTemp("Squeeze", {n, ctx.Int64s({0})}), ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string vi = ctx.EmitTemp("Mul", {ctx.CastTo(last, v1::INT64, v1::FLOAT64), ctx.Scalar(Number::Float(q), v1::FLOAT64)});
+  const std::string fl = ctx.CastTo(ctx.EmitTemp("Floor", {vi}), v1::FLOAT64, v1::INT64);
+  const std::string above = ctx.EmitTemp("GreaterOrEqual", {fl, last});
+  const std::string prev = ctx.EmitTemp("Where", {above, last, fl});
+  const std::string next = ctx.EmitTemp("Where", {above, last, ctx.EmitTemp("Add", {fl, ctx.Scalar(Number::Int(1), v1::INT64)})});
+  const std::string gamma = ctx.EmitTemp("Sub", {vi, ctx.CastTo(fl, v1::INT64, v1::FLOAT64)});
+  auto at = [&](const std::string& i) {
+    onnx::NodeProto* gg = nullptr;
+    const std::string v = ctx.EmitTemp("Gather", {sorted, i}, &gg);
+    SetAttr(gg, "axis", axis);
+    return ctx.CastTo(v, xd, v1::FLOAT64);
+  };
+  const std::string a = at(prev), b = at(next);
+  const std::string diff = ctx.EmitTemp("Sub", {b, a});
+  const std::string low = ctx.EmitTemp("Add", {a, ctx.EmitTemp("Mul", {diff, gamma})});
+  const std::string high = ctx.EmitTemp("Sub", {b, ctx.EmitTemp("Mul", {diff, ctx.EmitTemp("Sub", {ctx.Scalar(Number::Float(1.0), v1::FLOAT64), gamma})})});
+  std::string out = ctx.EmitTemp("Where", {ctx.EmitTemp("GreaterOrEqual", {gamma, ctx.Scalar(Number::Float(0.5), v1::FLOAT64)}), high, low});
+  if (IsFloating(xd)) {
+    onnx::NodeProto* rm = nullptr;
+    const std::string any_nan = ctx.EmitTemp("ReduceMax", {ctx.CastTo(ctx.EmitTemp("IsNaN", {in}), v1::BOOL, v1::INT32)}, &rm);
+    SetAttr(rm, "axes", std::vector<int64_t>{axis});
+    SetAttr(rm, "keepdims", int64_t{0});
+    out = ctx.EmitTemp("Where", {ctx.CastTo(any_nan, v1::INT32, v1::BOOL), ctx.Scalar(Number::Float(kNaN), v1::FLOAT64), out});
+  }
+  out = ctx.CastTo(out, v1::FLOAT64, d);
+  if (keepdim) {
+    if (call.IsNone("dim")) out = ctx.EmitTemp("Reshape", {out, ctx.Int64s(std::vector<int64_t>(rank, 1))});
+    else out = ctx.Unsqueeze(out, {axis});
+  }
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+// np.digitize(x, bins, right=False): searchsorted's lowering on bins (side "right", or "left" for
+// right=True) when they increase, len(bins) minus it on the reversed bins when they decrease
+// (NumPy's two branches, chosen at run time by bins[0] <= bins[-1]).
+Status LowerDigitize(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, bins, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "bins", &bins));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(bins) != 1) return Status::Unsupported("digitize with bins that are not 1-D");
+  const bool right = call.Bool("right").value_or(false);
+  const CanonicalLowering* row = FindCanonicalLowering("searchsorted");
+  BoundCall inner = call;
+  inner.Set("input", *call.Get("bins"));
+  inner.Set("v", *call.Get("x"));
+  v1::Arg side;
+  side.set_s(right ? "left" : "right");
+  inner.Set("side", side);
+  v1::Arg none;
+  none.set_none(true);
+  inner.Set("sorter", none);
+  const v1::DType rd = ctx.DType(result);
+  const std::string b = ctx.In(bins);
+  std::string inc, dec;
+  {
+    Rebinding run(ctx);
+    inc = run.BindResult(result, "increasing");
+    IVY_RETURN_IF_ERROR(run.Run(row->fn, node, inner, "searchsorted"));
+  }
+  {
+    Rebinding run(ctx);
+    run.Bind(bins, ctx.EmitTemp("Slice", {b, ctx.Int64s({-1}), ctx.Int64s({std::numeric_limits<int64_t>::min()}), ctx.Int64s({0}),
+                                          ctx.Int64s({-1})}));
+    dec = run.BindResult(result, "decreasing");
+    IVY_RETURN_IF_ERROR(run.Run(row->fn, node, inner, "searchsorted"));
+  }
+  const std::string len = ctx.CastTo(ctx.EmitTemp("Size", {b}), v1::INT64, rd);
+  onnx::NodeProto* g0 = nullptr;
+  const std::string first = ctx.EmitTemp("Gather", {b, ctx.Scalar(Number::Int(0), v1::INT64)}, &g0);
+  onnx::NodeProto* g1 = nullptr;
+  const std::string lastb = ctx.EmitTemp("Gather", {b, ctx.Scalar(Number::Int(-1), v1::INT64)}, &g1);
+  // NumPy: increasing unless every step is <= 0 with some < 0; for monotonic bins, first > last.
+  const std::string decreasing = ctx.EmitTemp("Greater", {first, lastb});
+  EmitWhere(ctx, decreasing, ctx.EmitTemp("Sub", {len, dec}), inc, rd, ctx.Out(result));
+  return Status::Ok();
+}
+
+// np.polyder(p, m=1): the coefficients times their powers, m times (NumPy's p[:-1] * arange(n, 0,
+// -1)), of a 1-D p of the recorded length.
+Status LowerPolyder(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId p, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "p", &p));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto m = call.Int("m");
+  if (!m || *m < 0) return Status::Unsupported("m is not a non-negative int");
+  if (ctx.Rank(p) != 1 || ctx.Shape(p)[0] < 1) return Status::Unsupported("polyder of coefficients that are not 1-D");
+  const v1::DType rd = ctx.DType(result);
+  if (rd == v1::BOOL) return Status::Unsupported("polyder of bools");
+  int64_t n = ctx.Shape(p)[0];
+  if (*m >= n) return Status::Unsupported("polyder to a zero polynomial");
+  std::string y = ctx.CastTo(ctx.In(p), ctx.DType(p), rd);
+  for (int64_t k = 0; k < *m; ++k, --n) {
+    std::vector<int64_t> powers;
+    for (int64_t v = n - 1; v > 0; --v) powers.push_back(v);
+    y = ctx.EmitTemp("Mul", {ctx.EmitTemp("Slice", {y, ctx.Int64s({0}), ctx.Int64s({n - 1})}), ctx.CastTo(ctx.Int64s(powers), v1::INT64, rd)});
+  }
+  Define(ctx, y, result);
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -125,6 +125,8 @@ const std::vector<Rename>& Renames() {
       {"numpy", "trapezoid", "trapezoid", {{"y", "input"}}},
       {"numpy", "median", "median", {{"a", "input"}}},
       {"numpy", "diagflat", "diagflat", {{"v", "input"}, {"k", "diagonal"}}},
+      {"numpy", "quantile", "quantile", {{"a", "input"}}},
+      {"numpy", "percentile", "percentile", {{"a", "input"}}},
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
@@ -156,6 +158,7 @@ const std::vector<Rename>& Renames() {
       {"jax", "cumlogsumexp", "cumlogsumexp", {{"axis", "dim"}}},
       {"jax", "reduce_xor", "reduce_xor", {{"axes", "dim"}}},
       {"jax", "scatter_add", "scatter_add", {{"operand", "input"}, {"scatter_indices", "indices"}}},
+      {"jax", "scatter_mul", "scatter_mul", {{"operand", "input"}, {"scatter_indices", "indices"}}},
       // torch spellings.
       {"torch", "matmul", "matmul", {{"mat2", "other"}, {"vec", "other"}}},  // torch.mm, torch.mv
       {"torch", "outer", "outer", {{"vec2", "other"}}},
