@@ -1037,6 +1037,22 @@ def _numpy_extra_cases():
                                             np.digitize(np.round(x), np.array([-1.0, 0.0, 0.0, 1.0]), right=True),
                                             np.digitize(np.round(x), np.array([1.0, 0.0, 0.0, -1.0]))), X, f32(5))
     case("numpy", "polyder", lambda x, p: (np.polyder(p), np.polyder(p, 2), np.polyder(p, m=0) * x[0, 0, 0]), X, f32(4))
+    case("numpy", "nanmedian", lambda x: (np.nanmedian(nanny(x), axis=1), np.nanmedian(nanny(x)), np.nanmedian(nanny(x), axis=2, keepdims=True),
+                                          np.nanmedian(x, axis=0), np.nanmedian(nanny(x)[:, :, :2], axis=-1)), X)
+    case("numpy", "nanquantile", lambda x: (np.nanquantile(nanny(x), 0.3, axis=1), np.nanquantile(nanny(x), 0.8), np.nanquantile(x, 1.0, axis=2, keepdims=True),
+                                            np.nanquantile(nanny(x), 0.5, axis=0)), X)
+    case("numpy", "nanpercentile", lambda x: (np.nanpercentile(nanny(x), 25, axis=2), np.nanpercentile(x, 70, axis=None, keepdims=True)), X)
+    case("numpy", "unique", lambda x, i: (np.unique(np.round(x)), np.unique(i), np.unique(np.where(x > 1, np.nan, np.round(x))),
+                                          np.unique(i.astype(np.int32)) * 2), X, i64("B", 3))
+    case("numpy", "unique_values", lambda x: (np.unique_values(np.round(x * 2)), np.unique_values(np.where(x > 1, np.nan, np.round(x)))), X)
+    case("numpy", "unique_counts", lambda x, i: tuple(np.unique_counts(np.where(x > 1, np.nan, np.round(x)))) + tuple(np.unique_counts(i)), X, i64("B", 3))
+    case("numpy", "compress", lambda x: (np.compress([True, False, True], x, axis=1), np.compress(x[0, 0] > 0, x, axis=2),
+                                         np.compress(x.ravel() > 0.5, x), np.compress([1, 0], x[:, 0, :], axis=-1)), X)
+    case("numpy", "extract", lambda x, i: (np.extract(x > 0.5, x), np.extract(i, i * 3)), X, i64("B", 3))
+    case("numpy", "flatnonzero", lambda x, i: (np.flatnonzero(x > 0.5), np.flatnonzero(i), np.flatnonzero(np.round(x))), X, i64("B", 3))
+    case("numpy", "cov", lambda x, v: (np.cov(x[:, :, 0]), np.cov(x[0]), np.cov(x[0], rowvar=False), np.cov(v), np.cov(x[0], bias=True),
+                                       np.cov(x[0], ddof=0), np.cov(x[:, 0, :], rowvar=False, ddof=2)), X, V)
+    case("numpy", "corrcoef", lambda x, v: (np.corrcoef(x[0]), np.corrcoef(x[0], rowvar=False), np.corrcoef(v)), X, V)
     case("numpy", "vector_norm", lambda x: (np.linalg.vector_norm(x), np.linalg.vector_norm(x, axis=1, keepdims=True),
                                             np.linalg.vector_norm(x, ord=1, axis=(1, 2)), np.linalg.vector_norm(x, ord=np.inf, axis=-1)), X)
 

@@ -178,6 +178,10 @@ IVY_LOWERING(LowerWindow);
 IVY_LOWERING(LowerQuantile);
 IVY_LOWERING(LowerDigitize);
 IVY_LOWERING(LowerPolyder);
+IVY_LOWERING(LowerNanQuantile);
+IVY_LOWERING(LowerUnique);
+IVY_LOWERING(LowerCompress);
+IVY_LOWERING(LowerCov);
 // lowerings_jax_extra.cc
 IVY_LOWERING(LowerShift);
 IVY_LOWERING(LowerBitCount);

@@ -1387,5 +1387,287 @@ Status LowerPolyder(const Node& node, const BoundCall& call, LoweringContext& ct
   return Status::Ok();
 }
 
+
+// np.nanmedian / nanquantile / nanpercentile (q one number, method "linear"): the sorted values
+// with NaN moved past the end (as +inf: the first m of them are the m non-NaN values), the
+// positions read per slice from m (GatherElements); the median is the mean of the two middle
+// values as np.median takes it, a quantile NumPy's _lerp; NaN where a slice is all NaN.
+Status LowerNanQuantile(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  call.Get("overwrite_input");  // a hint
+  const std::string& c = ctx.canonical();
+  const bool median = c == "nanmedian";
+  double q = 0.5;
+  if (!median) {
+    if (const v1::Arg* m = call.Get("method"); m && !IsNone(*m) && !(m->kind_case() == v1::Arg::kS && m->s() == "linear")) {
+      return Status::Unsupported(c + " with method " + ArgToString(*m, true) + " (only 'linear')");
+    }
+    if (!call.IsNone("weights")) return Status::Unsupported(c + " with weights");
+    const v1::Arg* qa = call.Get("q");
+    auto qv = qa ? AsDouble(*qa) : std::nullopt;
+    if (!qv || HasTensor(*qa)) return Status::Unsupported(c + " of q that is not one number");
+    q = c == "nanpercentile" ? *qv / 100.0 : *qv;
+    if (!(q >= 0.0 && q <= 1.0)) return Status::Unsupported("q out of range");
+  }
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(c + " in " + DTypeName(d));
+  const int rank = ctx.Rank(x);
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const v1::DType w = v1::FLOAT64;
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), w);
+  int64_t axis = 0;
+  if (call.IsNone("dim") || rank == 0) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported(c + " over axis " + ArgToString(*call.Get("dim"), true) + " (one axis only)");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  }
+  const std::string nan = ctx.EmitTemp("IsNaN", {in});
+  const std::string clean = ctx.EmitTemp("Where", {nan, ctx.Scalar(Number::Float(kInf), w), in});
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Int64s({axis})}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  onnx::NodeProto* tk = nullptr;
+  const std::string sorted = ctx.EmitTemp("TopK", {clean, n}, &tk);
+  tk->add_output(ctx.Temp("order"));
+  SetAttr(tk, "axis", axis);
+  SetAttr(tk, "largest", int64_t{0});
+  SetAttr(tk, "sorted", int64_t{1});
+  // m: the non-NaN count of each slice, kept as a size-1 axis.
+  const std::string m = SumOver(ctx, ctx.CastTo(ctx.EmitTemp("Not", {nan}), v1::BOOL, v1::INT64), {axis}, true);
+  const std::string zero = ctx.Scalar(Number::Int(0), v1::INT64), one = ctx.Scalar(Number::Int(1), v1::INT64);
+  const std::string last = ctx.EmitTemp("Max", {ctx.EmitTemp("Sub", {m, one}), zero});
+  auto at = [&](const std::string& i) {
+    onnx::NodeProto* ge = nullptr;
+    const std::string v = ctx.EmitTemp("GatherElements", {sorted, i}, &ge);
+    SetAttr(ge, "axis", axis);
+    return v;
+  };
+  std::string out;
+  if (median) {
+    const std::string two = ctx.Scalar(Number::Int(2), v1::INT64);
+    const std::string lo = at(ctx.EmitTemp("Div", {last, two}));
+    // m // 2, which is last too when m is 1, and past it only for m = 0 (all NaN: NaN below).
+    const std::string hi_safe = at(ctx.EmitTemp("Min", {ctx.EmitTemp("Div", {m, two}), last}));
+    out = ctx.EmitTemp("Div", {ctx.EmitTemp("Add", {lo, hi_safe}), ctx.Scalar(Number::Float(2.0), w)});
+  } else {
+    const std::string vi = ctx.EmitTemp("Mul", {ctx.CastTo(last, v1::INT64, w), ctx.Scalar(Number::Float(q), w)});
+    const std::string fl = ctx.CastTo(ctx.EmitTemp("Floor", {vi}), w, v1::INT64);
+    const std::string above = ctx.EmitTemp("GreaterOrEqual", {fl, last});
+    const std::string prev = ctx.EmitTemp("Where", {above, last, fl});
+    const std::string next = ctx.EmitTemp("Where", {above, last, ctx.EmitTemp("Add", {fl, one})});
+    const std::string gamma = ctx.EmitTemp("Sub", {vi, ctx.CastTo(fl, v1::INT64, w)});
+    const std::string a = at(prev), b = at(next);
+    const std::string diff = ctx.EmitTemp("Sub", {b, a});
+    const std::string low = ctx.EmitTemp("Add", {a, ctx.EmitTemp("Mul", {diff, gamma})});
+    const std::string high = ctx.EmitTemp("Sub", {b, ctx.EmitTemp("Mul", {diff, ctx.EmitTemp("Sub", {ctx.Scalar(Number::Float(1.0), w), gamma})})});
+    out = ctx.EmitTemp("Where", {ctx.EmitTemp("GreaterOrEqual", {gamma, ctx.Scalar(Number::Float(0.5), w)}), high, low});
+  }
+  out = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {m, zero}), ctx.Scalar(Number::Float(kNaN), w), out});
+  out = ctx.CastTo(out, w, d);
+  if (call.IsNone("dim") || rank == 0) {
+    out = ctx.EmitTemp("Reshape", {out, ctx.Int64s(keepdim ? std::vector<int64_t>(rank, 1) : std::vector<int64_t>{})});
+  } else if (!keepdim) {
+    out = ctx.Squeeze(out, {axis});
+  }
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+// np.unique(ar) (no return_* flags, axis None), np.unique_values, np.unique_counts: ONNX Unique
+// (sorted) of the flattened non-NaN items, then one NaN (counting every NaN) if there is any, as
+// np.unique's equal_nan=True gives, or every NaN once (unique_values/unique_counts: the Array API
+// counts NaNs as distinct). onnxruntime's Unique drops NaN, so none reaches it.
+Status LowerUnique(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const std::string& c = ctx.canonical();
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, c == "unique" ? "ar" : "x", &x));
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  const bool counts = c == "unique_counts";
+  if (c == "unique") {
+    for (const char* p : {"return_index", "return_inverse", "return_counts"}) {
+      if (call.Bool(p).value_or(false)) return Status::Unsupported(std::string("np.unique with ") + p + "=True");
+    }
+    if (!call.IsNone("axis")) return Status::Unsupported("np.unique along an axis");
+    if (!call.Bool("equal_nan").value_or(true)) return Status::Unsupported("np.unique with equal_nan=False");
+    if (!call.Bool("sorted").value_or(true)) return Status::Unsupported("np.unique with sorted=False");
+  }
+  if (results.size() != (counts ? 2u : 1u)) return Status::Unsupported(c + " with other results");
+  const v1::DType d = ctx.DType(x);
+  // onnxruntime's Unique takes float, double, int64 and int8: others go through int64 and back.
+  v1::DType work = d;
+  if (d == v1::INT32 || d == v1::INT16 || d == v1::UINT8 || d == v1::UINT16 || d == v1::UINT32) work = v1::INT64;
+  else if (d == v1::BOOL) work = v1::INT8;
+  else if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT64 && d != v1::INT8) return Status::Unsupported(c + " of " + DTypeName(d));
+  std::string flat = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(x), d, work), ctx.Int64s({-1})});
+  std::string nan;
+  const std::string all = flat;
+  if (IsFloating(d)) {
+    nan = ctx.EmitTemp("IsNaN", {flat});
+    onnx::NodeProto* cp = nullptr;
+    flat = ctx.EmitTemp("Compress", {flat, ctx.EmitTemp("Not", {nan})}, &cp);
+    SetAttr(cp, "axis", int64_t{0});
+  }
+  onnx::NodeProto* u = ctx.Emit("Unique", {flat}, {ctx.Temp("values"), ctx.Temp("first"), ctx.Temp("inverse"), ctx.Temp("counts")});
+  SetAttr(u, "sorted", int64_t{1});
+  std::string values = u->output(0), cnt = u->output(3);
+  if (IsFloating(d)) {
+    const std::string nan_count = SumOver(ctx, ctx.CastTo(nan, v1::BOOL, v1::INT64), {0}, true);
+    const std::string has = ctx.EmitTemp("Greater", {nan_count, ctx.Scalar(Number::Int(0), v1::INT64)});
+    auto append = [&](const std::string& base, const std::string& extra) {
+      onnx::NodeProto* cp = nullptr;
+      const std::string tail = ctx.EmitTemp("Compress", {extra, has}, &cp);
+      SetAttr(cp, "axis", int64_t{0});
+      onnx::NodeProto* cc = nullptr;
+      const std::string r = ctx.EmitTemp("Concat", {base, tail}, &cc);
+      SetAttr(cc, "axis", int64_t{0});
+      return r;
+    };
+    if (c == "unique") {  // equal_nan=True: one NaN counting them all
+      values = append(values, ctx.EmitTemp("Reshape", {ctx.Scalar(Number::Float(kNaN), work), ctx.Int64s({1})}));
+      cnt = append(cnt, nan_count);
+    } else {  // np.unique_values / unique_counts: the Array API's distinct NaNs, each counted once
+      onnx::NodeProto* cp = nullptr;
+      const std::string nans = ctx.EmitTemp("Compress", {all, nan}, &cp);
+      SetAttr(cp, "axis", int64_t{0});
+      onnx::NodeProto* cc = nullptr;
+      values = ctx.EmitTemp("Concat", {values, nans}, &cc);
+      SetAttr(cc, "axis", int64_t{0});
+      const std::string ones = ctx.CastTo(ctx.EmitTemp("Equal", {nans, nans}), v1::BOOL, v1::INT64);  // NaN != NaN: 0
+      onnx::NodeProto* cc2 = nullptr;
+      cnt = ctx.EmitTemp("Concat", {cnt, ctx.EmitTemp("Sub", {ctx.Scalar(Number::Int(1), v1::INT64), ones})}, &cc2);
+      SetAttr(cc2, "axis", int64_t{0});
+    }
+  }
+  Define(ctx, ctx.CastTo(values, work, ctx.DType(results[0])), results[0]);
+  if (counts) Define(ctx, ctx.CastTo(cnt, v1::INT64, ctx.DType(results[1])), results[1]);
+  return Status::Ok();
+}
+
+// np.compress(condition, a, axis=None), np.extract(condition, arr), np.flatnonzero(a): ONNX
+// Compress (a shorter condition drops the rest, as in NumPy) and NonZero, lengths read at run time.
+Status LowerCompress(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  if (c == "flatnonzero") {
+    ValueId a;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "a", &a));
+    const std::string flat = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(a), ctx.DType(a), v1::BOOL), ctx.Int64s({-1})});
+    Define(ctx, ctx.CastTo(ctx.Squeeze(ctx.EmitTemp("NonZero", {flat}), {0}), v1::INT64, ctx.DType(result)), result);
+    return Status::Ok();
+  }
+  ValueId a;
+  IVY_RETURN_IF_ERROR(TensorParam(call, c == "extract" ? "arr" : "a", &a));
+  std::string mask;
+  if (auto cond = call.Tensor("condition")) {
+    mask = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(*cond), ctx.DType(*cond), v1::BOOL), ctx.Int64s({-1})});
+  } else {  // a list of bools or ints, as NumPy's bool array of it
+    const v1::Arg* ca = call.Get("condition");
+    auto items = ca ? SequenceItems(*ca) : std::nullopt;
+    if (!items) return Status::Unsupported("condition " + (ca ? ArgToString(*ca, true) : std::string("missing")));
+    onnx::TensorProto t;
+    t.set_data_type(OnnxElemType(v1::BOOL));
+    t.add_dims(static_cast<int64_t>(items->size()));
+    std::string raw;
+    for (const v1::Arg* it : *items) {
+      auto b = AsBool(*it);
+      auto i = AsInt(*it);
+      if (HasTensor(*it) || (!b && !i)) return Status::Unsupported("condition " + ArgToString(*ca, true));
+      raw.push_back(b ? static_cast<char>(*b) : static_cast<char>(*i != 0));
+    }
+    t.set_raw_data(raw);
+    mask = ctx.AddInitializer(std::move(t), "condition");
+  }
+  std::string data = ctx.CastTo(ctx.In(a), ctx.DType(a), ctx.DType(result));
+  onnx::NodeProto* n = nullptr;
+  if (c == "extract" || call.IsNone("dim")) {
+    n = ctx.Emit("Compress", {ctx.EmitTemp("Reshape", {data, ctx.Int64s({-1})}), mask}, {ctx.Out(result)});
+    SetAttr(n, "axis", int64_t{0});
+    return Status::Ok();
+  }
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("axis is not an int");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, ctx.Rank(a), &axis));
+  n = ctx.Emit("Compress", {data, mask}, {ctx.Out(result)});
+  SetAttr(n, "axis", axis);
+  return Status::Ok();
+}
+
+// np.cov(m, rowvar, bias, ddof) / np.corrcoef(x, rowvar) without y or weights: NumPy's steps in
+// the result's dtype: the variables' means subtracted, X @ X.T times 1 / (N - ddof), squeezed;
+// corrcoef divides by the standard deviations on both sides and clips to [-1, 1].
+Status LowerCov(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId m, result;
+  const std::string& c = ctx.canonical();
+  IVY_RETURN_IF_ERROR(TensorParam(call, c == "cov" ? "m" : "x", &m));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.IsNone("y")) return Status::Unsupported(c + " with y");
+  for (const char* p : {"fweights", "aweights"}) {
+    if (call.Has(p) && !call.IsNone(p)) return Status::Unsupported(std::string("cov with ") + p);
+  }
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(c + " in " + DTypeName(d));
+  const int r = ctx.Rank(m);
+  if (r < 1 || r > 2) return Status::Unsupported(c + " of an array that is not 1-D or 2-D");
+  std::string x = ctx.CastTo(ctx.In(m), ctx.DType(m), d);
+  if (r == 1) x = ctx.Unsqueeze(x, {0});
+  const bool rowvar = call.Bool("rowvar").value_or(true);
+  if (!rowvar && !(r == 1 || ctx.Shape(m)[0] == 1)) {  // NumPy transposes unless there is one row
+    onnx::NodeProto* t = nullptr;
+    x = ctx.EmitTemp("Transpose", {x}, &t);
+    SetAttr(t, "perm", std::vector<int64_t>{1, 0});
+  }
+  double ddof = 1.0;
+  if (c == "cov") {
+    if (!call.IsNone("ddof")) {
+      auto v = call.Int("ddof");
+      if (!v) return Status::Unsupported("ddof is not an int");
+      ddof = static_cast<double>(*v);
+    } else if (call.Bool("bias").value_or(false)) {
+      ddof = 0.0;
+    }
+  }
+  onnx::NodeProto* mn = nullptr;
+  const std::string avg = ctx.EmitTemp("ReduceMean", {x}, &mn);
+  SetAttr(mn, "axes", std::vector<int64_t>{1});
+  SetAttr(mn, "keepdims", int64_t{1});
+  const std::string xc = ctx.EmitTemp("Sub", {x, avg});
+  onnx::NodeProto* t = nullptr;
+  const std::string xt = ctx.EmitTemp("Transpose", {xc}, &t);
+  SetAttr(t, "perm", std::vector<int64_t>{1, 0});
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {xc}), ctx.Scalar(Number::Int(1), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  std::string fact = ctx.EmitTemp("Sub", {ctx.CastTo(n, v1::INT64, d), NumberOf(ctx, ddof, d)});
+  fact = ctx.EmitTemp("Max", {fact, NumberOf(ctx, 0.0, d)});  // NumPy: fact <= 0 is 0 (a warning)
+  std::string cv = ctx.EmitTemp("Mul", {ctx.EmitTemp("MatMul", {xc, xt}), ctx.EmitTemp("Div", {NumberOf(ctx, 1.0, d), fact})});
+  if (c == "corrcoef") {
+    if (ctx.Rank(result) == 0) {
+      cv = ctx.EmitTemp("Div", {cv, cv});
+    } else {
+      // diag(c) as [k]: the k x k matrix's items 0, k + 1, 2k + 2, ...
+      const std::string k = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {cv}), ctx.Scalar(Number::Int(0), v1::INT64)});
+      const std::string idx = ctx.EmitTemp("Mul", {ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), k, ctx.Scalar(Number::Int(1), v1::INT64)}),
+                                                   ctx.EmitTemp("Add", {k, ctx.Scalar(Number::Int(1), v1::INT64)})});
+      const std::string dg = ctx.EmitTemp("Gather", {ctx.EmitTemp("Reshape", {cv, ctx.Int64s({-1})}), idx});
+      const std::string sd = ctx.EmitTemp("Sqrt", {dg});
+      cv = ctx.EmitTemp("Div", {ctx.EmitTemp("Div", {cv, ctx.Unsqueeze(sd, {1})}), ctx.Unsqueeze(sd, {0})});
+      // np.clip(c, -1, 1), which keeps NaN (a variable without variance)
+      cv = ctx.EmitTemp("Where", {ctx.EmitTemp("Greater", {cv, NumberOf(ctx, 1.0, d)}), NumberOf(ctx, 1.0, d), cv});
+      cv = ctx.EmitTemp("Where", {ctx.EmitTemp("Less", {cv, NumberOf(ctx, -1.0, d)}), NumberOf(ctx, -1.0, d), cv});
+    }
+  }
+  if (ctx.Rank(result) == 0) cv = ctx.EmitTemp("Reshape", {cv, ctx.Int64s({})});
+  else if (ctx.Rank(result) != 2) return Status::Unsupported(c + " with a result of rank " + std::to_string(ctx.Rank(result)));
+  Define(ctx, cv, result);
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace

@@ -127,6 +127,9 @@ const std::vector<Rename>& Renames() {
       {"numpy", "diagflat", "diagflat", {{"v", "input"}, {"k", "diagonal"}}},
       {"numpy", "quantile", "quantile", {{"a", "input"}}},
       {"numpy", "percentile", "percentile", {{"a", "input"}}},
+      {"numpy", "nanmedian", "nanmedian", {{"a", "input"}}},
+      {"numpy", "nanquantile", "nanquantile", {{"a", "input"}}},
+      {"numpy", "nanpercentile", "nanpercentile", {{"a", "input"}}},
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
