@@ -1053,6 +1053,24 @@ def _numpy_extra_cases():
     case("numpy", "cov", lambda x, v: (np.cov(x[:, :, 0]), np.cov(x[0]), np.cov(x[0], rowvar=False), np.cov(v), np.cov(x[0], bias=True),
                                        np.cov(x[0], ddof=0), np.cov(x[:, 0, :], rowvar=False, ddof=2)), X, V)
     case("numpy", "corrcoef", lambda x, v: (np.corrcoef(x[0]), np.corrcoef(x[0], rowvar=False), np.corrcoef(v)), X, V)
+    case("numpy", "matrix_norm", lambda x, i: (np.linalg.matrix_norm(x), np.linalg.matrix_norm(x, ord=1, keepdims=True), np.linalg.matrix_norm(x, ord=-1),
+                                               np.linalg.matrix_norm(x, ord=np.inf), np.linalg.matrix_norm(x, ord=-np.inf), np.linalg.matrix_norm(i, ord="fro")),
+         X, i64("B", 2, 3, lo=-4, hi=4))
+    case("numpy", "matrix_power", lambda x, i: tuple(np.linalg.matrix_power(x[:, :, :3] * 0.5, n) for n in (0, 1, 2, 3, 4, 5, 7)) + (np.linalg.matrix_power(i, 3),),
+         X, i64("B", 3, 3, lo=-2, hi=3))
+    case("numpy", "interp", lambda x, xp, fp: (np.interp(x, np.sort(xp), fp), np.interp(x, np.array([-1.0, 0.0, 0.0, 1.0], np.float32), fp[:4], left=-9.0, right=9),
+                                               np.interp(np.round(x * 2) / 2, np.array([-1.0, -0.5, 0.5, 1.0]), np.array([1.0, np.inf, np.inf, 2.0])),
+                                               np.interp(np.where(x > 1.5, np.nan, x), np.sort(xp), fp), np.interp(0.25, np.sort(xp), fp)), X, f32(5), f32(5))
+    case("numpy", "polyadd", lambda x, p: (np.polyadd(p, p[:2]), np.polyadd(p[1:], p), np.polyadd(p, p * x[0, 0, 0])), X, f32(4))
+    case("numpy", "polysub", lambda x, p: (np.polysub(p, p[:2]), np.polysub(p[2:], p)), X, f32(4))
+    case("numpy", "gradient", lambda x, i: tuple(np.gradient(x)) + (np.gradient(x, axis=1), np.gradient(x, 0.5, axis=-1)) + tuple(np.gradient(x[:, :2], axis=(1, 2)))
+                                           + (np.gradient(i, axis=0),), X, i64("B", 3, lo=-5, hi=5))
+    case("numpy", "delete", lambda x: (np.delete(x, 1, axis=1), np.delete(x, [0, -1], axis=2), np.delete(x, 3), np.delete(x, [], axis=0),
+                                       np.delete(x, -1, axis=0)), X)
+    case("numpy", "choose", lambda i, x: (np.choose(i, [x[:, 0, :3], x[:, 1, :3], -1.0]), np.choose(i - 1, [x[:, 0, :3], x[:, 1, :3], x[:, 2, :3]], mode="wrap"),
+                                          np.choose(i * 2, [x[0, 0, :3], x[:, 1, :3]], mode="clip")), i64("B", 3, hi=3), X)
+    case("numpy", "logspace", lambda x: (x[0, 0] * np.logspace(0.0, 2.0, 4), np.logspace(-1, 1, 5, endpoint=False, base=2.0) + 0,
+                                         np.logspace(np.float32(0), np.float32(1), 3) * x[0, 0, :3]), X)
     case("numpy", "vector_norm", lambda x: (np.linalg.vector_norm(x), np.linalg.vector_norm(x, axis=1, keepdims=True),
                                             np.linalg.vector_norm(x, ord=1, axis=(1, 2)), np.linalg.vector_norm(x, ord=np.inf, axis=-1)), X)
 

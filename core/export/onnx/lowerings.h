@@ -182,6 +182,13 @@ IVY_LOWERING(LowerNanQuantile);
 IVY_LOWERING(LowerUnique);
 IVY_LOWERING(LowerCompress);
 IVY_LOWERING(LowerCov);
+IVY_LOWERING(LowerMatrixNorm);
+IVY_LOWERING(LowerMatrixPower);
+IVY_LOWERING(LowerInterp);
+IVY_LOWERING(LowerGradient);
+IVY_LOWERING(LowerDelete);
+IVY_LOWERING(LowerChoose);
+IVY_LOWERING(LowerLogspace);
 // lowerings_jax_extra.cc
 IVY_LOWERING(LowerShift);
 IVY_LOWERING(LowerBitCount);

@@ -1368,8 +1368,25 @@ Status LowerDigitize(const Node& node, const BoundCall& call, LoweringContext& c
 // -1)), of a 1-D p of the recorded length.
 Status LowerPolyder(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId p, result;
-  IVY_RETURN_IF_ERROR(TensorParam(call, "p", &p));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.canonical() == "polyadd" || ctx.canonical() == "polysub") {
+    // np.polyadd / polysub(a1, a2): the shorter padded with leading zeros (recorded lengths).
+    ValueId a1, a2;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "a1", &a1));
+    IVY_RETURN_IF_ERROR(TensorParam(call, "a2", &a2));
+    if (ctx.Rank(a1) != 1 || ctx.Rank(a2) != 1) return Status::Unsupported(ctx.canonical() + " of arrays that are not 1-D");
+    const v1::DType d = ctx.DType(result);
+    if (d == v1::BOOL) return Status::Unsupported(ctx.canonical() + " of bools");
+    std::string x1 = ctx.CastTo(ctx.In(a1), ctx.DType(a1), d), x2 = ctx.CastTo(ctx.In(a2), ctx.DType(a2), d);
+    const int64_t diff = ctx.Shape(a2)[0] - ctx.Shape(a1)[0];
+    if (diff != 0) {
+      std::string& shorter = diff > 0 ? x1 : x2;
+      shorter = ctx.EmitTemp("Pad", {shorter, ctx.Int64s({std::abs(diff), 0})});
+    }
+    ctx.Emit(ctx.canonical() == "polyadd" ? "Add" : "Sub", {x1, x2}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  IVY_RETURN_IF_ERROR(TensorParam(call, "p", &p));
   auto m = call.Int("m");
   if (!m || *m < 0) return Status::Unsupported("m is not a non-negative int");
   if (ctx.Rank(p) != 1 || ctx.Shape(p)[0] < 1) return Status::Unsupported("polyder of coefficients that are not 1-D");
@@ -1666,6 +1683,308 @@ Status LowerCov(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   if (ctx.Rank(result) == 0) cv = ctx.EmitTemp("Reshape", {cv, ctx.Int64s({})});
   else if (ctx.Rank(result) != 2) return Status::Unsupported(c + " with a result of rank " + std::to_string(ctx.Rank(result)));
   Define(ctx, cv, result);
+  return Status::Ok();
+}
+
+
+// np.linalg.matrix_norm(x, keepdims, ord) over the last two axes: 'fro' (sqrt of the sum of
+// squares), 1 / -1 (the largest / smallest column sum of |x|), inf / -inf (row sums). The
+// singular-value norms ('nuc', 2, -2) are refused.
+Status LowerMatrixNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int r = ctx.Rank(x);
+  if (r < 2) return Status::Unsupported("matrix_norm of an array of rank < 2");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("matrix_norm with a non-float result");
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  const v1::Arg* o = call.Get("ord");
+  std::string ord = "fro";
+  if (o && o->kind_case() == v1::Arg::kS) ord = o->s();
+  else if (auto v = o ? AsDouble(*o) : std::nullopt) {
+    if (*v == 1.0) ord = "1";
+    else if (*v == -1.0) ord = "-1";
+    else if (*v == kInf) ord = "inf";
+    else if (*v == -kInf) ord = "-inf";
+    else return Status::Unsupported("matrix_norm with ord " + ArgToString(*o, true) + " (a singular-value norm)");
+  } else if (o && !IsNone(*o)) {
+    return Status::Unsupported("matrix_norm with ord " + ArgToString(*o, true));
+  }
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const int64_t row = r - 2, col = r - 1;
+  std::string out;
+  if (ord == "fro") {
+    out = ctx.EmitTemp("Sqrt", {SumOver(ctx, ctx.EmitTemp("Mul", {in, in}), {row, col}, keepdim)});
+  } else if (ord == "1" || ord == "-1" || ord == "inf" || ord == "-inf") {
+    const bool cols = ord == "1" || ord == "-1";  // sums down each column, then the extreme over columns
+    const std::string sums = SumOver(ctx, ctx.EmitTemp("Abs", {in}), {cols ? row : col}, true);
+    onnx::NodeProto* n = nullptr;
+    out = ctx.EmitTemp(ord[0] == '-' ? "ReduceMin" : "ReduceMax", {sums}, &n);
+    SetAttr(n, "axes", std::vector<int64_t>{row, col});
+    SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
+  } else {
+    return Status::Unsupported("matrix_norm with ord '" + ord + "' (a singular-value norm)");
+  }
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+// np.linalg.matrix_power(a, n), n >= 0: NumPy's products in NumPy's order (a @ a, (a @ a) @ a,
+// then binary decomposition); n = 0 is the identity.
+Status LowerMatrixPower(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "a", &a));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto n = call.Int("n");
+  if (!n) return Status::Unsupported("n is not an int");
+  if (*n < 0) return Status::Unsupported("matrix_power with n < 0 (an inverse)");
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT32 && d != v1::INT64) {
+    return Status::Unsupported(std::string("matrix_power in ") + DTypeName(d));
+  }
+  if (ctx.Rank(a) < 2) return Status::Unsupported("matrix_power of an array of rank < 2");
+  const std::string in = ctx.CastTo(ctx.In(a), ctx.DType(a), d);
+  auto mm = [&](const std::string& p, const std::string& q) { return ctx.EmitTemp("MatMul", {p, q}); };
+  std::string out;
+  if (*n == 0) {
+    onnx::NodeProto* g = nullptr;
+    const std::string m = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Scalar(Number::Int(-1), v1::INT64)}, &g);
+    const std::string pos = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), m, ctx.Scalar(Number::Int(1), v1::INT64)});
+    const std::string eye = ctx.CastTo(ctx.EmitTemp("Equal", {ctx.Unsqueeze(pos, {1}), ctx.Unsqueeze(pos, {0})}), v1::BOOL, d);
+    out = ctx.EmitTemp("Expand", {eye, ctx.EmitTemp("Shape", {in})});
+  } else if (*n == 1) {
+    out = in;
+  } else if (*n == 2) {
+    out = mm(in, in);
+  } else if (*n == 3) {
+    out = mm(mm(in, in), in);
+  } else {
+    std::string z, acc;
+    for (int64_t k = *n; k > 0; k /= 2) {
+      z = z.empty() ? in : mm(z, z);
+      if (k % 2) acc = acc.empty() ? z : mm(acc, z);
+    }
+    out = acc;
+  }
+  Define(ctx, out, result);
+  return Status::Ok();
+}
+
+// np.interp(x, xp, fp, left=None, right=None) of real arrays, xp 1-D increasing of at least two
+// points: NumPy's loop (numpy/_core/src/multiarray/compiled_base.c) in float64: NaN x stays NaN;
+// below xp[0] left, above xp[-1] right; at xp[j] exactly fp[j]; else the slope of the segment
+// from xp[j], retried from xp[j + 1] when that gives NaN, fp[j] when both do and fp[j] ==
+// fp[j + 1]. The segment j is the count of xp <= x, less one.
+Status LowerInterp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId xpv, fpv, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "xp", &xpv));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "fp", &fpv));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (!call.IsNone("period")) return Status::Unsupported("np.interp with period");
+  if (ctx.Rank(xpv) != 1 || ctx.Rank(fpv) != 1 || ctx.Shape(xpv)[0] < 2) return Status::Unsupported("np.interp with xp of fewer than two points");
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT64) return Status::Unsupported(std::string("np.interp with a ") + DTypeName(d) + " result");
+  const v1::DType f = v1::FLOAT64;
+  std::string x;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("x"), f, &x));
+  const std::string xp = ctx.CastTo(ctx.In(xpv), ctx.DType(xpv), f), fp = ctx.CastTo(ctx.In(fpv), ctx.DType(fpv), f);
+  auto item = [&](const std::string& v, int64_t i) {
+    onnx::NodeProto* g = nullptr;
+    const std::string r = ctx.EmitTemp("Gather", {v, ctx.Scalar(Number::Int(i), v1::INT64)}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    return r;
+  };
+  std::string left = item(fp, 0), right = item(fp, -1);
+  if (!call.IsNone("left")) IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("left"), f, &left));
+  if (!call.IsNone("right")) IVY_RETURN_IF_ERROR(OperandAs(ctx, *call.Get("right"), f, &right));
+  const int xr = call.Get("x")->kind_case() == v1::Arg::kTensor ? ctx.Rank(call.Get("x")->tensor().value()) : 0;
+  const std::string xs = ctx.Unsqueeze(x, {xr});  // [..., 1] against xp [n]
+  onnx::NodeProto* rs = nullptr;
+  const std::string count = ctx.EmitTemp("ReduceSum", {ctx.CastTo(ctx.EmitTemp("LessOrEqual", {xp, xs}), v1::BOOL, v1::INT64),
+                                                       ctx.Int64s({-1})}, &rs);
+  SetAttr(rs, "keepdims", int64_t{0});
+  const int64_t n = ctx.Shape(xpv)[0];
+  const std::string j = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {ctx.EmitTemp("Sub", {count, ctx.Scalar(Number::Int(1), v1::INT64)}),
+                                                                ctx.Scalar(Number::Int(0), v1::INT64)}),
+                                             ctx.Scalar(Number::Int(n - 2), v1::INT64)});
+  const std::string j1 = ctx.EmitTemp("Add", {j, ctx.Scalar(Number::Int(1), v1::INT64)});
+  auto at = [&](const std::string& v, const std::string& i) {
+    onnx::NodeProto* g = nullptr;
+    const std::string r = ctx.EmitTemp("Gather", {v, i}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    return r;
+  };
+  const std::string x0 = at(xp, j), x1 = at(xp, j1), y0 = at(fp, j), y1 = at(fp, j1);
+  const std::string slope = ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {y1, y0}), ctx.EmitTemp("Sub", {x1, x0})});
+  const std::string from0 = ctx.EmitTemp("Add", {ctx.EmitTemp("Mul", {slope, ctx.EmitTemp("Sub", {x, x0})}), y0});
+  const std::string from1 = ctx.EmitTemp("Add", {ctx.EmitTemp("Mul", {slope, ctx.EmitTemp("Sub", {x, x1})}), y1});
+  std::string v = ctx.EmitTemp("Where", {ctx.EmitTemp("IsNaN", {from0}), from1, from0});
+  v = ctx.EmitTemp("Where", {ctx.EmitTemp("And", {ctx.EmitTemp("IsNaN", {v}), ctx.EmitTemp("Equal", {y0, y1})}), y0, v});
+  v = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {x0, x}), y0, v});
+  const std::string last_x = item(xp, -1);
+  v = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {x, last_x}), item(fp, -1), v});
+  v = ctx.EmitTemp("Where", {ctx.EmitTemp("Less", {x, item(xp, 0)}), left, v});
+  v = ctx.EmitTemp("Where", {ctx.EmitTemp("Greater", {x, last_x}), right, v});
+  ctx.Emit("Where", {ctx.EmitTemp("IsNaN", {x}), x, v}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+
+// np.gradient(f, *varargs, axis=None, edge_order=1) with uniform spacing (none, or one number h):
+// NumPy's central differences (f[2:] - f[:-2]) / (2 * h) inside, one-sided (f[1] - f[0]) / h and
+// (f[-1] - f[-2]) / h at the edges; one array per axis (integers become float64).
+Status LowerGradient(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId f;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "f", &f));
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (call.Int("edge_order").value_or(1) != 1) return Status::Unsupported("np.gradient with edge_order=2");
+  double h = 1.0;
+  if (const v1::Arg* va = call.Get("varargs")) {
+    auto items = SequenceItems(*va);
+    if (items && items->size() == 1) {
+      auto v = AsDouble(*(*items)[0]);
+      if (!v || HasTensor(*(*items)[0])) return Status::Unsupported("np.gradient with array spacing");
+      h = *v;
+    } else if (items && !items->empty()) {
+      return Status::Unsupported("np.gradient with a spacing per axis");
+    } else if (!items && !IsNone(*va)) {
+      return Status::Unsupported("np.gradient spacing " + ArgToString(*va, true));
+    }
+  }
+  const int rank = ctx.Rank(f);
+  std::vector<int64_t> axes;
+  if (call.IsNone("dim")) {
+    for (int k = 0; k < rank; ++k) axes.push_back(k);
+  } else {
+    const v1::Arg* a = call.Get("dim");
+    if (auto i = AsInt(*a)) axes = {*i};
+    else if (auto l = AsIntList(*a)) axes = *l;
+    else return Status::Unsupported("axis is not ints");
+    for (int64_t& v : axes) IVY_RETURN_IF_ERROR(NormalizeAxis(v, rank, &v));
+  }
+  if (axes.empty() || results.size() != axes.size()) return Status::Unsupported("np.gradient results do not match its axes");
+  const v1::DType d = ctx.DType(results[0]);
+  if (!IsFloating(d)) return Status::Unsupported("np.gradient with a non-float result");
+  const std::string in = ctx.CastTo(ctx.In(f), ctx.DType(f), d);
+  const std::string big = ctx.Int64s({std::numeric_limits<int64_t>::max()});
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t ax = axes[k];
+    if (ctx.Shape(f)[ax] >= 0 && ctx.Shape(f)[ax] < 2) return Status::Unsupported("np.gradient along an axis shorter than 2");
+    auto slice = [&](int64_t b, int64_t e) {
+      return ctx.EmitTemp("Slice", {in, ctx.Int64s({b}), e == 0 ? big : ctx.Int64s({e}), ctx.Int64s({ax})});
+    };
+    const std::string inner = ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {slice(2, 0), slice(0, -2)}), NumberOf(ctx, 2.0 * h, d)});
+    const std::string first = ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {slice(1, 2), slice(0, 1)}), NumberOf(ctx, h, d)});
+    const std::string last = ctx.EmitTemp("Div", {ctx.EmitTemp("Sub", {slice(-1, 0), slice(-2, -1)}), NumberOf(ctx, h, d)});
+    auto* c = ctx.Emit("Concat", {first, inner, last}, {ctx.Out(results[k])});
+    SetAttr(c, "axis", ax);
+  }
+  return Status::Ok();
+}
+
+// np.delete(arr, obj, axis=None), obj an int or a list of ints (negative from the end): the
+// items of arr (flattened for axis None) along axis whose position is none of them (Compress).
+Status LowerDelete(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "arr", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* obj = call.Get("obj");
+  std::vector<int64_t> drop;
+  if (auto i = obj && obj->kind_case() != v1::Arg::kB ? AsInt(*obj) : std::nullopt) drop = {*i};
+  else if (auto l = obj ? AsIntList(*obj) : std::nullopt) drop = *l;
+  else return Status::Unsupported("np.delete of obj " + (obj ? ArgToString(*obj, true) : std::string("missing")) + " (ints only)");
+  if (auto items = SequenceItems(*obj)) {
+    for (const v1::Arg* it : *items) {
+      if (it->kind_case() == v1::Arg::kB) return Status::Unsupported("np.delete with a bool mask");
+    }
+  }
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), ctx.DType(result));
+  int64_t axis = 0;
+  if (call.IsNone("dim")) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+  } else {
+    auto dim = call.Int("dim");
+    if (!dim) return Status::Unsupported("axis is not an int");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, ctx.Rank(x), &axis));
+  }
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Scalar(Number::Int(axis), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  const std::string pos = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), n, ctx.Scalar(Number::Int(1), v1::INT64)});
+  std::string keep;
+  for (int64_t o : drop) {
+    std::string at = ctx.Scalar(Number::Int(o), v1::INT64);
+    if (o < 0) at = ctx.EmitTemp("Add", {n, at});
+    const std::string other = ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {pos, at})});
+    keep = keep.empty() ? other : ctx.EmitTemp("And", {keep, other});
+  }
+  if (keep.empty()) keep = ctx.EmitTemp("Equal", {pos, pos});  // np.delete(arr, []): everything
+  auto* c = ctx.Emit("Compress", {in, keep}, {ctx.Out(result)});
+  SetAttr(c, "axis", axis);
+  return Status::Ok();
+}
+
+// np.choose(a, choices, mode): choices broadcast with a and stacked, a's index picked from them
+// (GatherElements on the stacked axis); mode 'wrap' takes a mod n, 'clip' clips it, 'raise'
+// (NumPy raises for an index out of range) takes it as it is.
+Status LowerChoose(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "a", &a));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* ch = call.Get("choices");
+  auto items = ch ? SequenceItems(*ch) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("np.choose of choices that are not a list");
+  std::string mode = "raise";
+  if (const v1::Arg* m = call.Get("mode"); m && m->kind_case() == v1::Arg::kS) mode = m->s();
+  if (mode != "raise" && mode != "wrap" && mode != "clip") return Status::Unsupported("np.choose mode " + mode);
+  const v1::DType d = ctx.DType(result);
+  std::vector<std::string> vals;
+  std::vector<std::string> zeros = {ctx.EmitTemp("ConstantOfShape", {ctx.EmitTemp("Shape", {ctx.In(a)})})};
+  for (const v1::Arg* it : *items) {
+    std::string v;
+    IVY_RETURN_IF_ERROR(OperandAs(ctx, *it, d, &v));
+    vals.push_back(v);
+    zeros.push_back(ctx.EmitTemp("ConstantOfShape", {ctx.EmitTemp("Shape", {v})}));
+  }
+  const std::string shape = ctx.EmitTemp("Shape", {ctx.EmitTemp("Sum", zeros)});
+  std::vector<std::string> stacked;
+  for (const std::string& v : vals) stacked.push_back(ctx.Unsqueeze(ctx.EmitTemp("Expand", {v, shape}), {0}));
+  onnx::NodeProto* cc = nullptr;
+  const std::string all = ctx.EmitTemp("Concat", stacked, &cc);
+  SetAttr(cc, "axis", int64_t{0});
+  const int64_t k = static_cast<int64_t>(vals.size());
+  std::string idx = ctx.CastTo(ctx.In(a), ctx.DType(a), v1::INT64);
+  if (mode == "wrap") idx = ctx.EmitTemp("Mod", {idx, ctx.Scalar(Number::Int(k), v1::INT64)});  // floor mod, as NumPy's wrap
+  else if (mode == "clip") idx = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {idx, ctx.Scalar(Number::Int(0), v1::INT64)}), ctx.Scalar(Number::Int(k - 1), v1::INT64)});
+  idx = ctx.Unsqueeze(ctx.EmitTemp("Expand", {idx, shape}), {0});
+  onnx::NodeProto* ge = nullptr;
+  const std::string picked = ctx.EmitTemp("GatherElements", {all, idx}, &ge);
+  SetAttr(ge, "axis", int64_t{0});
+  ctx.Emit("Squeeze", {picked, ctx.Int64s({0})}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.logspace(start, stop, num, endpoint, base): base ** linspace(start, stop, num, endpoint)
+// (linspace's lowering, then a Pow), base one number, a float result.
+Status LowerLogspace(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported("logspace with a non-float result");
+  const v1::Arg* b = call.Get("base");
+  auto base = b ? AsDouble(*b) : std::nullopt;
+  if (!base || HasTensor(*b)) return Status::Unsupported("logspace with an array base");
+  // NumPy raises base to the float exponents, then casts to dtype: not linspace's cast first.
+  if (!call.IsNone("dtype")) return Status::Unsupported("logspace with dtype " + ArgToString(*call.Get("dtype"), true));
+  std::string y;
+  {
+    Rebinding run(ctx);
+    y = run.BindResult(result, "exponents");
+    IVY_RETURN_IF_ERROR(run.Run(FindCanonicalLowering("numpy_linspace")->fn, node, call, "numpy_linspace"));
+  }
+  ctx.Emit("Pow", {ctx.Scalar(Number::Float(*base), d), y}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -130,6 +130,7 @@ const std::vector<Rename>& Renames() {
       {"numpy", "nanmedian", "nanmedian", {{"a", "input"}}},
       {"numpy", "nanquantile", "nanquantile", {{"a", "input"}}},
       {"numpy", "nanpercentile", "nanpercentile", {{"a", "input"}}},
+      {"numpy", "matrix_norm", "matrix_norm", {{"x", "input"}}},              // np.linalg.matrix_norm
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
