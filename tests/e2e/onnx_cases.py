@@ -1071,6 +1071,11 @@ def _numpy_extra_cases():
                                           np.choose(i * 2, [x[0, 0, :3], x[:, 1, :3]], mode="clip")), i64("B", 3, hi=3), X)
     case("numpy", "logspace", lambda x: (x[0, 0] * np.logspace(0.0, 2.0, 4), np.logspace(-1, 1, 5, endpoint=False, base=2.0) + 0,
                                          np.logspace(np.float32(0), np.float32(1), 3) * x[0, 0, :3]), X)
+    def rnan(x):
+        return np.where(x > 1, np.nan, np.round(x))
+    case("numpy", "union1d", lambda x, i: (np.union1d(rnan(x), rnan(-x)), np.union1d(i, i[:, 0] + 7), np.union1d(i.astype(np.int32), i)), X, i64("B", 3))
+    case("numpy", "intersect1d", lambda x, i: (np.intersect1d(rnan(x), rnan(-x)), np.intersect1d(i, i[:, 0] + 1, assume_unique=False)), X, i64("B", 3))
+    case("numpy", "setdiff1d", lambda x, i: (np.setdiff1d(rnan(x), rnan(-x)), np.setdiff1d(i, i[:, 0])), X, i64("B", 3))
     case("numpy", "vector_norm", lambda x: (np.linalg.vector_norm(x), np.linalg.vector_norm(x, axis=1, keepdims=True),
                                             np.linalg.vector_norm(x, ord=1, axis=(1, 2)), np.linalg.vector_norm(x, ord=np.inf, axis=-1)), X)
 

@@ -1498,8 +1498,95 @@ Status LowerNanQuantile(const Node& node, const BoundCall& call, LoweringContext
 // (sorted) of the flattened non-NaN items, then one NaN (counting every NaN) if there is any, as
 // np.unique's equal_nan=True gives, or every NaN once (unique_values/unique_counts: the Array API
 // counts NaNs as distinct). onnxruntime's Unique drops NaN, so none reaches it.
+namespace {
+
+// The dtype onnxruntime's Unique takes (float, double, int64, int8) for `d`; UNSPECIFIED if none.
+v1::DType UniqueWork(v1::DType d) {
+  if (d == v1::INT32 || d == v1::INT16 || d == v1::UINT8 || d == v1::UINT16 || d == v1::UINT32) return v1::INT64;
+  if (d == v1::BOOL) return v1::INT8;
+  if (d != v1::FLOAT32 && d != v1::FLOAT64 && d != v1::INT64 && d != v1::INT8) return v1::DTYPE_UNSPECIFIED;
+  return d;
+}
+
+// `base` followed by the items of 1-D `extra` where the [1] bool `has` is True.
+std::string AppendIf(LoweringContext& ctx, const std::string& base, const std::string& extra, const std::string& has) {
+  onnx::NodeProto* cp = nullptr;
+  const std::string tail = ctx.EmitTemp("Compress", {extra, has}, &cp);
+  SetAttr(cp, "axis", int64_t{0});
+  onnx::NodeProto* cc = nullptr;
+  const std::string r = ctx.EmitTemp("Concat", {base, tail}, &cc);
+  SetAttr(cc, "axis", int64_t{0});
+  return r;
+}
+
+// The sorted unique non-NaN items of 1-D `flat` (of dtype `work`); `nan_once` appends one NaN when
+// `flat` holds any (np.unique's equal_nan=True).
+std::string SortedUnique(LoweringContext& ctx, std::string flat, v1::DType work, bool nan_once) {
+  std::string nan;
+  if (IsFloating(work)) {
+    nan = ctx.EmitTemp("IsNaN", {flat});
+    onnx::NodeProto* cp = nullptr;
+    flat = ctx.EmitTemp("Compress", {flat, ctx.EmitTemp("Not", {nan})}, &cp);
+    SetAttr(cp, "axis", int64_t{0});
+  }
+  onnx::NodeProto* u = ctx.Emit("Unique", {flat}, {ctx.Temp("values"), ctx.Temp("first"), ctx.Temp("inverse"), ctx.Temp("counts")});
+  SetAttr(u, "sorted", int64_t{1});
+  std::string values = u->output(0);
+  if (IsFloating(work) && nan_once) {
+    const std::string has = ctx.EmitTemp("Greater", {SumOver(ctx, ctx.CastTo(nan, v1::BOOL, v1::INT64), {0}, true),
+                                                     ctx.Scalar(Number::Int(0), v1::INT64)});
+    values = AppendIf(ctx, values, ctx.EmitTemp("Reshape", {ctx.Scalar(Number::Float(kNaN), work), ctx.Int64s({1})}), has);
+  }
+  return values;
+}
+
+// np.union1d / intersect1d / setdiff1d(ar1, ar2): NumPy's definitions on sorted unique values
+// (unique of both; those of ar1 in ar2; those of ar1 not in ar2), NaN as np.unique counts it
+// (one NaN; never "in" another array).
+Status LowerSetOp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId a1, a2, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "ar1", &a1));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "ar2", &a2));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& c = ctx.canonical();
+  if (call.Bool("return_indices").value_or(false)) return Status::Unsupported("intersect1d with return_indices=True");
+  // setdiff1d(assume_unique=True) keeps ar1's order and repeats: not a sorted unique.
+  if (c == "setdiff1d" && call.Bool("assume_unique").value_or(false)) return Status::Unsupported("setdiff1d with assume_unique=True");
+  call.Get("assume_unique");  // intersect1d: a hint
+  const v1::DType d = ctx.DType(result);
+  const v1::DType work = UniqueWork(d);
+  if (work == v1::DTYPE_UNSPECIFIED) return Status::Unsupported(c + " of " + DTypeName(d));
+  auto flat = [&](ValueId v) {
+    return ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.CastTo(ctx.In(v), ctx.DType(v), d), d, work), ctx.Int64s({-1})});
+  };
+  const std::string f1 = flat(a1), f2 = flat(a2);
+  std::string out;
+  if (c == "union1d") {
+    onnx::NodeProto* cc = nullptr;
+    const std::string both = ctx.EmitTemp("Concat", {f1, f2}, &cc);
+    SetAttr(cc, "axis", int64_t{0});
+    out = SortedUnique(ctx, both, work, true);
+  } else {
+    const std::string u = SortedUnique(ctx, f1, work, c == "setdiff1d");
+    const std::string eq = ctx.CastTo(ctx.EmitTemp("Equal", {ctx.Unsqueeze(u, {1}), ctx.Unsqueeze(f2, {0})}), v1::BOOL, v1::INT32);
+    onnx::NodeProto* r = nullptr;
+    std::string in2 = ctx.CastTo(ctx.EmitTemp("ReduceMax", {eq}, &r), v1::INT32, v1::BOOL);
+    SetAttr(r, "axes", std::vector<int64_t>{1});
+    SetAttr(r, "keepdims", int64_t{0});
+    if (c == "setdiff1d") in2 = ctx.EmitTemp("Not", {in2});
+    onnx::NodeProto* cp = nullptr;
+    out = ctx.EmitTemp("Compress", {u, in2}, &cp);
+    SetAttr(cp, "axis", int64_t{0});
+  }
+  Define(ctx, ctx.CastTo(out, work, d), result);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status LowerUnique(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   const std::string& c = ctx.canonical();
+  if (c == "union1d" || c == "intersect1d" || c == "setdiff1d") return LowerSetOp(node, call, ctx);
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, c == "unique" ? "ar" : "x", &x));
   std::vector<ValueId> results;
