@@ -108,9 +108,8 @@ const std::vector<Rename>& Renames() {
       {"numpy", "vecdot", "vecdot", {{"x1", "input"}, {"x2", "other"}}},
       {"numpy", "cross", "cross", {{"a", "input"}, {"b", "other"}, {"x1", "input"}, {"x2", "other"}}},
       {"numpy", "diag", "diag", {{"v", "input"}, {"k", "diagonal"}}},
-      {"numpy", "matmul", "matmul", {{"x1", "input"}, {"x2", "other"}}},       // np.linalg.matmul
       {"numpy", "outer", "outer", {{"x1", "input"}, {"x2", "other"}}},         // np.linalg.outer
-      {"numpy", "matrix_transpose", "transpose", {{"x", "input"}}},            // dims -2 and -1, below
+      {"numpy", "matrix_transpose", "transpose", {}},                           // dims -2 and -1, below
       {"numpy", "cumulative_sum", "cumsum", {{"x", "input"}}},
       {"numpy", "cumulative_prod", "cumprod", {{"x", "input"}}},
       {"numpy", "vector_norm", "vector_norm", {{"x", "input"}}},               // np.linalg.vector_norm
