@@ -1062,6 +1062,7 @@ def _numpy_extra_cases():
                                                np.interp(np.round(x * 2) / 2, np.array([-1.0, -0.5, 0.5, 1.0]), np.array([1.0, np.inf, np.inf, 2.0])),
                                                np.interp(np.where(x > 1.5, np.nan, x), np.sort(xp), fp), np.interp(0.25, np.sort(xp), fp)), X, f32(5), f32(5))
     case("numpy", "polyadd", lambda x, p: (np.polyadd(p, p[:2]), np.polyadd(p[1:], p), np.polyadd(p, p * x[0, 0, 0])), X, f32(4))
+    case("numpy", "polyint", lambda x, p: (np.polyint(p), np.polyint(p, 2), np.polyint(p, 3, k=1.5), np.polyint(p, m=0) * x[0, 0, 0]), X, f32(4))
     case("numpy", "polysub", lambda x, p: (np.polysub(p, p[:2]), np.polysub(p[2:], p)), X, f32(4))
     case("numpy", "gradient", lambda x, i: tuple(np.gradient(x)) + (np.gradient(x, axis=1), np.gradient(x, 0.5, axis=-1)) + tuple(np.gradient(x[:, :2], axis=(1, 2)))
                                            + (np.gradient(i, axis=0),), X, i64("B", 3, lo=-5, hi=5))

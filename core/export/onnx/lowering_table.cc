@@ -283,6 +283,7 @@ const CanonicalLowering kTable[] = {
     {"pixel_unshuffle",              "Reshape+Transpose+Reshape",     LowerPixelShuffle},
     {"polyadd",                       "Pad+Add",                      LowerPolyder},
     {"polyder",                       "Slice+Mul",                    LowerPolyder},
+    {"polyint",                      "Div+Concat",                   LowerPolyder},
     {"polysub",                       "Pad+Sub",                      LowerPolyder},
     {"polyval",                       "Mul+Add (Horner)",             LowerPolyval},
     {"population_count",              "BitShift+Mod+ReduceSum",       LowerBitCount},

@@ -1389,6 +1389,32 @@ Status LowerPolyder(const Node& node, const BoundCall& call, LoweringContext& ct
   IVY_RETURN_IF_ERROR(TensorParam(call, "p", &p));
   auto m = call.Int("m");
   if (!m || *m < 0) return Status::Unsupported("m is not a non-negative int");
+  if (ctx.canonical() == "polyint") {
+    // np.polyint(p, m=1, k=None): m times, p / arange(len(p), 0, -1) then the constant k (0, or
+    // one number for every step).
+    const v1::DType d = ctx.DType(result);
+    if (!IsFloating(d)) return Status::Unsupported("polyint with a non-float result");
+    if (ctx.Rank(p) != 1 || ctx.Shape(p)[0] < 1) return Status::Unsupported("polyint of coefficients that are not 1-D");
+    double k = 0.0;
+    if (!call.IsNone("k")) {
+      const v1::Arg* ka = call.Get("k");
+      auto kv = AsDouble(*ka);
+      if (!kv || HasTensor(*ka)) return Status::Unsupported("polyint with k " + ArgToString(*ka, true) + " (one number only)");
+      k = *kv;
+    }
+    std::string y = ctx.CastTo(ctx.In(p), ctx.DType(p), d);
+    int64_t n = ctx.Shape(p)[0];
+    for (int64_t step = 0; step < *m; ++step, ++n) {
+      std::vector<int64_t> powers;
+      for (int64_t v = n; v > 0; --v) powers.push_back(v);
+      const std::string div = ctx.EmitTemp("Div", {y, ctx.CastTo(ctx.Int64s(powers), v1::INT64, d)});
+      onnx::NodeProto* c = nullptr;
+      y = ctx.EmitTemp("Concat", {div, ctx.EmitTemp("Reshape", {NumberOf(ctx, k, d), ctx.Int64s({1})})}, &c);
+      SetAttr(c, "axis", int64_t{0});
+    }
+    Define(ctx, y, result);
+    return Status::Ok();
+  }
   if (ctx.Rank(p) != 1 || ctx.Shape(p)[0] < 1) return Status::Unsupported("polyder of coefficients that are not 1-D");
   const v1::DType rd = ctx.DType(result);
   if (rd == v1::BOOL) return Status::Unsupported("polyder of bools");
