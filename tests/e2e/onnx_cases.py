@@ -836,6 +836,7 @@ def _numpy_cases():
          X, variant="keepdims")
 
     _numpy_special_cases()
+    _numpy_extra_cases()
 
 
 def _numpy_special_cases():
@@ -881,6 +882,203 @@ def _numpy_special_cases():
         e[...] = x * 2
         return e + 1
     case("numpy", "empty_like", filled_empty_like, X)
+
+
+def _numpy_extra_cases():
+    """Issue 11: ufunc methods, nan-reductions and the other NumPy functions lowered in
+    core/export/onnx/lowerings_numpy_extra.cc and lowerings_ufunc_methods.cc."""
+    X = f32("B", 3, 4)
+    V = f32(4)
+
+    def nanny(x):  # NaN where x > 1, and a row of the batch that is all NaN in column 0
+        y = np.where(x > 1, np.nan, x).astype(x.dtype)
+        y[:, :, 0] = np.nan
+        return y
+    # ufunc.outer: every binary ufunc, the first operand batched (the outer axes follow it).
+    outer = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "maximum": np.maximum,
+             "minimum": np.minimum, "fmax": np.fmax, "fmin": np.fmin, "hypot": np.hypot, "atan2": np.arctan2,
+             "greater": np.greater, "less": np.less, "greater_equal": np.greater_equal, "less_equal": np.less_equal,
+             "equal": np.equal, "not_equal": np.not_equal, "remainder": np.remainder}
+    for c, uf in outer.items():
+        case("numpy", c + "_outer", lambda x, y, uf=uf: uf.outer(x, y), f32("B", 3), V)
+    case("numpy", "pow_outer", lambda x, y: (np.power.outer(x, y), np.float_power.outer(x, y)), pos("B", 3), f32(2, 2))
+    case("numpy", "floor_divide_outer", lambda x, y: np.floor_divide.outer(x, y), i64("B", 3, lo=-9, hi=9),
+         i64(4, lo=1, hi=4))
+    case("numpy", "remainder_outer", lambda x, y: (np.mod.outer(x, y), np.remainder.outer(y * 5 - 7, y)), i64("B", 3, lo=-9, hi=9),
+         i64(4, lo=1, hi=4), variant="int")
+    case("numpy", "logical_and_outer", lambda a, b: np.logical_and.outer(a, b), boolean("B", 3), boolean(2, 2))
+    case("numpy", "logical_or_outer", lambda a, b: np.logical_or.outer(a, b), boolean("B", 3), boolean(2))
+    case("numpy", "bitwise_and_outer", lambda a, b: np.bitwise_and.outer(a, b), boolean("B", 3), boolean(2))
+    case("numpy", "bitwise_or_outer", lambda a, b: np.bitwise_or.outer(a, b), boolean("B", 3), boolean(2))
+    case("numpy", "add_outer", lambda x, y: (np.add.outer(x, 2.0), np.multiply.outer(y, x[0]), np.subtract.outer(x, y)),
+         X, f32(2), variant="ranks")
+    case("numpy", "maximum_outer", lambda x, y: np.maximum.outer(nanny(x)[:, 0], y), X, V, variant="nan")
+    # ufunc.accumulate
+    case("numpy", "cumprod", lambda x: (np.multiply.accumulate(x, axis=1), np.multiply.accumulate(x)), X, variant="ufunc")
+    for c, uf in {"maximum_accumulate": np.maximum, "minimum_accumulate": np.minimum, "fmax_accumulate": np.fmax,
+                  "fmin_accumulate": np.fmin}.items():
+        case("numpy", c, lambda x, uf=uf: (uf.accumulate(x, axis=1), uf.accumulate(nanny(x), axis=2),
+                                           uf.accumulate(nanny(x)), uf.accumulate(np.where(x > 0, -np.inf, x))), X)
+        case("numpy", c, lambda i, uf=uf: (uf.accumulate(i, axis=-1), uf.accumulate(i.astype(np.int32), axis=0)),
+             i64("B", 5, lo=-9, hi=9), variant="int")
+    case("numpy", "logical_and_accumulate", lambda a, x: (np.logical_and.accumulate(a, axis=1), np.logical_and.accumulate(x > 0)),
+         boolean("B", 5), X)
+    case("numpy", "logical_or_accumulate", lambda a, x: (np.logical_or.accumulate(a, axis=1), np.logical_or.accumulate(x > 1, 2)),
+         boolean("B", 5), X)
+    case("numpy", "bitwise_and_accumulate", lambda a: np.bitwise_and.accumulate(a, axis=1), boolean("B", 5))
+    case("numpy", "bitwise_or_accumulate", lambda a: np.bitwise_or.accumulate(a, axis=0), boolean("B", 5))
+    case("numpy", "nanmax", lambda x: (np.fmax.reduce(nanny(x), axis=2), np.fmin.reduce(nanny(x), axis=1)), X, variant="fmax_reduce")
+    # nan-reductions: NaN items, a column that is all NaN, axes, keepdims, dtype.
+    case("numpy", "nansum", lambda x: (np.nansum(nanny(x), axis=1), np.nansum(nanny(x)), np.nansum(nanny(x), axis=(0, 2), keepdims=True),
+                                       np.nansum(x, axis=2, dtype=np.float64)), X)
+    case("numpy", "nansum", lambda i: np.nansum(i, axis=1), i64("B", 3), variant="int")
+    case("numpy", "nansum", lambda x: np.nansum(nanny(x), axis=1, where=x > 0), X, variant="where")
+    case("numpy", "nanprod", lambda x: (np.nanprod(nanny(x), axis=2), np.nanprod(nanny(x), axis=0, keepdims=True)), X)
+    case("numpy", "nanmax", lambda x: (np.nanmax(np.where(x > 1, np.nan, x), axis=1), np.nanmax(x), np.nanmax(nanny(x)[:, :, 1:], axis=-1, keepdims=True)), X)
+    case("numpy", "nanmin", lambda x: (np.nanmin(np.where(x < -1, np.nan, x), axis=2), np.nanmin(x, axis=0)), X)
+    case("numpy", "nanmax", lambda i: np.nanmax(i, axis=1), i64("B", 3), variant="int")
+    case("numpy", "nanargmax", lambda x: (np.nanargmax(nanny(x)[:, :, 1:], axis=2), np.nanargmax(np.where(x > 1, np.nan, x), axis=1, keepdims=True)), X)
+    case("numpy", "nanargmin", lambda x: (np.nanargmin(np.where(x < -1, np.nan, x), axis=-1), np.nanargmin(x)), X)
+    case("numpy", "nancumsum", lambda x: (np.nancumsum(nanny(x), axis=1), np.nancumsum(nanny(x))), X)
+    case("numpy", "nancumprod", lambda x: np.nancumprod(nanny(x), axis=2), X)
+    case("numpy", "nanmean", lambda x: (np.nanmean(np.where(x > 1, np.nan, x), axis=1), np.nanmean(x, axis=(1, 2), keepdims=True),
+                                        np.nanmean(np.where(x > 1.5, np.nan, x))), X)
+    case("numpy", "nanmean", lambda i: np.nanmean(i, axis=0), i64("B", 3), variant="int")
+    case("numpy", "nanvar", lambda x: (np.nanvar(np.where(x > 1, np.nan, x), axis=1), np.nanvar(x, axis=2, ddof=1, keepdims=True),
+                                       np.nanvar(np.where(x > 0, np.nan, x))), X)
+    case("numpy", "nanstd", lambda x: (np.nanstd(np.where(x > 1, np.nan, x), axis=-1), np.nanstd(x, ddof=1, axis=0)), X)
+    # NaN where fewer than 2 items are left: count - ddof <= 0
+    case("numpy", "nanvar", lambda x: np.nanvar(np.where(x > -1.5, np.nan, x), axis=1, ddof=1), X, variant="dof")
+    case("numpy", "count_nonzero", lambda x, i: (np.count_nonzero(i, axis=1), np.count_nonzero(x > 0, axis=(0, 2), keepdims=True),
+                                                 np.count_nonzero(np.round(x), axis=-1)), X, i64("B", 3, hi=3))
+    case("numpy", "deg2rad", lambda x, i: (np.deg2rad(x * 90), np.radians(x.astype(np.float64)), np.deg2rad(i)), X, i64("B", 3))
+    case("numpy", "rad2deg", lambda x, i: (np.rad2deg(x), np.degrees(x.astype(np.float64)), np.rad2deg(i)), X, i64("B", 3))
+    def infs(x):
+        return np.where(x > 1, np.inf, np.where(x < -1, -np.inf, np.where(np.abs(x) < 0.2, np.nan, x))).astype(np.float32)
+    case("numpy", "isposinf", lambda x, i: (np.isposinf(infs(x)), np.isposinf(i)), X, i64("B", 3))
+    case("numpy", "isneginf", lambda x: (np.isneginf(infs(x)), np.isneginf(infs(x).astype(np.float64))), X)
+    case("numpy", "signbit", lambda x, i: (np.signbit(infs(x)), np.signbit(np.round(x) * 0), np.signbit(i)), X, i64("B", 3, lo=-3, hi=3))
+    case("numpy", "cbrt", lambda x: (np.cbrt(x * 10), np.cbrt(infs(x)), np.cbrt(np.round(x) * 0), np.cbrt(x.astype(np.float64) * 1e5)), X)
+    case("numpy", "rot90", lambda x: (np.rot90(x, axes=(1, 2)), np.rot90(x, 2, (2, 1)), np.rot90(x, -1, axes=(0, 2)),
+                                      np.rot90(x, 4, (1, 2)), np.rot90(x[0])), X)
+    case("numpy", "tensordot", lambda x, w: (np.tensordot(x, w, axes=1), np.tensordot(x, x, axes=([1, 2], [1, 2])),
+                                             np.tensordot(x, w, 0).sum(-1), np.tensordot(x, x[0], axes=2)), X, f32(4, 2))
+    case("numpy", "tensordot", lambda x, w: (np.linalg.tensordot(x, w, axes=1), np.tensordot(x, w, axes=((2,), (0,)))), i64("B", 3, 4),
+         i64(4, 2), variant="int")
+    case("numpy", "inner", lambda x, v: (np.inner(x, v), np.inner(x, x[0]), np.inner(v, v)), X, V)
+    case("numpy", "vdot", lambda x, y: (np.vdot(x, x), np.vdot(x[0], y)), X, f32(3, 4))
+    case("numpy", "vecdot", lambda x, y: (np.vecdot(x, y), np.linalg.vecdot(x, y), np.linalg.vecdot(x, x, axis=-2)), X, f32(3, 4))
+    case("numpy", "cross", lambda a, b: (np.cross(a, b[0]), np.linalg.cross(a, b[1]), np.cross(a.astype(np.float64)[:, None], b)),
+         f32("B", 3), f32(2, 3))
+    case("numpy", "cross", lambda a, b: np.cross(a, b), i64("B", 3, lo=-4, hi=4), i64(3, lo=-4, hi=4), variant="int")
+    case("numpy", "diag", lambda x, v: (np.diag(x[0]), np.diag(x[0], 1), np.diag(x[0], k=-2), np.diag(v), np.diag(v, 2), np.diag(v, k=-1)),
+         X, V)
+    case("numpy", "diag", lambda i: np.diag(i[0]) + np.diag(i[1, :2], -1), i64("B", 3), variant="int")
+    case("numpy", "atleast_nd", lambda x, v: (np.atleast_1d(x.sum()), np.atleast_2d(v), np.atleast_2d(x.sum(), x),
+                                              np.atleast_3d(v), np.atleast_3d(x[0]), np.atleast_3d(x.sum()), np.atleast_3d(x)), X, V)
+    # np.linalg and Array API spellings of lowered ops.
+    case("numpy", "matmul", lambda x, w: np.linalg.matmul(x, w), X, f32(4, 5), variant="linalg")
+    case("numpy", "outer", lambda x, y: np.linalg.outer(x, y), f32(3), f32(4), variant="linalg")
+    case("numpy", "transpose", lambda x: (np.matrix_transpose(x), np.linalg.matrix_transpose(x) * 2), X, variant="matrix_transpose")
+    case("numpy", "cumsum", lambda x, v: (np.cumulative_sum(x, axis=1), np.cumulative_sum(v)), X, V, variant="cumulative_sum")
+    case("numpy", "cumprod", lambda x: np.cumulative_prod(x, axis=2), X, variant="cumulative_prod")
+    case("numpy", "cast", lambda x: (np.astype(x, np.int32), np.astype(x, np.float64, copy=False)), X, variant="astype")
+    case("numpy", "unbind", lambda x: np.unstack(x, axis=1), X, variant="unstack")
+    case("numpy", "column_stack", lambda x, v: (np.column_stack([x[:, 0, :], x[:, 1, 0], x[:, 2, 1]]), np.column_stack((v, v * 2))), X, V)
+    case("numpy", "append", lambda x, v: (np.append(x, v), np.append(x, x[:, :1], axis=1), np.append(v, 2.5)), X, V)
+    case("numpy", "matvec", lambda x, v: (np.matvec(x, v), np.matvec(x[0], v)), X, V)
+    case("numpy", "vecmat", lambda x, v: (np.vecmat(x[:, :, 0], x), np.vecmat(v[:3], x)), X, V)
+    case("numpy", "multi_dot", lambda x, w, v: (np.linalg.multi_dot([x[0], w, w.T, v]), np.linalg.multi_dot([v, w]),
+                                                np.linalg.multi_dot([x[0], w, w.T])), X, f32(4, 2), V)
+    case("numpy", "rollaxis", lambda x: (np.rollaxis(x, 2), np.rollaxis(x, 0, 3), np.rollaxis(x, -1, 1), np.rollaxis(x, 1, 2)), X)
+    case("numpy", "average", lambda x, w: (np.average(x), np.average(x, axis=1), np.average(x, axis=2, weights=w),
+                                           np.average(x, axis=(1, 2), weights=x * x, keepdims=True)), X, pos(4))
+    case("numpy", "average", lambda i: np.average(i, axis=0), i64("B", 3), variant="int")
+    case("numpy", "fftshift", lambda x: (np.fft.fftshift(x), np.fft.fftshift(x, axes=1), np.fft.fftshift(x[:, :, :3], axes=(-1,))), X)
+    case("numpy", "ifftshift", lambda x: (np.fft.ifftshift(x), np.fft.ifftshift(x, axes=(1, 2)), np.fft.ifftshift(x[0, :3])), X)
+    case("numpy", "kron", lambda x, v, w: (np.kron(x, w), np.kron(v, v[:2]), np.kron(w, v)), X, V, f32(2, 2))
+    case("numpy", "kron", lambda i, j: np.kron(i, j), i64("B", 3), i64(2, 2), variant="int")
+    case("numpy", "tri", lambda x: (x[0, :, :3] * np.tri(3), x[0] + np.tri(3, 4, k=1, dtype=np.float32), np.tri(2, k=-1, dtype=int)), X)
+    case("numpy", "select_choices", lambda x: (np.select([x > 1, x < 0], [x, -x]), np.select([x > 0.5, x > 0], [x * 2, 1.0], default=np.nan),
+                                               np.select([x > 0], [np.round(x).astype(np.int64)], default=-3)), X)
+    case("numpy", "isin", lambda x, i: (np.isin(np.round(x), np.array([0.0, 1.0, np.nan], np.float32)), np.isin(i, i[:, 0]), np.isin(i, [1, 3], invert=True),
+                                     np.isin(x * 2, [0.5, -1.0, 2])),
+         X, i64("B", 3))
+    case("numpy", "ediff1d", lambda x, i: (np.ediff1d(x), np.ediff1d(i)), X, i64("B", 3))
+    case("numpy", "trapezoid", lambda y, t: (np.trapezoid(y), np.trapezoid(y, dx=0.5, axis=1), np.trapezoid(y, t), np.trapezoid(y, y, axis=0)),
+         X, f32(4))
+    case("numpy", "polyval", lambda x, p: (np.polyval(p, x), np.polyval(p[:2], 2.0), np.polyval(p, x.astype(np.float64))), X, f32(4))
+    case("numpy", "median", lambda x: (np.median(x, axis=1), np.median(x), np.median(x[:, :, :3], axis=-1, keepdims=True),
+                                       np.median(np.where(x > 1.5, np.nan, x), axis=2), np.median(x, axis=None, keepdims=True)), X)
+    case("numpy", "median", lambda i: (np.median(i, axis=1), np.median(i[:, :3], axis=0)), i64("B", 4), variant="int")
+    case("numpy", "divmod", lambda x, y, i: np.divmod(x, y) + np.divmod(i, 3) + np.divmod(-i, np.int64(2)), X, pos(4), i64("B", 3, lo=-7, hi=7))
+    case("numpy", "modf", lambda x: np.modf(x * 3) + np.modf(infs(x)) + np.modf(np.round(x * 2)), X)
+    case("numpy", "vander", lambda v, w: (np.vander(v), np.vander(v, 3, increasing=True), np.vander(w.astype(np.float32), N=5)), V, i64(3, lo=-3, hi=4))
+    case("numpy", "fftfreq", lambda x: (x[0, 0] * np.fft.fftfreq(4), x[0] * np.fft.fftfreq(3, d=0.5)[:, None], np.fft.fftfreq(5, 0.1) + 0), X)
+    case("numpy", "rfftfreq", lambda x: (x[0, 0, :3] * np.fft.rfftfreq(4), np.fft.rfftfreq(7, d=2.0) + 0), X)
+    case("numpy", "diagflat", lambda x, v: (np.diagflat(x[0, :2]), np.diagflat(v, 1), np.diagflat(v[:3], k=-2)), X, V)
+    I = i64("B", 5, lo=-2**40, hi=2**40)
+    S = i64("B", 5, lo=-3, hi=70)
+    case("numpy", "left_shift", lambda x, s: (np.left_shift(x, s), x << 3, x.astype(np.int32) << s.astype(np.int32), np.left_shift(x.astype(np.uint8), 2)), I, S)
+    case("numpy", "right_shift", lambda x, s: (np.right_shift(x, s), x >> 7, x.astype(np.int32) >> s.astype(np.int32),
+                                               np.right_shift(x.astype(np.uint32), s.astype(np.uint32))), I, S)
+    case("numpy", "bitwise_count", lambda x: (np.bitwise_count(x), np.bitwise_count(x.astype(np.int32)), np.bitwise_count(x.astype(np.uint8))), I)
+    case("numpy", "broadcast_arrays", lambda x, v: np.broadcast_arrays(x, v, x[:, :1, :1]) + np.broadcast_arrays(v[:, None] * 2), X, V)
+    case("numpy", "resize", lambda x, v: (np.resize(v, (3, 3)), np.resize(x[0], 7), np.resize(v, [2, 2]) + 0), X, V)
+    case("numpy", "hanning", lambda x: (x[0, 0] * np.hanning(4), np.hanning(1) + x[0, 0, 0], np.hanning(9) + 0), X)
+    case("numpy", "hamming", lambda x: (x[0, 0] * np.hamming(4), np.hamming(7) + 0), X)
+    case("numpy", "blackman", lambda x: (x[0, 0] * np.blackman(4), np.blackman(6) + 0), X)
+    case("numpy", "bartlett", lambda x: (x[0, 0] * np.bartlett(4), np.bartlett(5) + 0), X)
+    case("numpy", "quantile", lambda x: (np.quantile(x, 0.3, axis=1), np.quantile(x, 0.5), np.quantile(x, 0.75, axis=-1, keepdims=True),
+                                         np.quantile(np.where(x > 1.5, np.nan, x), 1.0, axis=2), np.quantile(x, 0.0, axis=0), np.quantile(x, 1 / 3, axis=2)), X)
+    case("numpy", "percentile", lambda x, i: (np.percentile(x, 30, axis=1), np.percentile(x, 62.5, axis=None, keepdims=True),
+                                              np.percentile(i, 50, axis=1), np.percentile(x.astype(np.float64), 90, axis=-1)), X, i64("B", 5, hi=9))
+    case("numpy", "digitize", lambda x, b: (np.digitize(x, np.sort(b)), np.digitize(x, np.sort(b), right=True), np.digitize(x, np.sort(b)[::-1]),
+                                            np.digitize(np.round(x), np.array([-1.0, 0.0, 0.0, 1.0]), right=True),
+                                            np.digitize(np.round(x), np.array([1.0, 0.0, 0.0, -1.0]))), X, f32(5))
+    case("numpy", "polyder", lambda x, p: (np.polyder(p), np.polyder(p, 2), np.polyder(p, m=0) * x[0, 0, 0]), X, f32(4))
+    case("numpy", "nanmedian", lambda x: (np.nanmedian(nanny(x), axis=1), np.nanmedian(nanny(x)), np.nanmedian(nanny(x), axis=2, keepdims=True),
+                                          np.nanmedian(x, axis=0), np.nanmedian(nanny(x)[:, :, :2], axis=-1)), X)
+    case("numpy", "nanquantile", lambda x: (np.nanquantile(nanny(x), 0.3, axis=1), np.nanquantile(nanny(x), 0.8), np.nanquantile(x, 1.0, axis=2, keepdims=True),
+                                            np.nanquantile(nanny(x), 0.5, axis=0)), X)
+    case("numpy", "nanpercentile", lambda x: (np.nanpercentile(nanny(x), 25, axis=2), np.nanpercentile(x, 70, axis=None, keepdims=True)), X)
+    case("numpy", "unique", lambda x, i: (np.unique(np.round(x)), np.unique(i), np.unique(np.where(x > 1, np.nan, np.round(x))),
+                                          np.unique(i.astype(np.int32)) * 2), X, i64("B", 3))
+    case("numpy", "unique_values", lambda x: (np.unique_values(np.round(x * 2)), np.unique_values(np.where(x > 1, np.nan, np.round(x)))), X)
+    case("numpy", "unique_counts", lambda x, i: tuple(np.unique_counts(np.where(x > 1, np.nan, np.round(x)))) + tuple(np.unique_counts(i)), X, i64("B", 3))
+    case("numpy", "compress", lambda x: (np.compress([True, False, True], x, axis=1), np.compress(x[0, 0] > 0, x, axis=2),
+                                         np.compress(x.ravel() > 0.5, x), np.compress([1, 0], x[:, 0, :], axis=-1)), X)
+    case("numpy", "extract", lambda x, i: (np.extract(x > 0.5, x), np.extract(i, i * 3)), X, i64("B", 3))
+    case("numpy", "flatnonzero", lambda x, i: (np.flatnonzero(x > 0.5), np.flatnonzero(i), np.flatnonzero(np.round(x))), X, i64("B", 3))
+    case("numpy", "cov", lambda x, v: (np.cov(x[:, :, 0]), np.cov(x[0]), np.cov(x[0], rowvar=False), np.cov(v), np.cov(x[0], bias=True),
+                                       np.cov(x[0], ddof=0), np.cov(x[:, 0, :], rowvar=False, ddof=2)), X, V)
+    case("numpy", "corrcoef", lambda x, v: (np.corrcoef(x[0]), np.corrcoef(x[0], rowvar=False), np.corrcoef(v)), X, V)
+    case("numpy", "matrix_norm", lambda x, i: (np.linalg.matrix_norm(x), np.linalg.matrix_norm(x, ord=1, keepdims=True), np.linalg.matrix_norm(x, ord=-1),
+                                               np.linalg.matrix_norm(x, ord=np.inf), np.linalg.matrix_norm(x, ord=-np.inf), np.linalg.matrix_norm(i, ord="fro")),
+         X, i64("B", 2, 3, lo=-4, hi=4))
+    case("numpy", "matrix_power", lambda x, i: tuple(np.linalg.matrix_power(x[:, :, :3] * 0.5, n) for n in (0, 1, 2, 3, 4, 5, 7)) + (np.linalg.matrix_power(i, 3),),
+         X, i64("B", 3, 3, lo=-2, hi=3))
+    case("numpy", "interp", lambda x, xp, fp: (np.interp(x, np.sort(xp), fp), np.interp(x, np.array([-1.0, 0.0, 0.0, 1.0], np.float32), fp[:4], left=-9.0, right=9),
+                                               np.interp(np.round(x * 2) / 2, np.array([-1.0, -0.5, 0.5, 1.0]), np.array([1.0, np.inf, np.inf, 2.0])),
+                                               np.interp(np.where(x > 1.5, np.nan, x), np.sort(xp), fp), np.interp(0.25, np.sort(xp), fp)), X, f32(5), f32(5))
+    case("numpy", "polyadd", lambda x, p: (np.polyadd(p, p[:2]), np.polyadd(p[1:], p), np.polyadd(p, p * x[0, 0, 0])), X, f32(4))
+    case("numpy", "polyint", lambda x, p: (np.polyint(p), np.polyint(p, 2), np.polyint(p, 3, k=1.5), np.polyint(p, m=0) * x[0, 0, 0]), X, f32(4))
+    case("numpy", "polysub", lambda x, p: (np.polysub(p, p[:2]), np.polysub(p[2:], p)), X, f32(4))
+    case("numpy", "gradient", lambda x, i: tuple(np.gradient(x)) + (np.gradient(x, axis=1), np.gradient(x, 0.5, axis=-1)) + tuple(np.gradient(x[:, :2], axis=(1, 2)))
+                                           + (np.gradient(i, axis=0),), X, i64("B", 3, lo=-5, hi=5))
+    case("numpy", "delete", lambda x: (np.delete(x, 1, axis=1), np.delete(x, [0, -1], axis=2), np.delete(x, 3), np.delete(x, [], axis=0),
+                                       np.delete(x, -1, axis=0)), X)
+    case("numpy", "choose", lambda i, x: (np.choose(i, [x[:, 0, :3], x[:, 1, :3], -1.0]), np.choose(i - 1, [x[:, 0, :3], x[:, 1, :3], x[:, 2, :3]], mode="wrap"),
+                                          np.choose(i * 2, [x[0, 0, :3], x[:, 1, :3]], mode="clip")), i64("B", 3, hi=3), X)
+    case("numpy", "logspace", lambda x: (x[0, 0] * np.logspace(0.0, 2.0, 4), np.logspace(-1, 1, 5, endpoint=False, base=2.0) + 0,
+                                         np.logspace(np.float32(0), np.float32(1), 3) * x[0, 0, :3]), X)
+    def rnan(x):
+        return np.where(x > 1, np.nan, np.round(x))
+    case("numpy", "union1d", lambda x, i: (np.union1d(rnan(x), rnan(-x)), np.union1d(i, i[:, 0] + 7), np.union1d(i.astype(np.int32), i)), X, i64("B", 3))
+    case("numpy", "intersect1d", lambda x, i: (np.intersect1d(rnan(x), rnan(-x)), np.intersect1d(i, i[:, 0] + 1, assume_unique=False)), X, i64("B", 3))
+    case("numpy", "setdiff1d", lambda x, i: (np.setdiff1d(rnan(x), rnan(-x)), np.setdiff1d(i, i[:, 0])), X, i64("B", 3))
+    case("numpy", "vector_norm", lambda x: (np.linalg.vector_norm(x), np.linalg.vector_norm(x, axis=1, keepdims=True),
+                                            np.linalg.vector_norm(x, ord=1, axis=(1, 2)), np.linalg.vector_norm(x, ord=np.inf, axis=-1)), X)
 
 
 # --- JAX -----------------------------------------------------------------------------------------------
@@ -1015,10 +1213,50 @@ def _torch_rnn_cases():
         case("torch", canonical, steps, f32("B", 3, 4))
 
 
+def _jax_extra_cases():
+    """Issue 11: lax primitives lowered in core/export/onnx/lowerings_jax_extra.cc (and cbrt,
+    cummax/cummin shared with NumPy's lowerings)."""
+    import jax.numpy as jnp
+    from jax import lax
+    X = f32("B", 3, 4)
+    case("jax", "cbrt", lambda x: (jnp.cbrt(x * 10), lax.cbrt(jnp.round(x) * 0), jnp.cbrt(jnp.where(x > 1, jnp.inf, x))), X)
+    def nanny(x):
+        return jnp.where(x > 1, jnp.nan, x)
+    case("jax", "cummax", lambda x: (lax.cummax(x, axis=1), lax.cummax(nanny(x), axis=2), lax.cummax(x, axis=0, reverse=True)), X)
+    case("jax", "cummin", lambda x, i: (lax.cummin(nanny(x), axis=1), lax.cummin(x, axis=2, reverse=True), lax.cummin(i, axis=1)),
+         X, i32("B", 5, lo=-9, hi=9))
+    case("jax", "cumlogsumexp", lambda x: (lax.cumlogsumexp(x * 10, axis=1), lax.cumlogsumexp(nanny(x), axis=2, reverse=True),
+                                           lax.cumlogsumexp(jnp.where(x > 0.5, -jnp.inf, jnp.where(x < -1.5, jnp.inf, x)), axis=2)), X)
+    # jnp's x.at[...] scatters: an index array (out-of-bounds ones dropped, negatives wrapped by jnp), ints, a
+    # non-leading axis, clip mode, duplicates added.
+    case("jax", "scatter", lambda x, i, u: (x.at[i].set(u), x.at[1].set(0.5), x.at[:, 2].set(-1.0),
+                                            x.at[i, 1].set(u[:, 0]), x.at[i].set(u, mode="clip"), x.at[0, 1, 2].set(9.0),
+                                            (x > 0).at[i].set(True)),
+         X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
+    case("jax", "scatter_add", lambda x, i, u: (x.at[i].add(u), x.at[i, :, 1].add(u[:, :, 0]), x.at[jnp.array([0, 0, 1])].add(1.0),
+                                                x.astype(jnp.int32).at[i].add(3)),
+         X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
+    case("jax", "scatter_mul", lambda x, i, u: (x.at[i].multiply(u), x.at[i, 1].multiply(2.0), x.at[jnp.array([0, 0])].multiply(u[0])),
+         X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
+    I = i32("B", 5, lo=-2**31, hi=2**31 - 1)
+    S = i32("B", 5, lo=-3, hi=40)
+    case("jax", "shift_left", lambda x, s: (lax.shift_left(x, s), x << 3, jnp.left_shift(x.astype(jnp.uint32), s.astype(jnp.uint32))),
+         I, S)
+    case("jax", "shift_right_logical", lambda x, s: (lax.shift_right_logical(x, s), lax.shift_right_logical(x.astype(jnp.uint8), jnp.uint8(3))),
+         I, S)
+    case("jax", "shift_right_arithmetic", lambda x, s: (lax.shift_right_arithmetic(x, s), x >> 5, jnp.right_shift(x, s)), I, S)
+    case("jax", "population_count", lambda x: (lax.population_count(x), lax.population_count(x.astype(jnp.uint8))), I)
+    case("jax", "clz", lambda x: (lax.clz(x), lax.clz(x >> 20), lax.clz(x * 0), lax.clz(x.astype(jnp.int8))), I)
+    case("jax", "reduce_xor", lambda a: (lax.reduce_xor(a, (1,)) if hasattr(lax, "reduce_xor") else
+                                         lax.reduce_xor_p.bind(a, axes=(1,)), lax.reduce_xor_p.bind(a, axes=(0, 1))), boolean("B", 5))
+
+
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
     if fw == "torch":
         _torch_rnn_cases()
+    if fw == "jax":
+        _jax_extra_cases()
     return [c for c in CASES if c.fw == fw]
 
 

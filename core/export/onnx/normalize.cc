@@ -83,6 +83,53 @@ const std::vector<Rename>& Renames() {
       {"numpy", "flip", "flip", {{"axis", "dims"}}},
       {"numpy", "take_along_axis", "take_along_axis", {{"indices", "index"}}},
       {"numpy", "put_along_axis", "put_along_axis", {{"indices", "index"}}},
+      // issue 11: more ufunc methods, and NumPy functions whose schemas keep NumPy's names.
+      {"numpy", "mul_accumulate", "cumprod", {}},
+      {"numpy", "fmax_reduce", "nanmax", {}},  // fmax skips NaN: NaN only where every item is NaN
+      {"numpy", "fmin_reduce", "nanmin", {}},
+      {"numpy", "nansum", "nansum", {{"a", "input"}}},
+      {"numpy", "nanprod", "nanprod", {{"a", "input"}}},
+      {"numpy", "nanmax", "nanmax", {{"a", "input"}}},
+      {"numpy", "nanmin", "nanmin", {{"a", "input"}}},
+      {"numpy", "nanargmax", "nanargmax", {{"a", "input"}}},
+      {"numpy", "nanargmin", "nanargmin", {{"a", "input"}}},
+      {"numpy", "nancumsum", "nancumsum", {{"a", "input"}}},
+      {"numpy", "nancumprod", "nancumprod", {{"a", "input"}}},
+      {"numpy", "nanmean", "nanmean", {{"a", "input"}}},
+      {"numpy", "nanvar", "nanvar", {{"a", "input"}}},
+      {"numpy", "nanstd", "nanstd", {{"a", "input"}}},
+      {"numpy", "count_nonzero", "count_nonzero", {{"a", "input"}}},
+      {"numpy", "isposinf", "isposinf", {{"x", "input"}}},
+      {"numpy", "isneginf", "isneginf", {{"x", "input"}}},
+      {"numpy", "rot90", "rot90", {{"axes", "dims"}}},
+      {"numpy", "tensordot", "tensordot", {{"x1", "input"}, {"x2", "other"}, {"axes", "dims"}}},
+      {"numpy", "inner", "inner", {{"a", "input"}, {"b", "other"}}},
+      {"numpy", "vdot", "vdot", {{"a", "input"}, {"b", "other"}}},
+      {"numpy", "vecdot", "vecdot", {{"x1", "input"}, {"x2", "other"}}},
+      {"numpy", "cross", "cross", {{"a", "input"}, {"b", "other"}, {"x1", "input"}, {"x2", "other"}}},
+      {"numpy", "diag", "diag", {{"v", "input"}, {"k", "diagonal"}}},
+      {"numpy", "outer", "outer", {{"x1", "input"}, {"x2", "other"}}},         // np.linalg.outer
+      {"numpy", "matrix_transpose", "transpose", {}},                           // dims -2 and -1, below
+      {"numpy", "cumulative_sum", "cumsum", {{"x", "input"}}},
+      {"numpy", "cumulative_prod", "cumprod", {{"x", "input"}}},
+      {"numpy", "vector_norm", "vector_norm", {{"x", "input"}}},               // np.linalg.vector_norm
+      {"numpy", "astype", "cast", {{"x", "input"}}},                          // np.astype(x, dtype)
+      {"numpy", "unstack", "unbind", {{"x", "input"}}},
+      {"numpy", "rollaxis", "rollaxis", {{"a", "input"}}},
+      {"numpy", "average", "average", {{"a", "input"}}},
+      {"numpy", "fftshift", "fftshift", {{"x", "input"}, {"axes", "dims"}}},
+      {"numpy", "ifftshift", "ifftshift", {{"x", "input"}, {"axes", "dims"}}},
+      {"numpy", "kron", "kron", {{"a", "input"}, {"b", "other"}}},
+      {"numpy", "ediff1d", "ediff1d", {{"ary", "input"}}},
+      {"numpy", "trapezoid", "trapezoid", {{"y", "input"}}},
+      {"numpy", "median", "median", {{"a", "input"}}},
+      {"numpy", "diagflat", "diagflat", {{"v", "input"}, {"k", "diagonal"}}},
+      {"numpy", "quantile", "quantile", {{"a", "input"}}},
+      {"numpy", "percentile", "percentile", {{"a", "input"}}},
+      {"numpy", "nanmedian", "nanmedian", {{"a", "input"}}},
+      {"numpy", "nanquantile", "nanquantile", {{"a", "input"}}},
+      {"numpy", "nanpercentile", "nanpercentile", {{"a", "input"}}},
+      {"numpy", "matrix_norm", "matrix_norm", {{"x", "input"}}},              // np.linalg.matrix_norm
       // Every other NumPy op: axis/keepdims are torch's dim/keepdim.
       {"numpy", "", "", {{"axis", "dim"}, {"keepdims", "keepdim"}}},
       // JAX primitives.
@@ -109,6 +156,12 @@ const std::vector<Rename>& Renames() {
       {"jax", "top_k", "top_k", {{"axis", "dim"}}},
       {"jax", "all", "all", {{"axes", "dim"}}},
       {"jax", "any", "any", {{"axes", "dim"}}},
+      {"jax", "cummax", "cummax", {{"axis", "dim"}}},
+      {"jax", "cummin", "cummin", {{"axis", "dim"}}},
+      {"jax", "cumlogsumexp", "cumlogsumexp", {{"axis", "dim"}}},
+      {"jax", "reduce_xor", "reduce_xor", {{"axes", "dim"}}},
+      {"jax", "scatter_add", "scatter_add", {{"operand", "input"}, {"scatter_indices", "indices"}}},
+      {"jax", "scatter_mul", "scatter_mul", {{"operand", "input"}, {"scatter_indices", "indices"}}},
       // torch spellings.
       {"torch", "matmul", "matmul", {{"mat2", "other"}, {"vec", "other"}}},  // torch.mm, torch.mv
       {"torch", "outer", "outer", {{"vec2", "other"}}},
@@ -218,8 +271,10 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
   if (fw == "numpy") {
     // A ufunc's where= keeps the old values of out= where it is False: not an ONNX op.
     // np.sum/np.prod(where=mask) leave the masked items out: the reduction's lowering reads it.
-    const bool masked_reduction = *canonical == "sum" || *canonical == "prod";
-    if (const v1::Arg* w = call->Get("where"); w && AsBool(*w) != true && !masked_reduction) {
+    const bool masked_reduction = *canonical == "sum" || *canonical == "prod" || *canonical == "nansum" ||
+                                  *canonical == "nanprod";
+    // (where=None is the nan-reductions' "no mask".)
+    if (const v1::Arg* w = call->Get("where"); w && !IsNone(*w) && AsBool(*w) != true && !masked_reduction) {
       return Status::Unsupported("NumPy where= (a masked ufunc) has no ONNX lowering");
     }
   }
@@ -243,7 +298,7 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
     call->Set("axis1", IntArg(-2));
     call->Set("axis2", IntArg(-1));
   }
-  if (fw == "torch" && node.canonical() == "matrix_transpose") {
+  if ((fw == "torch" || fw == "numpy") && node.canonical() == "matrix_transpose") {
     call->Set("dim0", IntArg(-2));
     call->Set("dim1", IntArg(-1));
   }
