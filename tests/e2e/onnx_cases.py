@@ -624,6 +624,130 @@ def _torch_special_cases():
     case("torch", "trace", lambda x, i: (torch.trace(x[0]), x[0, :, 1:].trace(), torch.trace(i)), X, i64(3, 5), static=True)
 
 
+def _torch_extra_cases():
+    """torch functions given a canonical op for ONNX (issue 11): losses (lowerings_losses.cc) and
+    lowerings_torch_extra.cc."""
+    import torch
+    import torch.nn.functional as F
+    X = f32("B", 3, 4)
+    P = ("float32", ("B", 3, 4), 0.05, 0.95)   # probabilities
+    nan, inf = float("nan"), float("inf")
+
+    def sign(y):  # a +-1 target
+        return torch.where(y > 0, 1.0, -1.0)
+    # Pointwise losses, each reduction.
+    for name, fn in (("l1_loss", F.l1_loss), ("mse_loss", F.mse_loss)):
+        case("torch", name, lambda x, y, fn=fn: (fn(x, y), fn(x, y, reduction="sum"), fn(x, y, reduction="none"),
+                                                 fn(x, target=y, reduction="mean")), X, f32("B", 3, 4))
+        case("torch", name, lambda x, y, fn=fn: (fn(x.double(), y.double()), fn(x, y, reduction="none")), X, f32(4),
+             variant="float64_broadcast")
+    case("torch", "soft_margin_loss", lambda x, y: (F.soft_margin_loss(x, sign(y)), F.soft_margin_loss(x, sign(y), reduction="sum"),
+                                                    F.soft_margin_loss(x * 3, sign(y), reduction="none")), X, f32("B", 3, 4))
+    case("torch", "huber_loss", lambda x, y: (F.huber_loss(x, y), F.huber_loss(x, y, delta=0.5, reduction="none"),
+                                              F.huber_loss(x, y, reduction="sum", delta=2.0), F.huber_loss(x.double(), y.double(), delta=0.3)),
+         X, f32("B", 3, 4))
+    case("torch", "smooth_l1_loss", lambda x, y: (F.smooth_l1_loss(x, y), F.smooth_l1_loss(x, y, beta=0.5, reduction="none"),
+                                                  F.smooth_l1_loss(x, y, reduction="sum", beta=0.0), F.smooth_l1_loss(x, y, 2.0)),
+         X, f32("B", 3, 4))
+    case("torch", "binary_cross_entropy", lambda p, y, w: (F.binary_cross_entropy(p, y), F.binary_cross_entropy(p, y, w, reduction="sum"),
+                                                           F.binary_cross_entropy(p, y, weight=w, reduction="none"),
+                                                           # exact 0 and 1 probabilities: log is clamped at -100
+                                                           F.binary_cross_entropy(torch.clamp(p * 2 - 0.5, 0, 1), y)),
+         P, P, pos(4))
+    case("torch", "binary_cross_entropy_with_logits",
+         lambda x, y, w: (F.binary_cross_entropy_with_logits(x, y), F.binary_cross_entropy_with_logits(x * 20, y, reduction="sum"),
+                          F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=w * 2, reduction="none"),
+                          F.binary_cross_entropy_with_logits(x, y, pos_weight=w)), X, P, pos(4))
+    case("torch", "kl_div", lambda x, y: (F.kl_div(F.log_softmax(x, -1), F.softmax(y, -1), reduction="batchmean"),
+                                          F.kl_div(F.log_softmax(x, -1), torch.relu(y), reduction="none"),
+                                          F.kl_div(x, y, reduction="sum", log_target=True), F.kl_div(x, F.softmax(y, 1))),
+         X, f32("B", 3, 4))
+    case("torch", "margin_ranking_loss", lambda a, b, y: (F.margin_ranking_loss(a, b, sign(y)),
+                                                          F.margin_ranking_loss(a, b, sign(y), margin=0.5, reduction="none"),
+                                                          F.margin_ranking_loss(a, b, sign(y), 1, reduction="sum")),
+         f32("B", 5), f32("B", 5), f32("B", 5))
+    case("torch", "hinge_embedding_loss", lambda x, y: (F.hinge_embedding_loss(x, sign(y)), F.hinge_embedding_loss(x, sign(y), margin=0.5, reduction="none"),
+                                                        F.hinge_embedding_loss(x, y.round(), 2.0, reduction="sum")), X, f32("B", 3, 4))
+    case("torch", "poisson_nll_loss", lambda x, p, y: (F.poisson_nll_loss(x, y.round()), F.poisson_nll_loss(p, y, log_input=False, reduction="none"),
+                                                       F.poisson_nll_loss(x, y.round(), full=True, reduction="sum"),
+                                                       F.poisson_nll_loss(p, y, log_input=False, full=True, eps=1e-4)),
+         X, pos("B", 3, 4), ("float32", ("B", 3, 4), 0.0, 4.0))
+    # nll_loss and cross_entropy: class indices (ignore_index, weight, label_smoothing), spatial
+    # dims, an unbatched input, class probabilities.
+    C5 = f32("B", 5)
+    T5 = i64("B", hi=5)
+    case("torch", "nll_loss", lambda x, t, w: (F.nll_loss(F.log_softmax(x, 1), t), F.nll_loss(x, t, w, reduction="sum"),
+                                               F.nll_loss(x, t, weight=w, ignore_index=2), F.nll_loss(x, t, ignore_index=1, reduction="none"),
+                                               F.nll_loss(x[0], t[0]), F.nll_loss(x.double(), t, w.double(), ignore_index=3)),
+         C5, T5, pos(5))
+    case("torch", "nll_loss", lambda x, t, w: (F.nll_loss(x, t), F.nll_loss(x, t, w, ignore_index=0, reduction="none"),
+                                               F.nll_loss(x, t, w, reduction="mean")),
+         f32("B", 5, 3), i64("B", 3, hi=5), pos(5), variant="spatial")
+    case("torch", "cross_entropy", lambda x, t, w: (F.cross_entropy(x, t), F.cross_entropy(x, t, w, reduction="sum"),
+                                                    F.cross_entropy(x, t, weight=w, ignore_index=2), F.cross_entropy(x, t, ignore_index=1, reduction="none"),
+                                                    F.cross_entropy(x, t, label_smoothing=0.1), F.cross_entropy(x, t, w, ignore_index=4, label_smoothing=0.2),
+                                                    F.cross_entropy(x, t, w, label_smoothing=0.3, reduction="sum"),
+                                                    F.cross_entropy(x, t, ignore_index=0, label_smoothing=0.3, reduction="none"),
+                                                    F.cross_entropy(x[0], t[0]), F.cross_entropy(x.double(), t, w.double())),
+         C5, T5, pos(5))
+    case("torch", "cross_entropy", lambda x, t, w: (F.cross_entropy(x, t), F.cross_entropy(x, t, w, ignore_index=0, reduction="none", label_smoothing=0.1),
+                                                    F.cross_entropy(x, t, w, label_smoothing=0.25)),
+         f32("B", 5, 3), i64("B", 3, hi=5), pos(5), variant="spatial")
+    case("torch", "cross_entropy", lambda x, y, w: (F.cross_entropy(x, F.softmax(y, 1)), F.cross_entropy(x, F.softmax(y, 1), w, reduction="sum"),
+                                                    F.cross_entropy(x, F.softmax(y, 1), weight=w, label_smoothing=0.2, reduction="none"),
+                                                    F.cross_entropy(x, F.softmax(y, 1), label_smoothing=0.1)),
+         f32("B", 5, 3), f32("B", 5, 3), pos(5), variant="probabilities")
+    # Elementwise.
+    case("torch", "rsub", lambda x, y: (torch.rsub(x, y), torch.rsub(x, 2.0, alpha=3), torch.rsub(x, y, alpha=0.5)), X, f32(4))
+    case("torch", "rsub", lambda i, j: (torch.rsub(i, j, alpha=2), torch.rsub(i, 7)), i64("B", 3), i64(3), variant="int")
+    for name, f in (("deg2rad", torch.deg2rad), ("rad2deg", torch.rad2deg)):
+        case("torch", name, lambda x, f=f, name=name: (f(x * 90), getattr(x, name)(), getattr(x.clone(), name + "_")(), f(x.double())), X)
+        case("torch", name, lambda i, f=f: f(i), i64("B", 3, lo=-360, hi=360), variant="int")
+
+    def nan_infs(x):  # NaN (x < 0) and +-inf (|x| < 0.5) beside finite values
+        return torch.cat([torch.log(x), 1 / x.round(), x], -1)
+    for name, f in (("isposinf", torch.isposinf), ("isneginf", torch.isneginf)):
+        case("torch", name, lambda x, f=f, name=name: (f(nan_infs(x)), getattr(nan_infs(x), name)(), f(nan_infs(x.double()))), X)
+        case("torch", name, lambda i, f=f: f(i), i64("B", 3), variant="int")
+    case("torch", "ldexp", lambda x, e: (torch.ldexp(x, e), x.ldexp(e - 3), x.clone().ldexp_(e), torch.ldexp(x.double(), e)),
+         X, i64(4, lo=-4, hi=6))
+    case("torch", "ldexp", lambda i, e: torch.ldexp(i, e), i64("B", 3, lo=-5, hi=5), i64(3, lo=0, hi=4), variant="int")
+    # Reductions that skip NaNs.
+    case("torch", "nansum", lambda x: (torch.nansum(nan_infs(x.abs()) - 1), x.nansum(1), torch.nansum(torch.log(x), (0, 2), keepdim=True),
+                                       torch.log(x).nansum(dim=-1, dtype=torch.float64), torch.nansum(torch.log(x), dim=[])), X)
+    case("torch", "nansum", lambda i: (torch.nansum(i), i.nansum(0), torch.nansum(i.int(), 1)), i64("B", 3), variant="int")
+    case("torch", "nanmean", lambda x: (torch.nanmean(torch.log(x)), torch.log(x).nanmean(1), torch.nanmean(torch.log(x), (0, 2), keepdim=True),
+                                        torch.nanmean(torch.log(x), dim=-1, dtype=torch.float64), x.nanmean()), X)
+    # Products.
+    case("torch", "inner", lambda x, m, v: (torch.inner(x, m), x.inner(v), torch.inner(v, v), torch.inner(x, torch.tensor(2.0)),
+                                            torch.inner(m[:, None], x)), X, f32(5, 4), f32(4))
+    case("torch", "inner", lambda i, j: torch.inner(i, j), i64("B", 3, lo=-3), i64(2, 3), variant="int")
+    case("torch", "dot", lambda a, b: (torch.vdot(a, b), a.vdot(b * 2)), f32(5), f32(5), variant="vdot")
+    case("torch", "dot", lambda a, b: torch.vdot(a, b), i64(5, lo=-3), i64(5), variant="vdot_int")
+    case("torch", "addmm", lambda m, v, c: (torch.addmv(c, m, v), c.addmv(m, v, beta=0.5, alpha=2), torch.addmv(c[0], m, v),
+                                            torch.addmv(c * nan, m, v, beta=0), c.clone().addmv_(m, v, alpha=-1)),
+         f32("B", 4), f32(4), f32("B"), variant="addmv")
+    case("torch", "addmm", lambda m, v, c: torch.addmv(c, m, v, beta=2, alpha=3), i64("B", 4, lo=-3), i64(4), i64("B"),
+         variant="addmv_int")
+    case("torch", "addr", lambda c, a, b: (torch.addr(c, a, b), c.addr(a, b, beta=0.5, alpha=2), torch.addr(c[0], a, b),
+                                           torch.addr(c * nan, a, b, beta=0), c.clone().addr_(a, b, alpha=-1)),
+         f32("B", 4), f32("B"), f32(4))
+    case("torch", "addr", lambda c, a, b: torch.addr(c, a, b, beta=2, alpha=3), i64("B", 3, lo=-3), i64("B"), i64(3), variant="int")
+    case("torch", "dist", lambda x, y: (torch.dist(x, y), x.dist(y, 1), torch.dist(x, y, p=3), torch.dist(x, y, inf),
+                                        torch.dist(x, y, -inf), torch.dist(x.round(), y.round(), 0), torch.dist(x, y, 0.5),
+                                        torch.dist(x.double(), y.double(), 2.5)), X, f32(4))
+    case("torch", "kron", lambda x, a, b: (torch.kron(x, a), x.kron(b), torch.kron(b, x[0]), torch.kron(a, b)),
+         X, f32(2, 2), f32(3))
+    case("torch", "kron", lambda i, j: torch.kron(i, j), i64("B", 2, lo=-3), i64(3, 2), variant="int")
+    case("torch", "cross", lambda a, b: (torch.cross(a, b, dim=1), a.cross(b, dim=-1)),
+         f32("B", 3), f32("B", 3))
+    case("torch", "cross", lambda a, b: (torch.cross(a, b, 1), torch.cross(a.double(), b[:1].double(), dim=1)),
+         f32("B", 3, 4), f32("B", 3, 4), variant="broadcast")
+    case("torch", "cross", lambda a, b: torch.cross(a, b, dim=1), i64("B", 3, lo=-3), i64("B", 3), variant="int")
+    case("torch", "rot90", lambda x: (torch.rot90(x), x.rot90(2), torch.rot90(x, -1, [1, 2]), x.rot90(3, (2, 0)), x.rot90(4, [0, 2]),
+                                      torch.rot90(x, k=5, dims=[-1, -2])), X)
+
+
 # --- NumPy ---------------------------------------------------------------------------------------------
 
 def _numpy_cases():
@@ -978,6 +1102,11 @@ def _jax_cases():
 
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
+    if fw == "torch":
+        _torch_extra_cases()
+    if fw == "numpy":
+        case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
+             f32("B", 3, 4), variant="numpy")
     return [c for c in CASES if c.fw == fw]
 
 

@@ -133,6 +133,21 @@ IVY_LOWERING(LowerAddcmul);
 IVY_LOWERING(LowerCosineSimilarity);
 IVY_LOWERING(LowerPairwiseDistance);
 IVY_LOWERING(LowerPixelShuffle);
+// lowerings_losses.cc: torch.nn.functional's losses
+IVY_LOWERING(LowerLoss);
+IVY_LOWERING(LowerNllLoss);
+// lowerings_torch_extra.cc
+IVY_LOWERING(LowerRsub);
+IVY_LOWERING(LowerAngleUnits);
+IVY_LOWERING(LowerSignedInf);
+IVY_LOWERING(LowerLdexp);
+IVY_LOWERING(LowerNanReduce);
+IVY_LOWERING(LowerInner);
+IVY_LOWERING(LowerAddr);
+IVY_LOWERING(LowerDist);
+IVY_LOWERING(LowerKron);
+IVY_LOWERING(LowerCross);
+IVY_LOWERING(LowerRot90);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -113,6 +113,7 @@ const std::vector<Rename>& Renames() {
       {"torch", "matmul", "matmul", {{"mat2", "other"}, {"vec", "other"}}},  // torch.mm, torch.mv
       {"torch", "outer", "outer", {{"vec2", "other"}}},
       {"torch", "addmm", "addmm", {{"batch1", "mat1"}, {"batch2", "mat2"}}},
+      {"torch", "addmv", "addmm", {{"mat", "mat1"}, {"vec", "mat2"}}},  // beta * input + alpha * (mat @ vec)
       {"torch", "take_along", "take", {}},  // index_select(input, dim, index)
       {"torch", "take_along_axis", "take_along_axis", {{"indices", "index"}}},  // torch.take_along_dim
       {"torch", "split", "split", {{"split_sizes", "split_size_or_sections"}}},  // torch.split_with_sizes
