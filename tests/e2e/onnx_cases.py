@@ -647,7 +647,7 @@ def _torch_extra_cases():
                                               F.huber_loss(x, y, reduction="sum", delta=2.0), F.huber_loss(x.double(), y.double(), delta=0.3)),
          X, f32("B", 3, 4))
     case("torch", "smooth_l1_loss", lambda x, y: (F.smooth_l1_loss(x, y), F.smooth_l1_loss(x, y, beta=0.5, reduction="none"),
-                                                  F.smooth_l1_loss(x, y, reduction="sum", beta=0.0), F.smooth_l1_loss(x, y, 2.0)),
+                                                  F.smooth_l1_loss(x, y, reduction="sum", beta=0.0), F.smooth_l1_loss(x, y, beta=2.0)),
          X, f32("B", 3, 4))
     case("torch", "binary_cross_entropy", lambda p, y, w: (F.binary_cross_entropy(p, y), F.binary_cross_entropy(p, y, w, reduction="sum"),
                                                            F.binary_cross_entropy(p, y, weight=w, reduction="none"),
