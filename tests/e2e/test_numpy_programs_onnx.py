@@ -48,6 +48,8 @@ PROGRAMS = {
     # np.moveaxis and np.trace lower since issue 11 (lowerings_views.cc).
     "moveaxis": lambda x: np.moveaxis(_b(x)[:, :, None], 0, -1).sum(1),
     "trace": lambda x: np.trace(_b(x)) + _b(x).trace(offset=1),
+    # np.rot90 shares torch.rot90's lowering (lowerings_torch_extra.cc).
+    "rot90": lambda x: np.rot90(_b(x)) + np.rot90(_b(x), 2).sum(),
     "transpose_varargs": lambda x: x.reshape(x.shape[0], 3, 2).transpose(1, 0, 2).sum((0, 2)) + x.transpose().sum((0, 1)),
     # NumPy's own keyword names (a=, a_min=, correction=, constant_values=, initial=) and keywords that
     # only type or hint (dtype=, copy=, optimize=).
@@ -91,7 +93,6 @@ def test_replay_and_onnx_match_numpy_at_new_batch_sizes(name, tmp_path):
 # --- replayed only (ONNX refuses them, naming the op): the replay follows new batch sizes ------------
 
 REPLAY_ONLY = {
-    "rot90": lambda x: np.rot90(_b(x)) + np.rot90(_b(x), 2).sum(),
     "atleast": lambda x: np.atleast_2d(_b(x)[0]) + np.atleast_3d(_b(x)).sum((0, 2)) + np.atleast_1d(_b(x)[0, 0]),
     "copysign_signbit_logaddexp": lambda x: np.copysign(1.5, _b(x)) + np.signbit(_b(x)) + np.logaddexp(_b(x), 0.5 * _b(x)),
 }
