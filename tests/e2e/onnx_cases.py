@@ -746,6 +746,31 @@ def _torch_extra_cases():
     case("torch", "cross", lambda a, b: torch.cross(a, b, dim=1), i64("B", 3, lo=-3), i64("B", 3), variant="int")
     case("torch", "rot90", lambda x: (torch.rot90(x), x.rot90(2), torch.rot90(x, -1, [1, 2]), x.rot90(3, (2, 0)), x.rot90(4, [0, 2]),
                                       torch.rot90(x, k=5, dims=[-1, -2])), X)
+    case("torch", "diag", lambda x, v: (torch.diag(x[0]), x[1].diag(1), torch.diag(x[0], -2), torch.diag(x[0], 9),
+                                        torch.diag(v), v.diag(2), torch.diag(v, diagonal=-1)), X, f32(5))
+    case("torch", "diag", lambda v: (torch.diag(v), torch.diag(v, -2)), f32("B"), variant="dynamic")
+    case("torch", "diag", lambda i, b: (torch.diag(i, 1), torch.diag(b)), i64(4), boolean(3), variant="int_bool", static=True)
+    case("torch", "diagflat", lambda x: (torch.diagflat(x[0]), x[0].diagflat(1), torch.diagflat(x[:, 0], offset=-1)), X)
+    case("torch", "masked_select", lambda x, m: (torch.masked_select(x, x > 0), x.masked_select(m), torch.masked_select(x[0], m)),
+         X, boolean(4))
+    case("torch", "masked_select", lambda i: torch.masked_select(i, i > 2), i64("B", 3), variant="int")
+    case("torch", "isin", lambda i, t: (torch.isin(i, t), torch.isin(i, t, invert=True), torch.isin(i, 3), torch.isin(2, t),
+                                        torch.isin(i, t, assume_unique=True)), i64("B", 3, hi=6), i64(2, 2, hi=6))
+    case("torch", "isin", lambda x: (torch.isin(x.round(), torch.tensor([0.0, 1.0, nan])), torch.isin(x.round(), x.round()[0])), X,
+         variant="float")
+    case("torch", "transpose", lambda x: (x.clone().swapdims_(0, 2), x.clone().swapdims_(1, -1), torch.swapdims(x, 0, 1), x.swapdims(-1, 0)),
+         X, variant="swapdims")
+    case("torch", "channel_shuffle", lambda x: (F.channel_shuffle(x, 2), F.channel_shuffle(x, 3)), f32("B", 6, 3, 2))
+    case("torch", "channel_shuffle", lambda x: F.channel_shuffle(x, 4), f32("B", 8, 3), variant="rank3")
+    case("torch", "local_response_norm", lambda x: (F.local_response_norm(x, 3), F.local_response_norm(x, 4, alpha=0.1, beta=0.5, k=2.0),
+                                                    F.local_response_norm(x, size=1)), f32("B", 6, 3, 2))
+    case("torch", "local_response_norm", lambda x: (F.local_response_norm(x, 5, 0.01), F.local_response_norm(x, 2)),
+         f32("B", 6, 3), variant="rank3")
+    case("torch", "lp_pool1d", lambda x: (F.lp_pool1d(x, 2, 3), F.lp_pool1d(x, 3, 2, stride=1), F.lp_pool1d(x, 1.5, kernel_size=2, stride=3)),
+         f32("B", 3, 8))
+    case("torch", "lp_pool2d", lambda x: (F.lp_pool2d(x, 2, 2), F.lp_pool2d(x, 3, (2, 3), stride=(1, 2)), F.lp_pool2d(x.abs(), 0.5, 3)),
+         f32("B", 3, 6, 7))
+    case("torch", "lp_pool3d", lambda x: (F.lp_pool3d(x, 2, 2), F.lp_pool3d(x, 1, (1, 2, 3), stride=1)), f32("B", 2, 4, 4, 5))
 
 
 # --- NumPy ---------------------------------------------------------------------------------------------

@@ -148,6 +148,12 @@ IVY_LOWERING(LowerDist);
 IVY_LOWERING(LowerKron);
 IVY_LOWERING(LowerCross);
 IVY_LOWERING(LowerRot90);
+IVY_LOWERING(LowerDiag);
+IVY_LOWERING(LowerMaskedSelect);
+IVY_LOWERING(LowerIsin);
+IVY_LOWERING(LowerChannelShuffle);
+IVY_LOWERING(LowerLocalResponseNorm);
+IVY_LOWERING(LowerLpPool);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -1,5 +1,6 @@
 // Lowerings of torch functions that had no canonical op (issue 11): rsub, deg2rad/rad2deg,
-// isposinf/isneginf, ldexp, nansum/nanmean, inner, addr, dist, kron, cross and rot90, each
+// isposinf/isneginf, ldexp, nansum/nanmean, inner, addr, dist, kron, cross, rot90, diag/diagflat,
+// masked_select, isin, channel_shuffle, local_response_norm and lp_pool1d/2d/3d, each
 // decomposed into opset-17 ops. Each reads every parameter it is given and refuses what it cannot
 // express exactly.
 #include <cmath>
@@ -360,6 +361,188 @@ Status LowerRot90(const Node& node, const BoundCall& call, LoweringContext& ctx)
     auto* t = ctx.Emit("Transpose", {Reverse(ctx, in, turns == 1 ? d1 : d0)}, {ctx.Out(result)});
     SetAttr(t, "perm", perm);
   }
+  return Status::Ok();
+}
+
+
+// diag(input, diagonal) / diagflat(input, offset): a 2-D input's diagonal (torch.diagonal's);
+// a 1-D input (diagflat: the flattened input) as the diagonal of a square matrix of size
+// n + |k|: Where(col - row == k, v[row or col], 0).
+Status LowerDiag(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const bool flat = ctx.canonical() == "diagflat";
+  auto k = call.Int(flat ? "offset" : "diagonal");
+  if (!k) return Status::Unsupported("the diagonal offset is not an int");
+  const int rank = ctx.Rank(x);
+  if (!flat && rank == 2) {
+    BoundCall c = call;
+    c.Set("offset", [&] { v1::Arg a; a.set_i(*k); return a; }());
+    c.Set("axis1", [&] { v1::Arg a; a.set_i(0); return a; }());
+    c.Set("axis2", [&] { v1::Arg a; a.set_i(1); return a; }());
+    return LowerDiagonal(node, c, ctx);
+  }
+  if (!flat && rank != 1) return Status::Unsupported("diag of a tensor that is neither 1-D nor 2-D");
+  const v1::DType d = ctx.DType(result);
+  const std::string v = ctx.EmitTemp("Reshape", {ctx.In(x), ctx.Int64s({-1})});
+  const std::string n = ctx.EmitTemp("Squeeze", {ctx.EmitTemp("Shape", {v}), ctx.Int64s({0})});
+  const std::string i64_1 = ctx.Scalar(Number::Int(1), v1::INT64), i64_0 = ctx.Scalar(Number::Int(0), v1::INT64);
+  const std::string m = ctx.EmitTemp("Add", {n, ctx.Scalar(Number::Int(*k < 0 ? -*k : *k), v1::INT64)});
+  const std::string pos = ctx.EmitTemp("Range", {i64_0, m, i64_1});
+  const std::string row = ctx.Unsqueeze(pos, {1}), col = ctx.Unsqueeze(pos, {0});
+  const std::string mask = ctx.EmitTemp("Equal", {ctx.EmitTemp("Sub", {col, row}), ctx.Scalar(Number::Int(*k), v1::INT64)});
+  // v[row] on diagonal k >= 0 (rows past n hold none), v[col] below; clipped for the Gather.
+  const std::string at = ctx.EmitTemp("Min", {*k >= 0 ? row : col, ctx.EmitTemp("Sub", {n, i64_1})});
+  onnx::NodeProto* g = nullptr;
+  const std::string vals = ctx.EmitTemp("Gather", {v, ctx.EmitTemp("Max", {at, i64_0})}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  const std::string full = ctx.EmitTemp("Expand", {ctx.CastTo(vals, ctx.DType(x), d), ctx.EmitTemp("Shape", {mask})});
+  const std::string zeros = ctx.EmitTemp("Expand", {ctx.Scalar(Number::Int(0), d), ctx.EmitTemp("Shape", {mask})});
+  EmitWhere(ctx, mask, full, zeros, d, ctx.Out(result));
+  return Status::Ok();
+}
+
+// masked_select(input, mask): both broadcast, flattened, and the items where mask is true kept
+// (Compress; the result's length is data-dependent).
+Status LowerMaskedSelect(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, mk, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "mask", &mk));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.DType(mk) != v1::BOOL) return Status::Unsupported("a mask that is not bool");
+  const std::string in = ctx.In(x), mask = ctx.In(mk);
+  // The broadcast shape: of mask AND an all-true tensor shaped like input.
+  const std::string ones = ctx.EmitTemp("Expand", {ctx.Scalar(Number::Int(1), v1::BOOL), ctx.EmitTemp("Shape", {in})});
+  const std::string both = ctx.EmitTemp("And", {mask, ones});
+  const std::string shape = ctx.EmitTemp("Shape", {both});
+  const std::string xb = ctx.EmitTemp("Reshape", {ctx.EmitTemp("Expand", {in, shape}), ctx.Int64s({-1})});
+  const std::string mb = ctx.EmitTemp("Reshape", {both, ctx.Int64s({-1})});
+  ctx.Emit("Compress", {xb, mb}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// isin(elements, test_elements, assume_unique, invert): each element equal to any test element
+// (assume_unique only speeds torch up); NaN is in nothing, as in torch.
+Status LowerIsin(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* e = call.Get("e");
+  const v1::Arg* te = call.Get("te");
+  if (!e || !te || (!HasTensor(*e) && !HasTensor(*te))) return Status::Unsupported("neither operand is a tensor");
+  auto invert = call.Bool("invert"), unique = call.Bool("assume_unique");
+  if (!invert || !unique) return Status::Unsupported("invert and assume_unique are not bools");
+  const v1::DType d = PromotedDType(ctx, {e, te});
+  if (!Numeric(d)) return Status::Unsupported(std::string("isin of ") + DTypeName(d));
+  std::string a, b;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *e, d, &a));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *te, d, &b));
+  const std::string eq = ctx.EmitTemp("Equal", {ctx.Unsqueeze(a, {-1}), ctx.EmitTemp("Reshape", {b, ctx.Int64s({-1})})});
+  onnx::NodeProto* r = nullptr;
+  const std::string hits = ctx.EmitTemp("ReduceSum", {ctx.CastTo(eq, v1::BOOL, v1::INT64), ctx.Int64s({-1})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  if (*invert) {
+    ctx.Emit("Equal", {hits, ctx.Scalar(Number::Int(0), v1::INT64)}, {ctx.Out(result)});
+  } else {
+    ctx.Emit("Greater", {hits, ctx.Scalar(Number::Int(0), v1::INT64)}, {ctx.Out(result)});
+  }
+  return Status::Ok();
+}
+
+// channel_shuffle(input, groups): (N, C, *) viewed as (N, g, C/g, *), the two swapped, and
+// flattened back.
+Status LowerChannelShuffle(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto g = call.Int("groups");
+  const int rank = ctx.Rank(x);
+  if (!g || *g <= 0) return Status::Unsupported("groups is not a positive int");
+  if (rank < 3) return Status::Unsupported("channel_shuffle of a tensor of rank < 3");
+  if (ctx.Shape(x)[1] % *g != 0) return Status::Unsupported("channels not divisible by groups");
+  const std::string in = ctx.In(x), shape = ctx.EmitTemp("Shape", {in});
+  onnx::NodeProto* c = nullptr;
+  const std::string split = ctx.EmitTemp(
+      "Concat", {ctx.EmitTemp("Slice", {shape, ctx.Int64s({0}), ctx.Int64s({1}), ctx.Int64s({0})}), ctx.Int64s({*g, -1}),
+                 ctx.EmitTemp("Slice", {shape, ctx.Int64s({2}), ctx.Int64s({rank}), ctx.Int64s({0})})}, &c);
+  SetAttr(c, "axis", int64_t{0});
+  std::vector<int64_t> perm{0, 2, 1};
+  for (int k = 3; k <= rank; ++k) perm.push_back(k);
+  onnx::NodeProto* t = nullptr;
+  const std::string moved = ctx.EmitTemp("Transpose", {ctx.EmitTemp("Reshape", {in, split})}, &t);
+  SetAttr(t, "perm", perm);
+  ctx.Emit("Reshape", {moved, shape}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// local_response_norm(input, size, alpha, beta, k), torch's construction: the squares averaged
+// over a window of `size` channels (zero-padded size // 2 before, (size - 1) // 2 after: an
+// AveragePool over the channel dim of (N, 1, C, *)), then input / (k + alpha * avg) ** beta.
+Status LowerLocalResponseNorm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  // (onnxruntime's CPU AveragePool is float32 only.)
+  if (d != v1::FLOAT32) return Status::Unsupported(std::string("local_response_norm in ") + DTypeName(d));
+  auto size = call.Int("size");
+  auto alpha = call.Double("alpha"), beta = call.Double("beta"), k = call.Double("k");
+  if (!size || *size <= 0 || !alpha || !beta || !k) return Status::Unsupported("size, alpha, beta or k is not a number");
+  const int rank = ctx.Rank(x);
+  if (rank < 3 || rank > 4) return Status::Unsupported("local_response_norm of a tensor of rank other than 3 or 4");
+  const std::string in = ctx.In(x);
+  const std::string sq = ctx.Unsqueeze(ctx.EmitTemp("Mul", {in, in}), {1});
+  std::vector<int64_t> pads(2 * (rank + 1), 0);
+  pads[2] = *size / 2;
+  pads[rank + 1 + 2] = (*size - 1) / 2;
+  const std::string padded = ctx.EmitTemp("Pad", {sq, ctx.Int64s(pads)});
+  std::vector<int64_t> kernel(rank - 1, 1), strides(rank - 1, 1);
+  kernel[0] = *size;
+  onnx::NodeProto* p = nullptr;
+  const std::string avg = ctx.Squeeze(ctx.EmitTemp("AveragePool", {padded}, &p), {1});
+  SetAttr(p, "kernel_shape", kernel);
+  SetAttr(p, "strides", strides);
+  const std::string div = ctx.EmitTemp("Pow", {ctx.EmitTemp("Add", {ctx.EmitTemp("Mul", {avg, F(ctx, *alpha, d)}), F(ctx, *k, d)}),
+                                               F(ctx, *beta, d)});
+  ctx.Emit("Div", {in, div}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// lp_pool1d/2d/3d(input, norm_type, kernel_size, stride, ceil_mode), torch's construction:
+// avg_pool(input ** p) * window size, then (sign * relu(abs)) ** (1 / p) (not ONNX's LpPool,
+// which takes |x| ** p).
+Status LowerLpPool(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32) return Status::Unsupported(std::string("lp_pool in ") + DTypeName(d));  // AveragePool: float32
+  const std::string& op = ctx.canonical();
+  const int nd = op == "lp_pool1d" ? 1 : op == "lp_pool2d" ? 2 : 3;
+  if (ctx.Rank(x) != nd + 2) return Status::Unsupported("an unbatched input");
+  auto p = call.Double("norm_type");
+  if (!p || *p == 0.0) return Status::Unsupported("norm_type is not a non-zero number");
+  auto kernel = call.IntList("kernel_size", nd);
+  if (!kernel || static_cast<int>(kernel->size()) != nd) return Status::Unsupported("kernel_size is not ints");
+  std::vector<int64_t> strides = *kernel;
+  if (!call.IsNone("stride")) {
+    auto s = call.IntList("stride", nd);
+    if (!s || static_cast<int>(s->size()) != nd) return Status::Unsupported("stride is not ints");
+    strides = *s;
+  }
+  auto ceil = call.Bool("ceil_mode");
+  if (!ceil) return Status::Unsupported("ceil_mode is not a bool");
+  if (*ceil) return Status::Unsupported("lp_pool with ceil_mode=True");
+  int64_t window = 1;
+  for (int64_t kk : *kernel) window *= kk;
+  const std::string powed = ctx.EmitTemp("Pow", {ctx.In(x), F(ctx, *p, d)});
+  onnx::NodeProto* ap = nullptr;
+  const std::string avg = ctx.EmitTemp("AveragePool", {powed}, &ap);
+  SetAttr(ap, "kernel_shape", *kernel);
+  SetAttr(ap, "strides", strides);
+  const std::string mag = ctx.EmitTemp("Mul", {ctx.EmitTemp("Sign", {avg}), ctx.EmitTemp("Relu", {ctx.EmitTemp("Abs", {avg})})});
+  const std::string scaled = ctx.EmitTemp("Mul", {mag, F(ctx, static_cast<double>(window), d)});
+  ctx.Emit("Pow", {scaled, F(ctx, 1.0 / *p, d)}, {ctx.Out(result)});
   return Status::Ok();
 }
 

@@ -122,6 +122,7 @@ const std::vector<Rename>& Renames() {
       {"torch", "one_hot", "one_hot", {{"tensor", "input"}}},
       {"torch", "torch_norm", "vector_norm", {{"p", "ord"}}},  // torch.norm / Tensor.norm
       {"torch", "matrix_transpose", "transpose", {}},  // x.mT: dims -2 and -1, below
+      {"torch", "transpose", "transpose", {{"axis0", "dim0"}, {"axis1", "dim1"}}},  // torch.swapdims(_)
   };
   return kRenames;
 }
