@@ -771,6 +771,20 @@ def _torch_extra_cases():
     case("torch", "lp_pool2d", lambda x: (F.lp_pool2d(x, 2, 2), F.lp_pool2d(x, 3, (2, 3), stride=(1, 2)), F.lp_pool2d(x.abs(), 0.5, 3)),
          f32("B", 3, 6, 7))
     case("torch", "lp_pool3d", lambda x: (F.lp_pool3d(x, 2, 2), F.lp_pool3d(x, 1, (1, 2, 3), stride=1)), f32("B", 2, 4, 4, 5))
+    case("torch", "prod", lambda x: (torch.prod(x), x.prod(1), torch.prod(x, -1, keepdim=True), x.prod(dim=0), torch.prod(x, 2, dtype=torch.float64)),
+         X, variant="torch")
+    case("torch", "prod", lambda i: (torch.prod(i), i.prod(1, True)), i64("B", 3, lo=-3, hi=4), variant="torch_int")
+    case("torch", "count_nonzero", lambda x: (torch.count_nonzero(x.round()), x.round().count_nonzero(1), torch.count_nonzero(x.round(), (0, 2)),
+                                              torch.count_nonzero(x > 0, dim=-1)), X)
+    case("torch", "count_nonzero", lambda i: torch.count_nonzero(i, 0), i32("B", 3, hi=3), variant="int")
+    case("torch", "aminmax", lambda x: (torch.aminmax(x), x.aminmax(dim=1), torch.aminmax(x, dim=-1, keepdim=True), torch.aminmax(x, dim=0)), X)
+    case("torch", "aminmax", lambda i, b: (torch.aminmax(i, dim=1), torch.aminmax(b, dim=0)), i64("B", 3, lo=-4), boolean("B", 2), variant="int_bool")
+    case("torch", "var_mean", lambda x: (torch.var_mean(x), torch.var_mean(x, 1), torch.var_mean(x, (0, 2), keepdim=True), torch.var_mean(x, 1, correction=0),
+                                         torch.var_mean(x, False), torch.var_mean(x, -1, True, True), torch.var_mean(x.double(), dim=2)), X)
+    case("torch", "std_mean", lambda x: (torch.std_mean(x), torch.std_mean(x, 1), torch.std_mean(x, (0, 2), keepdim=True), torch.std_mean(x, 1, correction=2),
+                                         torch.std_mean(x, True)), X)
+    case("torch", "logcumsumexp", lambda x: (torch.logcumsumexp(x, 1), x.logcumsumexp(-1), torch.logcumsumexp(x * 30, 0),
+                                             torch.logcumsumexp(nan_infs(x), 2), torch.logcumsumexp(x.double(), dim=2)), X)
 
 
 # --- NumPy ---------------------------------------------------------------------------------------------

@@ -154,6 +154,10 @@ IVY_LOWERING(LowerIsin);
 IVY_LOWERING(LowerChannelShuffle);
 IVY_LOWERING(LowerLocalResponseNorm);
 IVY_LOWERING(LowerLpPool);
+IVY_LOWERING(LowerCountNonzero);
+IVY_LOWERING(LowerAminmax);
+IVY_LOWERING(LowerVarMean);
+IVY_LOWERING(LowerLogcumsumexp);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -1,11 +1,13 @@
 // Lowerings of torch functions that had no canonical op (issue 11): rsub, deg2rad/rad2deg,
 // isposinf/isneginf, ldexp, nansum/nanmean, inner, addr, dist, kron, cross, rot90, diag/diagflat,
-// masked_select, isin, channel_shuffle, local_response_norm and lp_pool1d/2d/3d, each
+// masked_select, isin, channel_shuffle, local_response_norm, lp_pool1d/2d/3d, count_nonzero,
+// aminmax, var_mean/std_mean and logcumsumexp, each
 // decomposed into opset-17 ops. Each reads every parameter it is given and refuses what it cannot
 // express exactly.
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/export/onnx/lowerings.h"
@@ -69,10 +71,13 @@ Status ReduceAxes(const BoundCall& call, int rank, std::optional<std::vector<int
 
 std::string Reduce(LoweringContext& ctx, const char* op, const std::string& x, const std::optional<std::vector<int64_t>>& axes,
                    bool keepdim, int rank) {
+  // ReduceSum takes its axes as an input since opset 13, the others only since opset 18.
+  const bool as_input = std::string_view(op) == "ReduceSum";
   std::vector<std::string> ins{x};
-  if (axes && rank > 0) ins.push_back(ctx.Int64s(*axes));
+  if (axes && rank > 0 && as_input) ins.push_back(ctx.Int64s(*axes));
   onnx::NodeProto* n = nullptr;
   const std::string out = ctx.EmitTemp(op, ins, &n);
+  if (axes && rank > 0 && !as_input) SetAttr(n, "axes", *axes);
   SetAttr(n, "keepdims", int64_t{keepdim ? 1 : 0});
   return out;
 }
@@ -273,6 +278,7 @@ Status LowerKron(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "input", d, &a, &av));
   IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "other", d, &b, &bv));
   const int ra = ctx.Rank(av), rb = ctx.Rank(bv), r = std::max(ra, rb);
+  if (ctx.opset() < 14) return Status::Unsupported("kron needs opset 14 (Reshape's allowzero)");
   if (r == 0) {
     ctx.Emit("Mul", {a, b}, {ctx.Out(result)});
     return Status::Ok();
@@ -543,6 +549,139 @@ Status LowerLpPool(const Node& node, const BoundCall& call, LoweringContext& ctx
   const std::string mag = ctx.EmitTemp("Mul", {ctx.EmitTemp("Sign", {avg}), ctx.EmitTemp("Relu", {ctx.EmitTemp("Abs", {avg})})});
   const std::string scaled = ctx.EmitTemp("Mul", {mag, F(ctx, static_cast<double>(window), d)});
   ctx.Emit("Pow", {scaled, F(ctx, 1.0 / *p, d)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+
+namespace {
+
+std::vector<ValueId> Results(const Node& node) {
+  std::vector<ValueId> r;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { r.push_back(t.value()); });
+  return r;
+}
+
+}  // namespace
+
+// count_nonzero(input, dim): the number of items != 0 over dim (every dim for None), int64.
+Status LowerCountNonzero(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  std::optional<std::vector<int64_t>> axes;
+  IVY_RETURN_IF_ERROR(ReduceAxes(call, rank, &axes));
+  const v1::DType xd = ctx.DType(x);
+  std::string nz;
+  if (xd == v1::BOOL) {
+    nz = ctx.In(x);
+  } else {
+    if (!IsFloating(xd) && !Numeric(xd) && xd != v1::UINT8 && xd != v1::INT8 && xd != v1::INT16) {
+      return Status::Unsupported(std::string("count_nonzero of ") + DTypeName(xd));
+    }
+    nz = ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {ctx.In(x), ctx.Scalar(Number::Int(0), xd)})});
+  }
+  const std::string count = Reduce(ctx, "ReduceSum", ctx.CastTo(nz, v1::BOOL, v1::INT64), axes, false, rank);
+  ctx.Emit("Identity", {ctx.CastTo(count, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// aminmax(input, *, dim, keepdim) -> (min, max): ReduceMin and ReduceMax (bools and small
+// integers through int32).
+Status LowerAminmax(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  const std::vector<ValueId> results = Results(node);
+  if (results.size() != 2) return Status::Unsupported("aminmax without (min, max)");
+  const int rank = ctx.Rank(x);
+  std::optional<std::vector<int64_t>> axes;
+  IVY_RETURN_IF_ERROR(ReduceAxes(call, rank, &axes));
+  auto keepdim = call.Bool("keepdim");
+  if (!keepdim) return Status::Unsupported("keepdim is not a bool");
+  const v1::DType d = ctx.DType(x);
+  const bool direct = d == v1::FLOAT32 || d == v1::FLOAT64 || d == v1::INT32 || d == v1::INT64;
+  if (!direct && d != v1::BOOL && d != v1::UINT8 && d != v1::INT8 && d != v1::INT16) {
+    return Status::Unsupported(std::string("aminmax of ") + DTypeName(d));
+  }
+  const v1::DType work = direct ? d : v1::INT32;
+  const std::string in = ctx.CastTo(ctx.In(x), d, work);
+  const char* ops[2] = {"ReduceMin", "ReduceMax"};
+  for (int k = 0; k < 2; ++k) {
+    const std::string r = Reduce(ctx, ops[k], in, axes, *keepdim, rank);
+    ctx.Emit("Identity", {ctx.CastTo(r, work, ctx.DType(results[k]))}, {ctx.Out(results[k])});
+  }
+  return Status::Ok();
+}
+
+// var_mean / std_mean(input, dim, unbiased, keepdim, *, correction) -> (var or std, mean): the
+// first is torch.var / torch.std's lowering, the second a ReduceMean over the same dims.
+Status LowerVarMean(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  const std::vector<ValueId> results = Results(node);
+  if (results.size() != 2) return Status::Unsupported(ctx.canonical() + " without two results");
+  const int rank = ctx.Rank(x);
+  std::optional<std::vector<int64_t>> axes;
+  if (const v1::Arg* dm = call.Get("dim"); dm && dm->kind_case() == v1::Arg::kB) {
+    axes = std::nullopt;  // the (input, unbiased) overload
+  } else {
+    IVY_RETURN_IF_ERROR(ReduceAxes(call, rank, &axes));
+  }
+  const bool keepdim = call.Bool("keepdim").value_or(false);
+  if (call.Has("keepdim") && !call.Bool("keepdim")) return Status::Unsupported("keepdim is not a bool");
+  const v1::DType d = ctx.DType(results[1]);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(ctx.canonical() + " in " + DTypeName(d));
+  Node first = node;
+  first.result.Clear();
+  first.result.mutable_tensor()->set_value(results[0]);
+  ctx.SetCanonical(ctx.canonical() == "std_mean" ? "torch_std" : "torch_var");
+  IVY_RETURN_IF_ERROR(LowerTorchVariance(first, call, ctx));
+  const std::string mean = Reduce(ctx, "ReduceMean", ctx.CastTo(ctx.In(x), ctx.DType(x), d), axes, keepdim, rank);
+  ctx.Emit("Identity", {mean}, {ctx.Out(results[1])});
+  return Status::Ok();
+}
+
+// logcumsumexp(input, dim): out[i] = log(sum_{j <= i} exp(x[j])), over a triangular mask as
+// cumprod does (quadratic in the dim's length), shifted by the running max (0 where it is
+// infinite, so -inf stays -inf and +inf gives +inf, as in torch).
+Status LowerLogcumsumexp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(std::string("logcumsumexp in ") + DTypeName(d));
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("dim is not an int");
+  const int rank = ctx.Rank(x);
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, std::max(rank, 1), &axis));
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  if (rank == 0) {
+    ctx.Emit("Identity", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Scalar(Number::Int(axis), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  const std::string pos = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), n, ctx.Scalar(Number::Int(1), v1::INT64)});
+  // mask[i, j] = j <= i, with i at `axis` and j at axis + 1.
+  std::string mask = ctx.EmitTemp("LessOrEqual", {ctx.Unsqueeze(pos, {0}), ctx.Unsqueeze(pos, {1})});
+  std::vector<int64_t> outer, inner;
+  for (int64_t k = 0; k < axis; ++k) outer.push_back(k);
+  if (!outer.empty()) mask = ctx.Unsqueeze(mask, outer);
+  for (int64_t k = axis + 2; k < rank + 1; ++k) inner.push_back(k);
+  if (!inner.empty()) mask = ctx.Unsqueeze(mask, inner);
+  const std::string spread = ctx.Unsqueeze(in, {axis});
+  const std::string masked = ctx.EmitTemp("Where", {mask, spread, F(ctx, -std::numeric_limits<double>::infinity(), d)});
+  onnx::NodeProto* mx = nullptr;
+  const std::string m = ctx.EmitTemp("ReduceMax", {masked}, &mx);
+  SetAttr(mx, "axes", std::vector<int64_t>{axis + 1});
+  SetAttr(mx, "keepdims", int64_t{1});
+  const std::string shift = ctx.EmitTemp("Where", {ctx.EmitTemp("IsInf", {m}), F(ctx, 0.0, d), m});
+  onnx::NodeProto* rs = nullptr;
+  const std::string sum = ctx.EmitTemp("ReduceSum", {ctx.EmitTemp("Exp", {ctx.EmitTemp("Sub", {masked, shift})}), ctx.Int64s({axis + 1})}, &rs);
+  SetAttr(rs, "keepdims", int64_t{1});
+  ctx.Emit("Squeeze", {ctx.EmitTemp("Add", {ctx.EmitTemp("Log", {sum}), shift}), ctx.Int64s({axis + 1})}, {ctx.Out(result)});
   return Status::Ok();
 }
 
