@@ -785,6 +785,31 @@ def _torch_extra_cases():
                                          torch.std_mean(x, True)), X)
     case("torch", "logcumsumexp", lambda x: (torch.logcumsumexp(x, 1), x.logcumsumexp(-1), torch.logcumsumexp(x * 30, 0),
                                              torch.logcumsumexp(nan_infs(x), 2), torch.logcumsumexp(x.double(), dim=2)), X)
+    case("torch", "index_fill", lambda x, i: (torch.index_fill(x, 1, i, -1.0), x.index_fill(2, i, torch.tensor(7.0)), x.index_fill(-1, i[:1], 2),
+                                              x.clone().index_fill_(0, torch.tensor([0]), 0.5), x.index_fill(2, torch.tensor([-1, 0]), 3.0)),
+         X, i64(2, hi=3))
+    case("torch", "index_fill", lambda i, j: i.index_fill(1, j, 9), i64("B", 4), i64(3, hi=4), variant="int")
+    case("torch", "index_copy", lambda x, i, s: (torch.index_copy(x, 1, i, s), x.index_copy(-2, i, s * 2), x.clone().index_copy_(1, i, s),
+                                                 x.index_copy(1, torch.tensor([2, 0, 2]), torch.cat([s, s[:, :1] + 5], 1))),
+         X, ("int64", (2,), 0, 3), f32("B", 2, 4))
+    case("torch", "index_copy", lambda x, s: torch.index_copy(x, 0, torch.tensor([1, 0]), s), i64(2, 3), i64(2, 3, lo=5, hi=9),
+         variant="int", static=True)
+    case("torch", "select_scatter", lambda x, s: (torch.select_scatter(x, s, 1, 0), x.select_scatter(s, 1, -1), torch.select_scatter(x, s[:, :3], 2, 2)),
+         X, f32("B", 4))
+    case("torch", "select_scatter", lambda x, s: torch.select_scatter(x, s, 0, 1), i64(3, 4), i64(4), variant="int", static=True)
+    case("torch", "slice_scatter", lambda x, s: (torch.slice_scatter(x, s[:, :, :2], 2, 1, 3), x.slice_scatter(s[:, :, :2], dim=2, step=2),
+                                                 torch.slice_scatter(x, s[:, :, :1], 2, -1), torch.slice_scatter(x, s[:, :, :2], 2, start=-5, end=-2),
+                                                 torch.slice_scatter(x, s[:, :2], 1, 1, 10), torch.slice_scatter(x, s[:, :, :1], 2, 1, None, 3)),
+         X, f32("B", 3, 4))
+    case("torch", "slice_scatter", lambda x, s: torch.slice_scatter(x, s, 0, 0, 4, 2), i64(4, 3), i64(2, 3), variant="int", static=True)
+    case("torch", "cummax", lambda x: (torch.cummax(x, 1), x.round().cummax(-1), torch.cummax(nan_infs(x), 2), torch.cummax(x.round(), 0)), X)
+    case("torch", "cummax", lambda i: torch.cummax(i, 1), i64("B", 6, lo=-3, hi=3), variant="int")
+    case("torch", "cummin", lambda x: (torch.cummin(x, 1), x.round().cummin(-1), torch.cummin(nan_infs(x), 2), torch.cummin(x.double().round(), 0)), X)
+    case("torch", "cummin", lambda i: torch.cummin(i.int(), 1), i64("B", 6, lo=-3, hi=3), variant="int")
+    case("torch", "new_full", lambda x: (x.new_full((2, 3), 1.5) + x[0, :2, :3], x.new_full(x.shape, 2, dtype=torch.int64), x.new_full([4], -1.0)), X)
+    # new_empty's values are undefined in torch: only its shape and dtype are compared (times 0).
+    case("torch", "new_empty", lambda x: (x.new_empty((2, 3)).shape, x + 0 * x.new_empty(x.shape).nan_to_num(0.0, 0.0, 0.0),
+                                          x.new_empty(2, 3, dtype=torch.float64).shape), X)
 
 
 # --- NumPy ---------------------------------------------------------------------------------------------

@@ -158,6 +158,12 @@ IVY_LOWERING(LowerCountNonzero);
 IVY_LOWERING(LowerAminmax);
 IVY_LOWERING(LowerVarMean);
 IVY_LOWERING(LowerLogcumsumexp);
+IVY_LOWERING(LowerIndexFill);
+IVY_LOWERING(LowerIndexCopy);
+IVY_LOWERING(LowerSelectScatter);
+IVY_LOWERING(LowerSliceScatter);
+IVY_LOWERING(LowerCumExtreme);
+IVY_LOWERING(LowerNewFull);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

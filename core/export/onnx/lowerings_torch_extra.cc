@@ -1,7 +1,8 @@
 // Lowerings of torch functions that had no canonical op (issue 11): rsub, deg2rad/rad2deg,
 // isposinf/isneginf, ldexp, nansum/nanmean, inner, addr, dist, kron, cross, rot90, diag/diagflat,
 // masked_select, isin, channel_shuffle, local_response_norm, lp_pool1d/2d/3d, count_nonzero,
-// aminmax, var_mean/std_mean and logcumsumexp, each
+// aminmax, var_mean/std_mean, logcumsumexp, index_fill/index_copy, select_scatter/slice_scatter,
+// cummax/cummin and new_full/new_empty, each
 // decomposed into opset-17 ops. Each reads every parameter it is given and refuses what it cannot
 // express exactly.
 #include <cmath>
@@ -683,6 +684,268 @@ Status LowerLogcumsumexp(const Node& node, const BoundCall& call, LoweringContex
   SetAttr(rs, "keepdims", int64_t{1});
   ctx.Emit("Squeeze", {ctx.EmitTemp("Add", {ctx.EmitTemp("Log", {sum}), shift}), ctx.Int64s({axis + 1})}, {ctx.Out(result)});
   return Status::Ok();
+}
+
+
+namespace {
+
+// Positions 0..n-1 along `axis` of `x` (int64 [n]) and n (int64 [1]).
+void Positions(LoweringContext& ctx, const std::string& x, int64_t axis, std::string* pos, std::string* n) {
+  onnx::NodeProto* g = nullptr;
+  const std::string size = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {x}), ctx.Scalar(Number::Int(axis), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  *pos = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), size, ctx.Scalar(Number::Int(1), v1::INT64)});
+  *n = ctx.Unsqueeze(size, {0});
+}
+
+// A 1-D value of length n laid along `axis` of a rank-`rank` tensor (n, 1, ..., 1 after axis).
+std::string AlongAxis(LoweringContext& ctx, const std::string& v, int64_t axis, int rank) {
+  std::vector<int64_t> tail;
+  for (int64_t k = 1; k < rank - axis; ++k) tail.push_back(k);
+  return tail.empty() ? v : ctx.Unsqueeze(v, tail);
+}
+
+// An integer index tensor as int64 [k], negative indices counted from the end (n: int64 [1]).
+Status IndexVector(LoweringContext& ctx, const BoundCall& call, const char* param, const std::string& n, std::string* out,
+                   ValueId* id) {
+  IVY_RETURN_IF_ERROR(TensorParam(call, param, id));
+  const v1::DType d = ctx.DType(*id);
+  if (IsFloating(d) || d == v1::BOOL) return Status::Unsupported(std::string(param) + " is not an integer tensor");
+  if (ctx.Rank(*id) > 1) return Status::Unsupported(std::string(param) + " has more than one dim");
+  const std::string idx = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(*id), d, v1::INT64), ctx.Int64s({-1})});
+  *out = ctx.EmitTemp("Where", {ctx.EmitTemp("Less", {idx, ctx.Scalar(Number::Int(0), v1::INT64)}), ctx.EmitTemp("Add", {idx, n}), idx});
+  return Status::Ok();
+}
+
+}  // namespace
+
+// index_fill(input, dim, index, value): the positions `index` along dim set to value (a number or
+// a 0-d tensor): Where(position in index, value, input).
+Status LowerIndexFill(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result, ix;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("dim is not an int");
+  if (rank == 0) return Status::Unsupported("index_fill of a 0-d tensor");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  std::string pos, n, idx, value;
+  Positions(ctx, in, axis, &pos, &n);
+  IVY_RETURN_IF_ERROR(IndexVector(ctx, call, "index", n, &idx, &ix));
+  const v1::Arg* v = call.Get("value");
+  if (!v) return Status::Unsupported("missing value");
+  if (v->kind_case() == v1::Arg::kTensor && ctx.Rank(v->tensor().value()) != 0) return Status::Unsupported("a value that is not 0-d");
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *v, d, &value));
+  const std::string eq = ctx.EmitTemp("Equal", {ctx.Unsqueeze(pos, {1}), ctx.Unsqueeze(idx, {0})});
+  onnx::NodeProto* r = nullptr;
+  const std::string hits = ctx.EmitTemp("ReduceSum", {ctx.CastTo(eq, v1::BOOL, v1::INT64), ctx.Int64s({1})}, &r);
+  SetAttr(r, "keepdims", int64_t{0});
+  const std::string hit = AlongAxis(ctx, ctx.EmitTemp("Greater", {hits, ctx.Scalar(Number::Int(0), v1::INT64)}), axis, rank);
+  EmitWhere(ctx, hit, ctx.EmitTemp("Expand", {value, ctx.EmitTemp("Shape", {in})}), in, d, ctx.Out(result));
+  return Status::Ok();
+}
+
+// index_copy(input, dim, index, source): position index[i] along dim takes source's slice i; of
+// repeated indices the last wins (torch's CPU loop): for each position p, i = max{i: index[i] == p},
+// and Where(i exists, source gathered at i, input).
+Status LowerIndexCopy(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, src, result, ix;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "source", &src));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("dim is not an int");
+  if (rank == 0 || ctx.Rank(src) != rank) return Status::Unsupported("index_copy of a 0-d tensor or a source of another rank");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const std::string source = ctx.CastTo(ctx.In(src), ctx.DType(src), d);
+  std::string pos, n, idx;
+  Positions(ctx, in, axis, &pos, &n);
+  IVY_RETURN_IF_ERROR(IndexVector(ctx, call, "index", n, &idx, &ix));
+  if (ctx.Shape(ix).empty() ? false : ctx.Shape(ix)[0] == 0) return Status::Unsupported("an empty index");
+  onnx::NodeProto* g = nullptr;
+  const std::string k = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {idx}), ctx.Scalar(Number::Int(0), v1::INT64)}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  const std::string which = ctx.EmitTemp("Range", {ctx.Scalar(Number::Int(0), v1::INT64), k, ctx.Scalar(Number::Int(1), v1::INT64)});
+  const std::string eq = ctx.EmitTemp("Equal", {ctx.Unsqueeze(pos, {1}), ctx.Unsqueeze(idx, {0})});
+  const std::string cand = ctx.EmitTemp("Where", {eq, ctx.Unsqueeze(which, {0}), ctx.Scalar(Number::Int(-1), v1::INT64)});
+  onnx::NodeProto* r = nullptr;
+  const std::string last = ctx.EmitTemp("ReduceMax", {cand}, &r);
+  SetAttr(r, "axes", std::vector<int64_t>{1});
+  SetAttr(r, "keepdims", int64_t{0});
+  onnx::NodeProto* gs = nullptr;
+  const std::string picked = ctx.EmitTemp("Gather", {source, ctx.EmitTemp("Max", {last, ctx.Scalar(Number::Int(0), v1::INT64)})}, &gs);
+  SetAttr(gs, "axis", axis);
+  const std::string found = AlongAxis(ctx, ctx.EmitTemp("GreaterOrEqual", {last, ctx.Scalar(Number::Int(0), v1::INT64)}), axis, rank);
+  EmitWhere(ctx, found, picked, in, d, ctx.Out(result));
+  return Status::Ok();
+}
+
+// select_scatter(input, src, dim, index): src written at position index along dim.
+Status LowerSelectScatter(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, src, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "src", &src));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  auto dim = call.Int("dim");
+  auto index = call.Int("index");
+  if (!dim || !index) return Status::Unsupported("dim and index are not ints");
+  if (rank == 0) return Status::Unsupported("select_scatter of a 0-d tensor");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  std::string pos, n;
+  Positions(ctx, in, axis, &pos, &n);
+  std::string at = ctx.Int64s({*index});
+  if (*index < 0) at = ctx.EmitTemp("Add", {at, n});
+  const std::string hit = AlongAxis(ctx, ctx.EmitTemp("Equal", {pos, at}), axis, rank);
+  const std::string value = ctx.Unsqueeze(ctx.CastTo(ctx.In(src), ctx.DType(src), d), {axis});
+  EmitWhere(ctx, hit, ctx.EmitTemp("Expand", {value, ctx.EmitTemp("Shape", {in})}), in, d, ctx.Out(result));
+  return Status::Ok();
+}
+
+// slice_scatter(input, src, dim, start, end, step): src written at positions start:end:step along
+// dim (Python's clamping of start and end, step > 0): Where(p in the slice, src[(p - start) / step],
+// input).
+Status LowerSliceScatter(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, src, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "src", &src));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int rank = ctx.Rank(x);
+  auto dim = call.Int("dim");
+  auto step = call.Int("step");
+  if (!dim || !step || *step <= 0) return Status::Unsupported("dim is not an int or step not a positive int");
+  if (rank == 0 || ctx.Rank(src) != rank) return Status::Unsupported("slice_scatter of a 0-d tensor or a src of another rank");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  const v1::DType d = ctx.DType(result);
+  const std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  std::string pos, n;
+  Positions(ctx, in, axis, &pos, &n);
+  auto bound = [&](const char* p, bool is_end, std::string* out) -> Status {
+    if (call.IsNone(p)) {
+      *out = is_end ? n : ctx.Int64s({0});
+      return Status::Ok();
+    }
+    auto v = call.Int(p);
+    if (!v) return Status::Unsupported(std::string(p) + " is not an int");
+    std::string b = ctx.Int64s({*v});
+    if (*v < 0) b = ctx.EmitTemp("Max", {ctx.EmitTemp("Add", {b, n}), ctx.Int64s({0})});
+    *out = ctx.EmitTemp("Min", {b, n});
+    return Status::Ok();
+  };
+  std::string lo, hi;
+  IVY_RETURN_IF_ERROR(bound("start", false, &lo));
+  IVY_RETURN_IF_ERROR(bound("end", true, &hi));
+  const std::string off = ctx.EmitTemp("Sub", {pos, lo});
+  const std::string st = ctx.Int64s({*step});
+  std::string hit = ctx.EmitTemp("And", {ctx.EmitTemp("GreaterOrEqual", {pos, lo}), ctx.EmitTemp("Less", {pos, hi})});
+  if (*step != 1) hit = ctx.EmitTemp("And", {hit, ctx.EmitTemp("Equal", {ctx.EmitTemp("Mod", {ctx.EmitTemp("Max", {off, ctx.Int64s({0})}), st}), ctx.Int64s({0})})});
+  const std::string source = ctx.CastTo(ctx.In(src), ctx.DType(src), d);
+  std::string m;
+  {
+    onnx::NodeProto* g = nullptr;
+    m = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {source}), ctx.Int64s({axis})}, &g);
+    SetAttr(g, "axis", int64_t{0});
+  }
+  const std::string at = ctx.EmitTemp("Min", {ctx.EmitTemp("Max", {ctx.EmitTemp("Div", {off, st}), ctx.Int64s({0})}),
+                                              ctx.EmitTemp("Sub", {m, ctx.Int64s({1})})});
+  onnx::NodeProto* g = nullptr;
+  const std::string picked = ctx.EmitTemp("Gather", {source, ctx.EmitTemp("Max", {at, ctx.Int64s({0})})}, &g);
+  SetAttr(g, "axis", axis);
+  EmitWhere(ctx, AlongAxis(ctx, hit, axis, rank), picked, in, d, ctx.Out(result));
+  return Status::Ok();
+}
+
+// cummax / cummin(input, dim) -> (values, indices), torch's loop: a NaN, once seen, is the value
+// and the index is the last NaN's; otherwise the running max (min) and the last index holding it
+// (ties go to the later item). Over a triangular mask (quadratic in the dim's length).
+Status LowerCumExtreme(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  const std::vector<ValueId> results = Results(node);
+  if (results.size() != 2) return Status::Unsupported(ctx.canonical() + " without (values, indices)");
+  const bool is_max = ctx.canonical() == "cummax";
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("dim is not an int");
+  const int rank = ctx.Rank(x);
+  const v1::DType d = ctx.DType(x);
+  if (!Numeric(d)) return Status::Unsupported(ctx.canonical() + " of " + DTypeName(d));
+  const std::string in = ctx.In(x);
+  if (rank == 0) {
+    ctx.Emit("Identity", {in}, {ctx.Out(results[0])});
+    ctx.Emit("Identity", {ctx.CastTo(ctx.Scalar(Number::Int(0), v1::INT64), v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+    return Status::Ok();
+  }
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  std::string pos, n;
+  Positions(ctx, in, axis, &pos, &n);
+  // mask[i, j] = j <= i, with i at `axis` and j at axis + 1 of the spread input.
+  auto place = [&](std::string v) {
+    std::vector<int64_t> outer, inner;
+    for (int64_t k = 0; k < axis; ++k) outer.push_back(k);
+    if (!outer.empty()) v = ctx.Unsqueeze(v, outer);
+    for (int64_t k = axis + 2; k < rank + 1; ++k) inner.push_back(k);
+    if (!inner.empty()) v = ctx.Unsqueeze(v, inner);
+    return v;
+  };
+  const std::string mask = place(ctx.EmitTemp("LessOrEqual", {ctx.Unsqueeze(pos, {0}), ctx.Unsqueeze(pos, {1})}));
+  const std::string jpos = place(ctx.Unsqueeze(pos, {0}));
+  const std::string spread = ctx.Unsqueeze(in, {axis});
+  const bool fl = IsFloating(d);
+  const double lim = fl ? std::numeric_limits<double>::infinity() : 0.0;
+  Number worst = fl ? Number::Float(is_max ? -lim : lim)
+                    : Number::Int(is_max ? (d == v1::INT32 ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int64_t>::min())
+                                         : (d == v1::INT32 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max()));
+  std::string valid = mask;  // in the prefix and not NaN
+  std::string nan_in_prefix;
+  if (fl) {
+    nan_in_prefix = ctx.EmitTemp("And", {mask, ctx.EmitTemp("IsNaN", {spread})});
+    valid = ctx.EmitTemp("And", {mask, ctx.EmitTemp("Not", {ctx.EmitTemp("IsNaN", {spread})})});
+  }
+  const std::string masked = ctx.EmitTemp("Where", {valid, spread, ctx.Scalar(worst, d)});
+  onnx::NodeProto* r = nullptr;
+  const std::string ext = ctx.EmitTemp(is_max ? "ReduceMax" : "ReduceMin", {masked}, &r);
+  SetAttr(r, "axes", std::vector<int64_t>{axis + 1});
+  SetAttr(r, "keepdims", int64_t{1});
+  // The last j holding the extreme (or, with a NaN in the prefix, the last NaN).
+  auto last_where = [&](const std::string& cond) {
+    onnx::NodeProto* m = nullptr;
+    const std::string out = ctx.EmitTemp("ReduceMax", {ctx.EmitTemp("Where", {cond, jpos, ctx.Scalar(Number::Int(-1), v1::INT64)})}, &m);
+    SetAttr(m, "axes", std::vector<int64_t>{axis + 1});
+    SetAttr(m, "keepdims", int64_t{0});
+    return out;
+  };
+  std::string values = ctx.Squeeze(ext, {axis + 1});
+  std::string index = last_where(ctx.EmitTemp("And", {valid, ctx.EmitTemp("Equal", {spread, ext})}));
+  if (fl) {
+    const std::string last_nan = last_where(nan_in_prefix);
+    const std::string has_nan = ctx.EmitTemp("GreaterOrEqual", {last_nan, ctx.Scalar(Number::Int(0), v1::INT64)});
+    values = ctx.EmitTemp("Where", {has_nan, ctx.Scalar(Number::Float(std::numeric_limits<double>::quiet_NaN()), d), values});
+    index = ctx.EmitTemp("Where", {has_nan, last_nan, index});
+  }
+  ctx.Emit("Identity", {values}, {ctx.Out(results[0])});
+  ctx.Emit("Identity", {ctx.CastTo(index, v1::INT64, ctx.DType(results[1]))}, {ctx.Out(results[1])});
+  return Status::Ok();
+}
+
+// new_full(input, size, fill_value) / new_empty(input, *size): full / zeros of the recorded dtype
+// (new_empty's values are undefined in torch: zeros are one choice of them).
+Status LowerNewFull(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  if (!call.Tensor("input")) return Status::Unsupported("new_full/new_empty of something not a tensor");
+  ctx.SetCanonical(ctx.canonical() == "new_full" ? "full" : "new_zeros");
+  return LowerFull(node, call, ctx);
 }
 
 }  // namespace onnx_export
