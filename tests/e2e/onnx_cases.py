@@ -810,6 +810,18 @@ def _torch_extra_cases():
     # new_empty's values are undefined in torch: only its shape and dtype are compared (times 0).
     case("torch", "new_empty", lambda x: (x.new_empty((2, 3)).shape, x + 0 * x.new_empty(x.shape).nan_to_num(0.0, 0.0, 0.0),
                                           x.new_empty(2, 3, dtype=torch.float64).shape), X)
+    case("torch", "split", lambda x: (torch.tensor_split(x, 3, dim=2), x.tensor_split([1, 3], 2), torch.tensor_split(x, (1,), dim=-1),
+                                      x.tensor_split(2, 1)), X, variant="tensor_split")
+    case("torch", "split", lambda x: torch.tensor_split(x, 2), X, variant="tensor_split_batch")
+    case("torch", "split", lambda x, v: (torch.hsplit(x, 2), x.hsplit([1, 3]), torch.vsplit(x[0], 2), x[0].vsplit([1]),
+                                         torch.dsplit(x, 3), x.dsplit([5]), torch.hsplit(v, 3)), f32("B", 4, 6), f32(6), variant="hvdsplit")
+    case("torch", "broadcast_tensors", lambda x, y, i: torch.broadcast_tensors(x, y, i), X, f32(3, 1), i64(4))
+    case("torch", "tensordot", lambda x, m: (torch.tensordot(x, m, 1), torch.tensordot(x, m.T, dims=([2], [1])),
+                                             torch.tensordot(x, x, dims=([1, 2], [1, 2])), torch.tensordot(m, m, 0), torch.tensordot(x[0], x[0], 2)),
+         X, f32(4, 5))
+    case("torch", "tensordot", lambda i, j: torch.tensordot(i, j, dims=([0], [1])), i64(3, 2), i64(2, 3), variant="int", static=True)
+    case("torch", "column_stack", lambda x, v: (torch.column_stack([x[:, 0], x[:, 1]]), torch.column_stack((v[:, None], v, v[:, None].expand(-1, 2))),
+                                                torch.column_stack([x[0, 0, 0], x[1, 0, 1]])), X, f32("B"))
 
 
 # --- NumPy ---------------------------------------------------------------------------------------------

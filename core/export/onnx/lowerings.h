@@ -164,6 +164,9 @@ IVY_LOWERING(LowerSelectScatter);
 IVY_LOWERING(LowerSliceScatter);
 IVY_LOWERING(LowerCumExtreme);
 IVY_LOWERING(LowerNewFull);
+IVY_LOWERING(LowerBroadcastTensors);
+IVY_LOWERING(LowerTensordot);
+IVY_LOWERING(LowerColumnStack);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

@@ -2,7 +2,7 @@
 // isposinf/isneginf, ldexp, nansum/nanmean, inner, addr, dist, kron, cross, rot90, diag/diagflat,
 // masked_select, isin, channel_shuffle, local_response_norm, lp_pool1d/2d/3d, count_nonzero,
 // aminmax, var_mean/std_mean, logcumsumexp, index_fill/index_copy, select_scatter/slice_scatter,
-// cummax/cummin and new_full/new_empty, each
+// cummax/cummin, new_full/new_empty, broadcast_tensors, tensordot and column_stack, each
 // decomposed into opset-17 ops. Each reads every parameter it is given and refuses what it cannot
 // express exactly.
 #include <cmath>
@@ -946,6 +946,111 @@ Status LowerNewFull(const Node& node, const BoundCall& call, LoweringContext& ct
   if (!call.Tensor("input")) return Status::Unsupported("new_full/new_empty of something not a tensor");
   ctx.SetCanonical(ctx.canonical() == "new_full" ? "full" : "new_zeros");
   return LowerFull(node, call, ctx);
+}
+
+
+// broadcast_tensors(*tensors): each Expanded to the common shape (of an And of all-true tensors
+// shaped like them).
+Status LowerBroadcastTensors(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const v1::Arg* ts = call.Get("tensors");
+  auto items = ts ? SequenceItems(*ts) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("tensors is not a list of tensors");
+  const std::vector<ValueId> results = Results(node);
+  if (results.size() != items->size()) return Status::Unsupported("a result per tensor expected");
+  std::vector<std::string> ins;
+  std::string all;
+  for (const v1::Arg* a : *items) {
+    if (a->kind_case() != v1::Arg::kTensor) return Status::Unsupported("an operand that is not a tensor");
+    const ValueId v = a->tensor().value();
+    ins.push_back(ctx.In(v));
+    const std::string ones = ctx.EmitTemp("Expand", {ctx.Scalar(Number::Int(1), v1::BOOL), ctx.EmitTemp("Shape", {ins.back()})});
+    all = all.empty() ? ones : ctx.EmitTemp("And", {all, ones});
+  }
+  const std::string shape = ctx.EmitTemp("Shape", {all});
+  for (size_t k = 0; k < results.size(); ++k) {
+    const ValueId v = (*items)[k]->tensor().value();
+    ctx.Emit("Expand", {ctx.CastTo(ins[k], ctx.DType(v), ctx.DType(results[k])), shape}, {ctx.Out(results[k])});
+  }
+  return Status::Ok();
+}
+
+// tensordot(a, b, dims): an Einsum over the contracted dims (dims: n, the last n of a with the
+// first n of b; or two lists of dims).
+Status LowerTensordot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result, av, bv;
+  IVY_RETURN_IF_ERROR(NumericResult(node, ctx, &result));
+  const v1::DType d = ctx.DType(result);
+  std::string a, b;
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "a", d, &a, &av));
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "b", d, &b, &bv));
+  const int ra = ctx.Rank(av), rb = ctx.Rank(bv);
+  std::vector<int64_t> da, db;
+  const v1::Arg* dims = call.Get("dims");
+  if (!dims) return Status::Unsupported("missing dims");
+  if (auto n = AsInt(*dims)) {
+    if (*n < 0 || *n > ra || *n > rb) return Status::Unsupported("dims out of range");
+    for (int64_t k = 0; k < *n; ++k) {
+      da.push_back(ra - *n + k);
+      db.push_back(k);
+    }
+  } else if (auto pair = SequenceItems(*dims); pair && pair->size() == 2) {
+    auto one = [](const v1::Arg& x) -> std::optional<std::vector<int64_t>> {
+      if (auto i = AsInt(x)) return std::vector<int64_t>{*i};
+      return AsIntList(x);
+    };
+    auto l = one(*(*pair)[0]), r = one(*(*pair)[1]);
+    if (!l || !r || l->size() != r->size()) return Status::Unsupported("dims are not two lists of ints of one length");
+    da = *l;
+    db = *r;
+    for (auto& x : da) IVY_RETURN_IF_ERROR(NormalizeAxis(x, ra, &x));
+    for (auto& x : db) IVY_RETURN_IF_ERROR(NormalizeAxis(x, rb, &x));
+  } else {
+    return Status::Unsupported("dims is not an int or two lists");
+  }
+  if (ra + rb > 26) return Status::Unsupported("tensordot of too many dims");
+  std::string ea(ra, ' '), eb(rb, ' '), out;
+  char next = 'a';
+  for (size_t k = 0; k < da.size(); ++k) {
+    if (ea[da[k]] != ' ' || eb[db[k]] != ' ') return Status::Unsupported("a dim contracted twice");
+    ea[da[k]] = eb[db[k]] = next++;
+  }
+  for (auto& c : ea) {
+    if (c == ' ') {
+      c = next++;
+      out += c;
+    }
+  }
+  for (auto& c : eb) {
+    if (c == ' ') {
+      c = next++;
+      out += c;
+    }
+  }
+  auto* n = ctx.Emit("Einsum", {a, b}, {ctx.Out(result)});
+  SetAttr(n, "equation", ea + "," + eb + "->" + out);
+  return Status::Ok();
+}
+
+// column_stack(tensors): 0-d and 1-D tensors as columns (n, 1), then a Concat along dim 1.
+Status LowerColumnStack(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* ts = call.Get("tensors");
+  auto items = ts ? SequenceItems(*ts) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("tensors is not a list of tensors");
+  const v1::DType d = ctx.DType(result);
+  std::vector<std::string> cols;
+  for (const v1::Arg* a : *items) {
+    if (a->kind_case() != v1::Arg::kTensor) return Status::Unsupported("an operand that is not a tensor");
+    const ValueId v = a->tensor().value();
+    std::string c = ctx.CastTo(ctx.In(v), ctx.DType(v), d);
+    if (ctx.Rank(v) == 0) c = ctx.EmitTemp("Reshape", {c, ctx.Int64s({1, 1})});
+    else if (ctx.Rank(v) == 1) c = ctx.Unsqueeze(c, {1});
+    cols.push_back(c);
+  }
+  auto* n = ctx.Emit("Concat", cols, {ctx.Out(result)});
+  SetAttr(n, "axis", int64_t{1});
+  return Status::Ok();
 }
 
 }  // namespace onnx_export
