@@ -822,6 +822,27 @@ def _torch_extra_cases():
     case("torch", "tensordot", lambda i, j: torch.tensordot(i, j, dims=([0], [1])), i64(3, 2), i64(2, 3), variant="int", static=True)
     case("torch", "column_stack", lambda x, v: (torch.column_stack([x[:, 0], x[:, 1]]), torch.column_stack((v[:, None], v, v[:, None].expand(-1, 2))),
                                                 torch.column_stack([x[0, 0, 0], x[1, 0, 1]])), X, f32("B"))
+    case("torch", "chain_matmul", lambda a, b, c: (torch.chain_matmul(a, b, c), torch.chain_matmul(a, b), torch.chain_matmul(b)),
+         f32("B", 4), f32(4, 3), f32(3, 2))
+    case("torch", "addbmm", lambda p, q, c: (torch.addbmm(c, p, q), c.addbmm(p, q, beta=0.5, alpha=2), torch.addbmm(c[0], p, q),
+                                             torch.addbmm(c * float("nan"), p, q, beta=0), c.clone().addbmm_(p, q, alpha=-1)),
+         f32("B", 3, 4), f32("B", 4, 5), f32(3, 5))
+    case("torch", "addbmm", lambda p, q, c: torch.addbmm(c, p, q, beta=2, alpha=3), i64("B", 2, 3), i64("B", 3, 2), i64(2, 2, lo=-3),
+         variant="int")
+    case("torch", "adaptive_max_pool1d", lambda x: (F.adaptive_max_pool1d(x, 4), F.adaptive_max_pool1d(x, 1), F.adaptive_max_pool1d(x, output_size=2)),
+         f32("B", 3, 8))
+    case("torch", "adaptive_max_pool2d", lambda x: (F.adaptive_max_pool2d(x, 2), F.adaptive_max_pool2d(x, (3, None)), F.adaptive_max_pool2d(x, 1),
+                                                    F.adaptive_max_pool2d(x, (1, 2))), f32("B", 3, 6, 4))
+    case("torch", "adaptive_max_pool3d", lambda x: (F.adaptive_max_pool3d(x, (1, 2, 3)), F.adaptive_max_pool3d(x, 1)), f32("B", 2, 2, 4, 6))
+    case("torch", "adaptive_avg_pool3d", lambda x: (F.adaptive_avg_pool3d(x, (1, 2, 3)), F.adaptive_avg_pool3d(x, 1), F.adaptive_avg_pool3d(x, (None, 2, 2))),
+         f32("B", 2, 2, 4, 6))
+    case("torch", "trapezoid", lambda y, t: (torch.trapezoid(y), torch.trapezoid(y, dx=0.5, dim=1), torch.trapz(y, dim=0), torch.trapz(y, dx=2.0),
+                                             torch.trapezoid(y, t), torch.trapezoid(y, t[:3], dim=1), torch.trapezoid(y, y.cumsum(2)),
+                                             torch.trapezoid(y.double())), X, f32(4))
+    case("torch", "trapezoid", lambda i: torch.trapezoid(i), i64("B", 5), variant="int")
+    case("torch", "cumulative_trapezoid", lambda y, t: (torch.cumulative_trapezoid(y), torch.cumulative_trapezoid(y, dx=0.5, dim=1),
+                                                        torch.cumulative_trapezoid(y, t), torch.cumulative_trapezoid(y, y.cumsum(1), dim=1)),
+         X, f32(4))
 
 
 # --- NumPy ---------------------------------------------------------------------------------------------

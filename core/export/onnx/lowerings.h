@@ -167,6 +167,10 @@ IVY_LOWERING(LowerNewFull);
 IVY_LOWERING(LowerBroadcastTensors);
 IVY_LOWERING(LowerTensordot);
 IVY_LOWERING(LowerColumnStack);
+IVY_LOWERING(LowerChainMatmul);
+IVY_LOWERING(LowerAddbmm);
+IVY_LOWERING(LowerAdaptivePool);
+IVY_LOWERING(LowerTrapezoid);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

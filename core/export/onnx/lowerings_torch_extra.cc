@@ -2,7 +2,8 @@
 // isposinf/isneginf, ldexp, nansum/nanmean, inner, addr, dist, kron, cross, rot90, diag/diagflat,
 // masked_select, isin, channel_shuffle, local_response_norm, lp_pool1d/2d/3d, count_nonzero,
 // aminmax, var_mean/std_mean, logcumsumexp, index_fill/index_copy, select_scatter/slice_scatter,
-// cummax/cummin, new_full/new_empty, broadcast_tensors, tensordot and column_stack, each
+// cummax/cummin, new_full/new_empty, broadcast_tensors, tensordot, column_stack, chain_matmul,
+// addbmm, adaptive max (and 3-d average) pooling of divisible sizes and trapezoid, each
 // decomposed into opset-17 ops. Each reads every parameter it is given and refuses what it cannot
 // express exactly.
 #include <cmath>
@@ -1050,6 +1051,202 @@ Status LowerColumnStack(const Node& node, const BoundCall& call, LoweringContext
   }
   auto* n = ctx.Emit("Concat", cols, {ctx.Out(result)});
   SetAttr(n, "axis", int64_t{1});
+  return Status::Ok();
+}
+
+
+// chain_matmul(*matrices): MatMuls left to right (one matrix: itself).
+Status LowerChainMatmul(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(NumericResult(node, ctx, &result));
+  const v1::Arg* ms = call.Get("matrices");
+  auto items = ms ? SequenceItems(*ms) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("matrices is not a list of tensors");
+  const v1::DType d = ctx.DType(result);
+  std::string acc;
+  for (const v1::Arg* a : *items) {
+    if (a->kind_case() != v1::Arg::kTensor || ctx.Rank(a->tensor().value()) != 2) return Status::Unsupported("an operand that is not a matrix");
+    const ValueId v = a->tensor().value();
+    const std::string m = ctx.CastTo(ctx.In(v), ctx.DType(v), d);
+    acc = acc.empty() ? m : ctx.EmitTemp("MatMul", {acc, m});
+  }
+  ctx.Emit("Identity", {acc}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// addbmm(input, batch1, batch2, beta, alpha) = beta * input + alpha * sum_b(batch1[b] @ batch2[b])
+// (an Einsum); beta == 0 ignores input.
+Status LowerAddbmm(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result, b1, b2;
+  IVY_RETURN_IF_ERROR(NumericResult(node, ctx, &result));
+  const v1::DType d = ctx.DType(result);
+  std::string c, p, q;
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "input", d, &c));
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "batch1", d, &p, &b1));
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "batch2", d, &q, &b2));
+  if (ctx.Rank(b1) != 3 || ctx.Rank(b2) != 3) return Status::Unsupported("addbmm of batches that are not 3-D");
+  auto beta = call.Double("beta"), alpha = call.Double("alpha");
+  if (!beta || !alpha) return Status::Unsupported("beta and alpha are not numbers");
+  if (!IsFloating(d) && (*beta != std::floor(*beta) || *alpha != std::floor(*alpha))) {
+    return Status::Unsupported("a float beta or alpha for integer tensors");
+  }
+  auto* e = ctx.Emit("Einsum", {p, q}, {ctx.Temp("sum")});
+  SetAttr(e, "equation", std::string("bij,bjk->ik"));
+  std::string prod = e->output(0);
+  if (*alpha != 1.0) prod = ctx.EmitTemp("Mul", {prod, F(ctx, *alpha, d)});
+  if (*beta == 0.0) {
+    ctx.Emit("Identity", {prod}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  if (*beta != 1.0) c = ctx.EmitTemp("Mul", {c, F(ctx, *beta, d)});
+  ctx.Emit("Add", {c, prod}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// adaptive_max_pool1d/2d/3d and adaptive_avg_pool3d where each output size divides the input's
+// (the windows are then disjoint, of the quotient's size: a MaxPool / AveragePool of that kernel
+// and stride), or is 1 everywhere (GlobalMaxPool / GlobalAveragePool). The model checks that the
+// pooled sizes are the recorded ones (a Reshape to an invalid shape otherwise), since the windows
+// were computed from them. return_indices is refused.
+Status LowerAdaptivePool(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string& op = ctx.canonical();
+  const bool is_max = op.rfind("adaptive_max", 0) == 0;
+  const int nd = op.back() == 'd' ? op[op.size() - 2] - '0' : 0;
+  if (nd < 1 || nd > 3) return Status::Unsupported("unknown adaptive pooling " + op);
+  if (is_max) {
+    auto ri = call.Bool("return_indices");
+    if (!ri || *ri) return Status::Unsupported("adaptive max pooling with return_indices");
+  }
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32) return Status::Unsupported(op + " in " + DTypeName(d) + " (float32 lowers)");
+  const auto& shape = ctx.Shape(x);
+  const int rank = static_cast<int>(shape.size());
+  if (rank != nd + 2) return Status::Unsupported(op + " of an unbatched input");
+  const v1::Arg* os = call.Get("output_size");
+  if (!os) return Status::Unsupported("missing output_size");
+  std::vector<int64_t> target(nd);
+  if (auto i = AsInt(*os)) {
+    std::fill(target.begin(), target.end(), *i);
+  } else if (auto items = SequenceItems(*os); items && static_cast<int>(items->size()) == nd) {
+    for (int k = 0; k < nd; ++k) {
+      if (IsNone(*(*items)[k])) target[k] = shape[2 + k];
+      else if (auto v = AsInt(*(*items)[k])) target[k] = *v;
+      else return Status::Unsupported("output_size " + ArgToString(*os, true));
+    }
+  } else {
+    return Status::Unsupported("output_size " + ArgToString(*os, true));
+  }
+  const std::string in = ctx.In(x);
+  if (std::all_of(target.begin(), target.end(), [](int64_t t) { return t == 1; })) {
+    ctx.Emit(is_max ? "GlobalMaxPool" : "GlobalAveragePool", {in}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  std::vector<int64_t> kernel(nd), spatial(shape.begin() + 2, shape.end());
+  for (int k = 0; k < nd; ++k) {
+    if (target[k] <= 0 || spatial[k] % target[k] != 0) {
+      return Status::Unsupported(op + ": an output size that does not divide the input's (" + std::to_string(spatial[k]) + " to " +
+                                 std::to_string(target[k]) + ")");
+    }
+    kernel[k] = spatial[k] / target[k];
+  }
+  // The check: the input reshaped to its own shape while its pooled sizes are the recorded ones.
+  const std::string sh = ctx.EmitTemp("Shape", {in});
+  const std::string sizes = ctx.EmitTemp("Slice", {sh, ctx.Int64s({2}), ctx.Int64s({rank}), ctx.Int64s({0})});
+  onnx::NodeProto* rmin = nullptr;
+  const std::string same = ctx.EmitTemp("ReduceMin", {ctx.CastTo(ctx.EmitTemp("Equal", {sizes, ctx.Int64s(spatial)}), v1::BOOL, v1::INT32)}, &rmin);
+  SetAttr(rmin, "keepdims", int64_t{0});
+  onnx::NodeProto* cast = nullptr;
+  const std::string okb = ctx.EmitTemp("Cast", {same}, &cast);
+  SetAttr(cast, "to", static_cast<int64_t>(OnnxElemType(v1::BOOL)));
+  const std::string to = ctx.EmitTemp("Where", {okb, sh, ctx.Int64s(std::vector<int64_t>(rank, -2))});
+  onnx::NodeProto* chk = nullptr;
+  const std::string checked = ctx.EmitTemp("Reshape", {in, to}, &chk);
+  chk->set_name("ivytrace guard (" + op + " input size) " + ctx.Temp("check") + ": " + node.op + " at " +
+                (node.loc.file().empty() ? std::string("an unknown line") : node.loc.file() + ":" + std::to_string(node.loc.line())) +
+                ": the pooling windows were computed for the recorded spatial sizes");
+  auto* p = ctx.Emit(is_max ? "MaxPool" : "AveragePool", {checked}, {ctx.Out(result)});
+  SetAttr(p, "kernel_shape", kernel);
+  SetAttr(p, "strides", kernel);
+  return Status::Ok();
+}
+
+// trapezoid / trapz / cumulative_trapezoid(y, x, *, dx, dim), torch's formulas: with a spacing dx
+// (default 1), (sum(y) - (y[0] + y[-1]) * 0.5) * dx, cumulative: cumsum(dx / 2 * (y[1:] + y[:-1]));
+// with sample points x (1-D, or y's shape), dx = diff(x) and sum / cumsum of dx * (y[1:] + y[:-1]) / 2.
+Status LowerTrapezoid(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId yv, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "y", &yv));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::DType d = ctx.DType(result);
+  if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported(ctx.canonical() + " in " + DTypeName(d));
+  const bool cumulative = ctx.canonical() == "cumulative_trapezoid";
+  const int rank = ctx.Rank(yv);
+  auto dim = call.Int("dim");
+  if (!dim) return Status::Unsupported("dim is not an int");
+  if (rank == 0) return Status::Unsupported("a 0-d y");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+  if (ctx.Shape(yv)[axis] == 0) return Status::Unsupported("an empty dim");
+  const std::string y = ctx.CastTo(ctx.In(yv), ctx.DType(yv), d);
+  const std::string big = ctx.Int64s({std::numeric_limits<int64_t>::max()});
+  auto slice = [&](const std::string& v, int64_t lo, const std::string& hi, int64_t ax) {
+    return ctx.EmitTemp("Slice", {v, ctx.Int64s({lo}), hi, ctx.Int64s({ax})});
+  };
+  const std::string right = slice(y, 1, big, axis), left = slice(y, 0, ctx.Int64s({-1}), axis);
+  const std::string pair = ctx.EmitTemp("Add", {right, left});
+  const bool has_x = call.Has("x") && !call.IsNone("x");
+  const bool has_dx = call.Has("dx") && !call.IsNone("dx");
+  if (has_x && has_dx) return Status::Unsupported("both x and dx");
+  std::string terms;
+  if (!has_x) {
+    double dx = 1.0;
+    if (has_dx) {
+      auto v = call.Double("dx");
+      if (!v) return Status::Unsupported("dx is not a number");
+      dx = *v;
+    }
+    if (!cumulative) {
+      onnx::NodeProto* r = nullptr;
+      const std::string sum = ctx.EmitTemp("ReduceSum", {y, ctx.Int64s({axis})}, &r);
+      SetAttr(r, "keepdims", int64_t{0});
+      auto at = [&](int64_t i) {
+        onnx::NodeProto* g = nullptr;
+        const std::string out = ctx.EmitTemp("Gather", {y, ctx.Scalar(Number::Int(i), v1::INT64)}, &g);
+        SetAttr(g, "axis", axis);
+        return out;
+      };
+      const std::string ends = ctx.EmitTemp("Mul", {ctx.EmitTemp("Add", {at(0), at(-1)}), F(ctx, 0.5, d)});
+      ctx.Emit("Mul", {ctx.EmitTemp("Sub", {sum, ends}), F(ctx, dx, d)}, {ctx.Out(result)});
+      return Status::Ok();
+    }
+    terms = ctx.EmitTemp("Mul", {F(ctx, dx / 2.0, d), pair});
+  } else {
+    ValueId xv;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "x", &xv));
+    std::string xs = ctx.CastTo(ctx.In(xv), ctx.DType(xv), d);
+    int64_t xaxis = axis;
+    if (ctx.Rank(xv) == 1 && rank > 1) {
+      xaxis = 0;
+    } else if (ctx.Rank(xv) != rank) {
+      return Status::Unsupported("sample points x that are neither 1-D nor of y's rank");
+    }
+    std::string dxs = ctx.EmitTemp("Sub", {slice(xs, 1, big, xaxis), slice(xs, 0, ctx.Int64s({-1}), xaxis)});
+    if (xaxis != axis) {  // a 1-D x lies along dim
+      std::vector<int64_t> tail;
+      for (int64_t k = 1; k < rank - axis; ++k) tail.push_back(k);
+      if (!tail.empty()) dxs = ctx.Unsqueeze(dxs, tail);
+    }
+    terms = ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {dxs, pair}), F(ctx, 2.0, d)});
+  }
+  if (cumulative) {
+    ctx.Emit("CumSum", {terms, ctx.Scalar(Number::Int(axis), v1::INT64)}, {ctx.Out(result)});
+  } else {
+    auto* r = ctx.Emit("ReduceSum", {terms, ctx.Int64s({axis})}, {ctx.Out(result)});
+    SetAttr(r, "keepdims", int64_t{0});
+  }
   return Status::Ok();
 }
 
