@@ -1204,6 +1204,8 @@ def build(fw):
     if fw == "numpy":
         case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
              f32("B", 3, 4), variant="numpy")
+        case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),
+                                                 np.tensordot(x[0], x[0])), f32("B", 3, 4), f32(4, 5), variant="numpy")
     return [c for c in CASES if c.fw == fw]
 
 

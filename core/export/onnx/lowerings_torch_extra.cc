@@ -975,18 +975,20 @@ Status LowerBroadcastTensors(const Node& node, const BoundCall& call, LoweringCo
   return Status::Ok();
 }
 
-// tensordot(a, b, dims): an Einsum over the contracted dims (dims: n, the last n of a with the
+// tensordot(a, b, dims) (np.tensordot's axes too): an Einsum over the contracted dims (dims: n, the last n of a with the
 // first n of b; or two lists of dims).
 Status LowerTensordot(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId result, av, bv;
   IVY_RETURN_IF_ERROR(NumericResult(node, ctx, &result));
   const v1::DType d = ctx.DType(result);
   std::string a, b;
-  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "a", d, &a, &av));
-  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "b", d, &b, &bv));
+  // torch.tensordot(a, b, dims); np.tensordot's a, b are input, other (aliases) and its dims axes.
+  const bool numpy = call.Has("axes");
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, numpy ? "input" : "a", d, &a, &av));
+  IVY_RETURN_IF_ERROR(TensorAs(ctx, call, numpy ? "other" : "b", d, &b, &bv));
   const int ra = ctx.Rank(av), rb = ctx.Rank(bv);
   std::vector<int64_t> da, db;
-  const v1::Arg* dims = call.Get("dims");
+  const v1::Arg* dims = call.Get(numpy ? "axes" : "dims");
   if (!dims) return Status::Unsupported("missing dims");
   if (auto n = AsInt(*dims)) {
     if (*n < 0 || *n > ra || *n > rb) return Status::Unsupported("dims out of range");
