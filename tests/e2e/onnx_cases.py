@@ -672,6 +672,20 @@ def _torch_extra_cases():
                                                        F.poisson_nll_loss(x, y.round(), full=True, reduction="sum"),
                                                        F.poisson_nll_loss(p, y, log_input=False, full=True, eps=1e-4)),
          X, pos("B", 3, 4), ("float32", ("B", 3, 4), 0.0, 4.0))
+    case("torch", "gaussian_nll_loss", lambda x, y, v: (F.gaussian_nll_loss(x, y, v), F.gaussian_nll_loss(x, y, v[..., 0], reduction="none"),
+                                                        F.gaussian_nll_loss(x, y, v[..., :1], full=True, reduction="sum"),
+                                                        F.gaussian_nll_loss(x, y, v * 0, eps=0.1)), X, f32("B", 3, 4), pos("B", 3, 4))
+    case("torch", "multilabel_soft_margin_loss", lambda x, y, w: (F.multilabel_soft_margin_loss(x * 10, y.round()),
+                                                                  F.multilabel_soft_margin_loss(x, y, w, reduction="none"),
+                                                                  F.multilabel_soft_margin_loss(x, y, weight=w, reduction="sum")),
+         f32("B", 5), P[:1] + (("B", 5),) + P[2:], pos(5))
+    case("torch", "cosine_embedding_loss", lambda a, b, y: (F.cosine_embedding_loss(a, b, sign(y)), F.cosine_embedding_loss(a, b, sign(y), margin=0.3, reduction="none"),
+                                                            F.cosine_embedding_loss(a, b, sign(y), 0.5, reduction="sum"),
+                                                            F.cosine_embedding_loss(a[0], b[0], sign(y)[0])), f32("B", 5), f32("B", 5), f32("B"))
+    case("torch", "triplet_margin_loss", lambda a, p, n: (F.triplet_margin_loss(a, p, n), F.triplet_margin_loss(a, p, n, margin=0.5, p=1, reduction="none"),
+                                                          F.triplet_margin_loss(a, p, n, swap=True, p=3, eps=1e-3, reduction="sum"),
+                                                          F.triplet_margin_loss(a[0], p[0], n[0], p=2.5)),
+         f32("B", 5), f32("B", 5), f32("B", 5))
     # nll_loss and cross_entropy: class indices (ignore_index, weight, label_smoothing), spatial
     # dims, an unbatched input, class probabilities.
     C5 = f32("B", 5)

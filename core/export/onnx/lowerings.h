@@ -136,6 +136,7 @@ IVY_LOWERING(LowerPixelShuffle);
 // lowerings_losses.cc: torch.nn.functional's losses
 IVY_LOWERING(LowerLoss);
 IVY_LOWERING(LowerNllLoss);
+IVY_LOWERING(LowerEmbeddingLoss);
 // lowerings_torch_extra.cc
 IVY_LOWERING(LowerRsub);
 IVY_LOWERING(LowerAngleUnits);

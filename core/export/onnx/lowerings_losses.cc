@@ -1,10 +1,12 @@
 // Lowerings of torch.nn.functional's losses (issue 11): the pointwise losses (l1, mse, huber,
 // smooth_l1, soft_margin, binary_cross_entropy(_with_logits), kl_div, margin_ranking,
-// hinge_embedding, poisson_nll) and nll_loss / cross_entropy (class indices with weight,
+// hinge_embedding, poisson_nll, gaussian_nll, multilabel_soft_margin), cosine_embedding and
+// triplet_margin, and nll_loss / cross_entropy (class indices with weight,
 // ignore_index and label_smoothing; class probabilities). Each computes torch's formula in the
 // result's dtype (float32 or float64) and applies `reduction` ("none", "mean", "sum"; kl_div's
 // "batchmean"). The deprecated size_average/reduce arguments and a `weight` where torch's newer
 // losses take one are refused when given.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -233,8 +235,145 @@ Status LowerLoss(const Node& node, const BoundCall& call, LoweringContext& ctx) 
       const std::string term = ctx.EmitTemp("Where", {ctx.EmitTemp("Greater", {y, F(ctx, 1.0, d)}), stirling, F(ctx, 0.0, d)});
       loss = ctx.EmitTemp("Add", {loss, term});
     }
+  } else if (op == "gaussian_nll_loss") {
+    // 0.5 * (log(v) + (input - target)^2 / v), v = max(var, eps) (var of input's shape, or
+    // without its last dim), + 0.5 log(2 pi) when full. torch raises for a negative var: the
+    // model refuses it (a Reshape to an invalid shape).
+    ValueId in, vv;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "input", &in));
+    IVY_RETURN_IF_ERROR(TensorParam(call, "var", &vv));
+    auto full = call.Bool("full");
+    double eps;
+    IVY_RETURN_IF_ERROR(number("eps", &eps));
+    if (!full) return Status::Unsupported("full is not a bool");
+    std::string var;
+    IVY_RETURN_IF_ERROR(operand("var", &var));
+    const auto& xs = ctx.Shape(in);
+    const auto& vs = ctx.Shape(vv);
+    if (vs != xs) {
+      if (vs.size() + 1 == xs.size() && std::equal(vs.begin(), vs.end(), xs.begin())) {
+        var = ctx.Unsqueeze(var, {static_cast<int64_t>(vs.size())});
+      } else if (!(vs.size() == xs.size() && !vs.empty() && vs.back() == 1)) {
+        return Status::Unsupported("a var of a shape torch does not take");
+      }
+    }
+    onnx::NodeProto* rmin = nullptr;
+    const std::string neg = ctx.EmitTemp("ReduceMax", {ctx.CastTo(ctx.EmitTemp("Less", {var, F(ctx, 0.0, d)}), v1::BOOL, v1::INT32)}, &rmin);
+    SetAttr(rmin, "keepdims", int64_t{0});
+    const std::string vshape = ctx.EmitTemp("Shape", {var});
+    const std::string bad = ctx.EmitTemp("Expand", {ctx.Int64s({-2}), ctx.EmitTemp("Shape", {vshape})});
+    onnx::NodeProto* chk = nullptr;
+    var = ctx.EmitTemp("Reshape", {var, ctx.EmitTemp("Where", {ctx.CastTo(neg, v1::INT32, v1::BOOL), bad, vshape})}, &chk);
+    chk->set_name("ivytrace guard (gaussian_nll_loss var >= 0) " + ctx.Temp("check") + ": " + node.op +
+                  ": torch raises for a negative var");
+    const std::string v = ctx.EmitTemp("Max", {var, F(ctx, eps, d)});
+    const std::string diff = ctx.EmitTemp("Sub", {x, y});
+    loss = ctx.EmitTemp("Mul", {F(ctx, 0.5, d), ctx.EmitTemp("Add", {ctx.EmitTemp("Log", {v}),
+                                                                     ctx.EmitTemp("Div", {ctx.EmitTemp("Mul", {diff, diff}), v})})});
+    if (*full) loss = ctx.EmitTemp("Add", {loss, F(ctx, 0.5 * std::log(2 * M_PI), d)});
+  } else if (op == "multilabel_soft_margin_loss") {
+    // -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input)) (times weight), the mean
+    // over the last (class) dim, then reduced.
+    ValueId in;
+    IVY_RETURN_IF_ERROR(TensorParam(call, "input", &in));
+    const int rank = ctx.Rank(in);
+    if (rank == 0) return Status::Unsupported("a 0-d input");
+    auto log_sigmoid = [&](const std::string& v) {  // min(v, 0) - log1p(exp(-|v|))
+      return ctx.EmitTemp("Sub", {ctx.EmitTemp("Min", {v, F(ctx, 0.0, d)}), Log1pExp(ctx, ctx.EmitTemp("Neg", {ctx.EmitTemp("Abs", {v})}), d)});
+    };
+    const std::string one = F(ctx, 1.0, d);
+    loss = ctx.EmitTemp("Neg", {ctx.EmitTemp("Add", {ctx.EmitTemp("Mul", {y, log_sigmoid(x)}),
+                                                    ctx.EmitTemp("Mul", {ctx.EmitTemp("Sub", {one, y}), log_sigmoid(ctx.EmitTemp("Neg", {x}))})})});
+    if (!call.IsNone("weight")) {
+      std::string w;
+      IVY_RETURN_IF_ERROR(operand("weight", &w));
+      loss = ctx.EmitTemp("Mul", {loss, w});
+    }
+    onnx::NodeProto* r = nullptr;
+    const std::string sum = ctx.EmitTemp("ReduceSum", {loss, ctx.Int64s({rank - 1})}, &r);
+    SetAttr(r, "keepdims", int64_t{0});
+    loss = ctx.EmitTemp("Div", {sum, ctx.CastTo(DimScalar(ctx, x, rank - 1), v1::INT64, d)});
   } else {
     return Status::Unsupported("'loss' lowering does not know canonical op '" + op + "'");
+  }
+  return EmitReduced(ctx, loss, reduction, ctx.Out(result));
+}
+
+// cosine_embedding_loss(input1, input2, target, margin) and triplet_margin_loss(anchor,
+// positive, negative, margin, p, eps, swap), torch's formulas (ATen's Loss.cpp).
+Status LowerEmbeddingLoss(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(FloatResult(node, ctx, &result));
+  const v1::DType d = ctx.DType(result);
+  std::string reduction;
+  IVY_RETURN_IF_ERROR(ReductionOf(call, &reduction));
+  auto operand = [&](const char* p, std::string* out, ValueId* id) -> Status {
+    IVY_RETURN_IF_ERROR(TensorParam(call, p, id));
+    *out = ctx.CastTo(ctx.In(*id), ctx.DType(*id), d);
+    return Status::Ok();
+  };
+  auto margin = call.Double("margin");
+  if (!margin) return Status::Unsupported("margin is not a number");
+  auto sum_over = [&](const std::string& v, int64_t axis) {
+    onnx::NodeProto* r = nullptr;
+    const std::string out = ctx.EmitTemp("ReduceSum", {v, ctx.Int64s({axis})}, &r);
+    SetAttr(r, "keepdims", int64_t{0});
+    return out;
+  };
+  const std::string zero = F(ctx, 0.0, d);
+  std::string loss;
+  if (ctx.canonical() == "cosine_embedding_loss") {
+    // cos = sum(a b) / sqrt((sum(a a) + 1e-12) (sum(b b) + 1e-12)) over dim 1 (0 for 1-D inputs);
+    // where(target == 1, 1 - cos, 0) + where(target == -1, max(cos - margin, 0), 0).
+    std::string a, b, t;
+    ValueId av, bv, tv;
+    IVY_RETURN_IF_ERROR(operand("input1", &a, &av));
+    IVY_RETURN_IF_ERROR(operand("input2", &b, &bv));
+    IVY_RETURN_IF_ERROR(operand("target", &t, &tv));
+    const int rank = ctx.Rank(av);
+    if (rank < 1 || rank > 2 || ctx.Rank(bv) != rank) return Status::Unsupported("inputs that are not two 1-D or 2-D tensors");
+    const int64_t axis = rank == 2 ? 1 : 0;
+    const std::string eps = F(ctx, 1e-12, d);
+    const std::string prod = sum_over(ctx.EmitTemp("Mul", {a, b}), axis);
+    const std::string m1 = ctx.EmitTemp("Add", {sum_over(ctx.EmitTemp("Mul", {a, a}), axis), eps});
+    const std::string m2 = ctx.EmitTemp("Add", {sum_over(ctx.EmitTemp("Mul", {b, b}), axis), eps});
+    const std::string cos = ctx.EmitTemp("Div", {prod, ctx.EmitTemp("Sqrt", {ctx.EmitTemp("Mul", {m1, m2})})});
+    const std::string pos = ctx.EmitTemp("Sub", {F(ctx, 1.0, d), cos});
+    const std::string neg = ctx.EmitTemp("Max", {ctx.EmitTemp("Sub", {cos, F(ctx, *margin, d)}), zero});
+    loss = ctx.EmitTemp("Add", {ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {t, F(ctx, 1.0, d)}), pos, zero}),
+                                ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {t, F(ctx, -1.0, d)}), neg, zero})});
+  } else {
+    // max(margin + d(anchor, positive) - d(anchor, negative), 0), d(x, y) = ||x - y + eps||_p
+    // over the last dim; swap: d(anchor, negative) is min'd with d(positive, negative).
+    std::string a, pv, nv;
+    ValueId aid, pid, nid;
+    IVY_RETURN_IF_ERROR(operand("anchor", &a, &aid));
+    IVY_RETURN_IF_ERROR(operand("positive", &pv, &pid));
+    IVY_RETURN_IF_ERROR(operand("negative", &nv, &nid));
+    auto p = call.Double("p"), eps = call.Double("eps");
+    auto swap = call.Bool("swap");
+    if (!p || !eps || !swap) return Status::Unsupported("p, eps or swap is not a number/bool");
+    if (!(*p > 0) || std::isinf(*p)) return Status::Unsupported("p that is not a finite positive number");
+    const int rank = ctx.Rank(aid);
+    if (rank < 1 || rank > 2) return Status::Unsupported("inputs that are not 1-D or 2-D");
+    auto dist = [&](const std::string& u, const std::string& v) {
+      const std::string diff = ctx.EmitTemp("Add", {ctx.EmitTemp("Sub", {u, v}), F(ctx, *eps, d)});
+      onnx::NodeProto* r = nullptr;
+      std::string out;
+      if (*p == 2.0 || *p == 1.0) {
+        out = ctx.EmitTemp(*p == 2.0 ? "ReduceL2" : "ReduceL1", {diff}, &r);
+        SetAttr(r, "axes", std::vector<int64_t>{-1});
+      } else {
+        out = ctx.EmitTemp("ReduceSum", {ctx.EmitTemp("Pow", {ctx.EmitTemp("Abs", {diff}), F(ctx, *p, d)}), ctx.Int64s({-1})}, &r);
+        out = ctx.EmitTemp("Pow", {out, F(ctx, 1.0 / *p, d)});
+      }
+      SetAttr(r, "keepdims", int64_t{0});
+      return out;
+    };
+    const std::string dp = dist(a, pv);
+    std::string dn = dist(a, nv);
+    if (*swap) dn = ctx.EmitTemp("Min", {dn, dist(pv, nv)});
+    loss = ctx.EmitTemp("Max", {ctx.EmitTemp("Sub", {ctx.EmitTemp("Add", {F(ctx, *margin, d), dp}), dn}), zero});
   }
   return EmitReduced(ctx, loss, reduction, ctx.Out(result));
 }
