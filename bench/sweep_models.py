@@ -1098,6 +1098,70 @@ def _flax_conv_same():
     return forward, inputs
 
 
+# round 4 (session 14): diffusers transformers of the latest image models
+def _sd3_transformer():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.SD3Transformer2DModel(sample_size=8, patch_size=2, in_channels=4, num_layers=1,
+                                            attention_head_dim=8, num_attention_heads=2, joint_attention_dim=16,
+                                            caption_projection_dim=16, pooled_projection_dim=8,
+                                            out_channels=4, pos_embed_max_size=16).eval()
+
+    def forward(hidden_states, encoder_hidden_states, pooled_projections, timestep):
+        with torch.no_grad():
+            return model(hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states,
+                         pooled_projections=pooled_projections, timestep=timestep).sample
+
+    def inputs(b, s, seed):   # the text length follows s
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(b, 4, 8, 8, generator=g), torch.randn(b, s, 16, generator=g),
+                torch.randn(b, 8, generator=g), torch.full((b,), 3.0))
+    return forward, inputs
+
+
+def _flux_transformer():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.FluxTransformer2DModel(patch_size=1, in_channels=8, num_layers=1, num_single_layers=1,
+                                             attention_head_dim=8, num_attention_heads=2, joint_attention_dim=16,
+                                             pooled_projection_dim=8, axes_dims_rope=(2, 2, 4)).eval()
+
+    def forward(hidden_states, encoder_hidden_states, pooled_projections, timestep, img_ids, txt_ids):
+        with torch.no_grad():
+            return model(hidden_states=hidden_states, encoder_hidden_states=encoder_hidden_states,
+                         pooled_projections=pooled_projections, timestep=timestep, img_ids=img_ids,
+                         txt_ids=txt_ids).sample
+
+    def inputs(b, s, seed):   # 16 image tokens, s text tokens
+        g = torch.Generator().manual_seed(seed)
+        img_ids = torch.stack(torch.meshgrid(torch.zeros(1), torch.arange(4.0), torch.arange(4.0),
+                                             indexing="ij"), -1).reshape(16, 3)
+        return (torch.randn(b, 16, 8, generator=g), torch.randn(b, s, 16, generator=g),
+                torch.randn(b, 8, generator=g), torch.full((b,), 0.5), img_ids, torch.zeros(s, 3))
+    return forward, inputs
+
+
+def _dit():
+    import torch
+    import diffusers
+    torch.manual_seed(0)
+    model = diffusers.DiTTransformer2DModel(num_attention_heads=2, attention_head_dim=8, in_channels=4,
+                                            num_layers=1, sample_size=8, patch_size=2, num_embeds_ada_norm=10,
+                                            out_channels=4).eval()
+
+    def forward(hidden_states, timestep, class_labels):
+        with torch.no_grad():
+            return model(hidden_states, timestep=timestep, class_labels=class_labels).sample
+
+    def inputs(b, s, seed):
+        g = torch.Generator().manual_seed(seed)
+        return (torch.randn(b, 4, 8, 8, generator=g), torch.randint(0, 100, (b,), generator=g),
+                torch.randint(0, 10, (b,), generator=g))
+    return forward, inputs
+
+
 CASES = {
     "distilbert": _text_mask_case("DistilBertModel", "DistilBertConfig", vocab_size=100, dim=32, n_layers=2, n_heads=4,
                                   hidden_dim=64, max_position_embeddings=64),
@@ -1420,6 +1484,72 @@ CASES = {
     "flax_lstm": _flax_lstm,
     "flax_attn_mask": _flax_attn_mask,
     "flax_conv_same": _flax_conv_same,
+    # round 4 (session 14)
+    "modernbert": _text_mask_case("ModernBertModel", "ModernBertConfig", vocab_size=100, hidden_size=32,
+                                  intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                  global_attn_every_n_layers=2, local_attention=4, pad_token_id=0),
+    "cohere": _text_case("CohereModel", "CohereConfig", vocab_size=100, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, use_cache=False,
+                         pad_token_id=0),
+    "granite": _text_case("GraniteModel", "GraniteConfig", vocab_size=100, hidden_size=32, intermediate_size=64,
+                          num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, use_cache=False,
+                          embedding_multiplier=2.0, attention_multiplier=0.5, residual_multiplier=0.5),
+    "olmo2": _text_case("Olmo2Model", "Olmo2Config", vocab_size=100, hidden_size=32, intermediate_size=64,
+                        num_hidden_layers=1, num_attention_heads=4, use_cache=False, pad_token_id=0),
+    "helium": _text_case("HeliumModel", "HeliumConfig", vocab_size=100, hidden_size=32, intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                         use_cache=False),
+    "glm": _text_case("GlmModel", "GlmConfig", vocab_size=100, hidden_size=32, intermediate_size=64,
+                      num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                      use_cache=False, pad_token_id=0),
+    "gemma3_text": _text_case("Gemma3TextModel", "Gemma3TextConfig", vocab_size=100, hidden_size=32,
+                              intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                              num_key_value_heads=2, head_dim=8, sliding_window=4, use_cache=False),
+    "data2vec_text": _text_mask_case("Data2VecTextModel", "Data2VecTextConfig", vocab_size=100, hidden_size=32,
+                                     num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                                     max_position_embeddings=64),
+    "ibert": _text_mask_case("IBertModel", "IBertConfig", vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                             num_attention_heads=4, intermediate_size=64, max_position_embeddings=64),
+    "bert_generation": _text_case("BertGenerationEncoder", "BertGenerationConfig", vocab_size=100,
+                                  hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                  intermediate_size=64, max_position_embeddings=64),
+    "layoutlm": _text_mask_case("LayoutLMModel", "LayoutLMConfig", vocab_size=100, hidden_size=32,
+                                num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                max_position_embeddings=64),
+    "cvt": _image_case("CvtModel", "CvtConfig", 32, vary=True, embed_dim=(8, 16), num_heads=(1, 2), depth=(1, 2),
+                       patch_sizes=(7, 3), patch_stride=(4, 2), patch_padding=(2, 1), mlp_ratio=(2.0, 2.0),
+                       cls_token=(False, True), drop_path_rate=(0.0, 0.0), qkv_projection_method=("dw_bn", "dw_bn"),
+                       kernel_qkv=(3, 3), padding_kv=(1, 1), stride_kv=(2, 2), padding_q=(1, 1), stride_q=(1, 1),
+                       attention_drop_rate=(0.0, 0.0), drop_rate=(0.0, 0.0), qkv_bias=(True, True)),
+    "bit": _image_case("BitModel", "BitConfig", 32, vary=True, embedding_size=8, hidden_sizes=(8, 16),
+                       depths=(1, 1), layer_type="preactivation", global_padding="SAME", num_groups=4),
+    "swiftformer": _image_case("SwiftFormerModel", "SwiftFormerConfig", 32, vary=True, depths=(1, 1),
+                               embed_dims=(8, 16), mlp_ratio=2, downsamples=(True, True)),
+    "data2vec_vision": _image_case("Data2VecVisionModel", "Data2VecVisionConfig", 32, hidden_size=32,
+                                   num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                   image_size=32, patch_size=8, use_relative_position_bias=True),
+    "dpt": _image_case("DPTModel", "DPTConfig", 32, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=64, image_size=32, patch_size=8, backbone_out_indices=(0, 1),
+                       neck_hidden_sizes=(8, 16), fusion_hidden_size=16, readout_type="project"),
+    "glpn": _image_case("GLPNModel", "GLPNConfig", 32, vary=True, num_encoder_blocks=2, depths=(1, 1),
+                        sr_ratios=(2, 1), hidden_sizes=(8, 16), patch_sizes=(7, 3), strides=(4, 2),
+                        num_attention_heads=(1, 2), mlp_ratios=(2, 2), decoder_hidden_size=16),
+    "wavlm": _audio_case("WavLMModel", "WavLMConfig", 400, vocab_size=32, hidden_size=32, num_hidden_layers=1,
+                         num_attention_heads=4, intermediate_size=64, conv_dim=(16, 16), conv_stride=(5, 2),
+                         conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                         num_buckets=16, max_bucket_distance=32),
+    "unispeech": _audio_case("UniSpeechModel", "UniSpeechConfig", 400, vocab_size=32, hidden_size=32,
+                             num_hidden_layers=1, num_attention_heads=4, intermediate_size=64, conv_dim=(16, 16),
+                             conv_stride=(5, 2), conv_kernel=(10, 3), num_conv_pos_embeddings=16,
+                             num_conv_pos_embedding_groups=4),
+    "data2vec_audio": _audio_case("Data2VecAudioModel", "Data2VecAudioConfig", 400, vocab_size=32, hidden_size=32,
+                                  num_hidden_layers=1, num_attention_heads=4, intermediate_size=64,
+                                  conv_dim=(16, 16), conv_stride=(5, 2), conv_kernel=(10, 3),
+                                  num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                  conv_pos_kernel_size=5, num_conv_pos_embeddings_layers=1),
+    "sd3_transformer": _sd3_transformer,
+    "flux_transformer": _flux_transformer,
+    "dit": _dit,
 }
 
 

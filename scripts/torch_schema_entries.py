@@ -42,7 +42,10 @@ def _literal(v):
 def entry(qualname: str) -> str:
     overrides = torch.overrides.get_testing_overrides()
     mod, _, short = qualname.rpartition(".")
-    fn = getattr(torch.nn.functional if mod == "torch.nn.functional" else torch, short)
+    namespace = torch
+    for part in mod.split(".")[1:]:   # torch.nn.functional, torch.fft, torch.linalg, ...
+        namespace = getattr(namespace, part)
+    fn = getattr(namespace, short)
     sig = inspect.signature(overrides[fn])
     names = [qualname]
     if mod == "torch" and hasattr(torch.Tensor, short):

@@ -173,6 +173,87 @@ std::optional<std::pair<ValueId, int64_t>> InputDimRead(const Graph& g, ValueId 
   return std::make_pair(x, d);
 }
 
+
+// Input dims that meet a weight before anything else reshapes them: an MLP's features (the last
+// dim into `linear`, or `x @ W` with W a constant), a conv's channels, the normalized dims of a
+// norm layer, a dim added to a constant bias that has that size. The weights fix them, so the
+// model declares them static even though the program never read them. The other unread dims of
+// size >= 2 (a conv net's height and width, an audio length) follow the input: the graph was not
+// specialized on them (no guard, no shape read), and replaying it at other sizes is what the
+// program does. Axes are followed one to one through ops that keep their input's shape (an
+// activation, a cast, dropout, an elementwise op with a broadcast operand) and no further: a
+// dim this misses is declared dynamic, and a wrong size then fails in onnxruntime, never
+// silently, because no value the graph computes was derived from it.
+std::set<std::pair<ValueId, int64_t>> DimsFixedByWeights(const Graph& g) {
+  using Origin = std::vector<std::optional<std::pair<ValueId, int64_t>>>;
+  std::map<ValueId, Origin> origin;
+  for (ValueId v : g.InputValues()) {
+    if (v >= g.values.size()) continue;
+    Origin o(g.values[v].shape.size());
+    for (size_t d = 0; d < o.size(); ++d) o[d] = std::make_pair(v, static_cast<int64_t>(d));
+    origin.emplace(v, std::move(o));
+  }
+  std::set<std::pair<ValueId, int64_t>> fixed;
+  auto is_const = [&](ValueId v) { return v < g.values.size() && g.values[v].kind == v1::CONSTANT_VALUE; };
+  auto pin = [&](ValueId v, int64_t axis) {
+    auto it = origin.find(v);
+    if (it == origin.end()) return;
+    const int64_t rank = static_cast<int64_t>(it->second.size());
+    if (axis < 0) axis += rank;
+    if (axis >= 0 && axis < rank && it->second[axis]) fixed.insert(*it->second[axis]);
+  };
+  static const std::set<std::string, std::less<>> kReorders = {
+      "transpose", "permute", "swapaxes", "moveaxis", "movedim", "t", "rot90", "matrix_transpose", "flip"};
+  for (const Node& n : g.nodes) {
+    if (n.erased || n.inputs.empty()) continue;
+    const std::string& c = n.canonical();
+    const ValueId x = n.inputs[0];
+    if (c == "linear") {
+      pin(x, -1);
+    } else if (c == "conv1d" || c == "conv2d" || c == "conv3d" || c == "conv_transpose1d" ||
+               c == "conv_transpose2d" || c == "conv_transpose3d" || c == "batch_norm" || c == "group_norm" ||
+               c == "instance_norm") {
+      pin(x, 1);
+    } else if (c == "layer_norm" || c == "rms_norm") {
+      if (n.inputs.size() > 1 && g.values[n.inputs[1]].shape.size() >= 1) {
+        for (int64_t k = 1; k <= static_cast<int64_t>(g.values[n.inputs[1]].shape.size()); ++k) pin(x, -k);
+      } else {
+        pin(x, -1);
+      }
+    } else if (c == "matmul" && n.inputs.size() == 2) {
+      if (is_const(n.inputs[1])) pin(n.inputs[0], -1);
+      if (is_const(n.inputs[0]) && g.values[n.inputs[1]].shape.size() >= 2) pin(n.inputs[1], -2);
+    }
+    // Follow the axes into a result of the same shape (elementwise, activations, casts).
+    if (n.outputs.empty()) continue;
+    const ValueId out = n.outputs[0];
+    if (out >= g.values.size() || kReorders.count(c)) continue;
+    const auto& out_shape = g.values[out].shape;
+    const Origin* from = nullptr;
+    for (ValueId in : n.inputs) {
+      auto it = origin.find(in);
+      if (it != origin.end() && g.values[in].shape == out_shape) {
+        from = &it->second;
+        break;
+      }
+    }
+    if (!from) continue;
+    // A constant operand broadcast against the input: its sizes > 1 fix the aligned axes.
+    for (ValueId in : n.inputs) {
+      if (!is_const(in)) continue;
+      const auto& cs = g.values[in].shape;
+      if (cs.size() > out_shape.size()) continue;
+      const size_t off = out_shape.size() - cs.size();
+      for (size_t j = 0; j < cs.size(); ++j) {
+        if (cs[j] > 1 && (*from)[off + j]) fixed.insert(*(*from)[off + j]);
+      }
+    }
+    Origin copy = *from;
+    origin[out] = std::move(copy);
+  }
+  return fixed;
+}
+
 }  // namespace
 
 void DropGuardsOnStaticDims(Graph* graph, const InputDims& dims) {
@@ -242,6 +323,7 @@ InputDims AnalyzeInputDims(const Graph& g, const InputDimsOptions& options, std:
     if (auto r = InputDimRead(*graph, v)) read_dims.insert(*r);
     if (auto x = RecordedScalar(*graph, v)) read_sizes.insert(*x);
   }
+  const std::set<std::pair<ValueId, int64_t>> fixed_by_weights = DimsFixedByWeights(*graph);
   const int64_t batch = !by_ordinal.empty() && !graph->values[by_ordinal[0]].shape.empty()
                             ? graph->values[by_ordinal[0]].shape[0] : -1;
 
@@ -249,7 +331,7 @@ InputDims AnalyzeInputDims(const Graph& g, const InputDimsOptions& options, std:
   // program read as a shape; but not a dim recorded as 0 or 1 (size-1 dims broadcast and squeeze,
   // and the graph was recorded with that meaning), a dim a guard pins, or dim 0 under
   // static_batch. Dims of one recorded size share a group (a name). A dim the program never read
-  // (an MLP's features, fixed by its weights) stays static.
+  // follows too, unless a weight fixes it (DimsFixedByWeights: an MLP's features stay static).
   // Two dims of one input share a name only where a guard ties them (`x.shape[0] == x.shape[1]`
   // recorded True): an input recorded square ([2, 2]) is not square on every input, and
   // onnxruntime takes dims of one name to be equal (it plans buffers by them).
@@ -270,7 +352,7 @@ InputDims AnalyzeInputDims(const Graph& g, const InputDimsOptions& options, std:
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] <= 1 || (d == 0 && options.static_batch) || pinned.count({by_ordinal[k], d})) continue;
       const bool follows = (d == 0 && shape[0] == batch) || read_dims.count({by_ordinal[k], d}) ||
-                           read_sizes.count(shape[d]);
+                           read_sizes.count(shape[d]) || !fixed_by_weights.count({by_ordinal[k], d});
       if (!follows) continue;
       auto it = group_of_size.find(shape[d]);
       int grp = it != group_of_size.end() ? it->second : (group_of_size[shape[d]] = groups++);

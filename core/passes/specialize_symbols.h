@@ -46,7 +46,8 @@ struct InputDimsOptions {
 
 // Chooses the dynamic input dims: every dim but those recorded as 0 or 1 (broadcasting and
 // squeezing give them another meaning, and the graph was recorded with it), dim 0 under
-// static_batch, and dims a guard pins to their recorded size (`x.shape[1] == 32` recorded True),
+// static_batch, dims a weight fixes that the program never read (an MLP's features), and dims a
+// guard pins to their recorded size (`x.shape[1] == 32` recorded True),
 // whose guards it drops (they hold by construction in a model declaring the dim static). Dims
 // recorded with one size share a group.
 InputDims ChooseInputDims(Graph* graph, const InputDimsOptions& options);

@@ -61,7 +61,8 @@ TEST(ViewModel, SymbolicDimsAreShownByName) {
   const ValueId z = AddNode(&g, "torch.Tensor.mul", {Ref(g, y), Ref(g, n)}, {2, 4, 8});
   Return(&g, {z});
   const ViewModel vm = BuildViewModel(g);
-  EXPECT_EQ(vm.nodes[0].shape, "[batch=2, x_dim1=8, 4]");  // dim 2 is never read: static
+  // Dim 2 is never read, but no weight fixes it either (`-1` takes it): it follows the input too.
+  EXPECT_EQ(vm.nodes[0].shape, "[batch=2, x_dim1=8, x_dim2=4]");
   EXPECT_EQ(vm.nodes[1].shape, " = batch");
   EXPECT_EQ(vm.nodes[3].shape, " = x_dim1 // 2");
   EXPECT_EQ(vm.nodes[4].shape, "[2, 4, 8]");

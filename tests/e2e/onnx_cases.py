@@ -1211,10 +1211,36 @@ def _jax_cases():
          f32("B", 5), variant="folded", static=True)  # one non-pooled dim: folded by a Reshape of recorded sizes
 
 
+def _torch_rnn_cases():
+    """nn.LSTM / GRU / RNN (torch.lstm, gru, rnn_tanh, rnn_relu: lowerings_rnn.cc). The modules are
+    made from a fixed seed, so the recording process and the test hold the same weights."""
+    import torch
+    torch.manual_seed(5)
+    lstm = torch.nn.LSTM(4, 6, 2, batch_first=True).eval()
+    gru = torch.nn.GRU(4, 6, bidirectional=True).eval()
+    rnn = torch.nn.RNN(4, 6, 1, batch_first=True, bias=False).eval()
+    rnn_relu = torch.nn.RNN(4, 6, 2, nonlinearity="relu", bidirectional=True, batch_first=True).eval()
+
+    def no_grad(m):   # one input, named x
+        def f(x):
+            with torch.no_grad():
+                return m(x)
+        return f
+    case("torch", "lstm", no_grad(lstm), f32("B", 5, 4))
+    case("torch", "lstm", lambda x, h, c, w_ih, w_hh, b_ih, b_hh:
+         torch.lstm(x, (h, c), [w_ih, w_hh, b_ih, b_hh], True, 1, 0.0, False, False, True),
+         f32("B", 5, 4), f32(1, "B", 6), f32(1, "B", 6), f32(24, 4), f32(24, 6), f32(24), f32(24),
+         variant="weights_as_inputs")
+    case("torch", "gru", no_grad(gru), f32("B", 3, 4))   # [seq, batch, features]: B is the length
+    case("torch", "rnn_tanh", no_grad(rnn), f32("B", 5, 4))
+    case("torch", "rnn_relu", no_grad(rnn_relu), f32("B", 5, 4))
+
+
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
     if fw == "torch":
         _torch_extra_cases()
+        _torch_rnn_cases()
     if fw == "numpy":
         case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
              f32("B", 3, 4), variant="numpy")

@@ -67,11 +67,9 @@ def test_convnextv2_vector_norm_replays_and_exports_at_other_image_sizes(tmp_pat
         xb = torch.randn(b, 3, n, n, generator=g)
         want = forward(xb)
         _check(graph(xb), want, f"replay at batch {b}, {n}x{n}")
-        if n == 32:
-            _check(_ort(sess, xb), want, f"onnx at batch {b}, {n}x{n}")
-        else:   # no shape read: the image size is static in the model, refused rather than wrong
-            with pytest.raises(Exception, match="(?i)invalid dimensions"):
-                _ort(sess, xb)
+        # No shape read and no weight fixes the image size: it is dynamic in the model too.
+        _check(_ort(sess, xb), want, f"onnx at batch {b}, {n}x{n}")
+    assert [i.shape for i in sess.get_inputs()] == [["batch", 3, "pixel_values_dim2", "pixel_values_dim3"]]
 
 
 @pytest.mark.parametrize("ord_", [2, 1, float("inf"), -float("inf"), 3.0, 0])
@@ -1030,3 +1028,17 @@ def test_unbind_count_checks_of_one_line_have_distinct_node_names(tmp_path):
     _check(_ort(sess, x * 2), g(x * 2), "as many positives per row")
     with pytest.raises(Exception, match="ivytrace guard"):
         _ort(sess, -x)
+
+
+def test_repeat_interleave_with_output_size_exports(tmp_path):
+    # diffusers' Flux rotary embedding: `freqs.cos().repeat_interleave(2, dim=1, output_size=n * 2)`.
+    # output_size only checks the length; the export refused it as an unread parameter.
+    def rope(pos):
+        freqs = torch.outer(pos, 1.0 / 10000 ** (torch.arange(0, 8, 2, dtype=torch.float32) / 8))
+        return freqs.cos().repeat_interleave(2, dim=1, output_size=freqs.shape[1] * 2) * pos[:, None]
+
+    pos = torch.arange(6, dtype=torch.float32)
+    sess = _session(ivytrace.export(rope, tmp_path / "rope.onnx", args=(pos,)))
+    for n in (6, 11):
+        p = torch.arange(n, dtype=torch.float32) * 0.5
+        _check(_ort(sess, p), rope(p), f"rope over {n} positions")

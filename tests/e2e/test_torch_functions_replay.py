@@ -71,6 +71,17 @@ PROGRAMS = {
                                                       + torch.var_mean(x, False)[1] + torch.prod(x)),
     "aliases": lambda x: torch.absolute(x) + torch.arccos(x.clamp(-0.9, 0.9)) + torch.clamp_min(x, 0.1)
     + x.clamp_max(0.2) + torch.fix(3 * x) + torch.greater(x, 0) + torch.arctan2(x, x.flip(0)),
+    # Session 14: torch.special, torch.linalg, torch.fft, complex parts, Tensor.tile and the shifts
+    # were not listed either.
+    "special": lambda x: torch.special.erf(x) + torch.special.expit(x) + torch.special.i0e(x)
+    + torch.special.log_ndtr(x) + torch.special.xlogy(x.abs(), x.abs() + 1) + torch.special.entr(x.abs()),
+    "linalg": lambda x: torch.linalg.inv(x[:, :, :4] @ x[:, :, :4].mT + torch.eye(4))
+    + torch.linalg.norm(x, dim=(-2, -1), keepdim=True) + torch.linalg.svdvals(x)[:, :, None]
+    + torch.linalg.vecdot(x, x.flip(2))[:, :, None],
+    "fft_complex": lambda x: torch.fft.irfft(torch.fft.rfft(x), n=6) + torch.fft.fftshift(torch.fft.fft(x)).angle()
+    + torch.view_as_real(torch.complex(x, 2 * x))[..., 1] + torch.fft.ifft(torch.fft.fft(x)).real,
+    "tile_shifts": lambda x: x.tile(1, 1, 2)[:, :, 3:9] + ((x * 10).long() << 2) + (1 & (x * 10).long())
+    + ((x * 10).long() >> 1),
 }
 
 

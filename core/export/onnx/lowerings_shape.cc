@@ -785,6 +785,10 @@ Status LowerRepeatInterleave(const Node& node, const BoundCall& call, LoweringCo
     return Status::Unsupported("repeats given as a tensor of counts");
   }
   if (!runtime_reps && (!reps || *reps < 0)) return Status::Unsupported("repeats is not an int >= 0");
+  // torch's output_size (Flux's rotary embedding: `repeat_interleave(2, dim=1, output_size=n * 2)`)
+  // only checks the result's length along dim (a wrong one raises in torch): the result is the
+  // same without it, and the model computes that length itself.
+  (void)call.Get("output_size");
   std::string in = ctx.In(x);
   int rank = ctx.Rank(x);
   int64_t dim = 0;

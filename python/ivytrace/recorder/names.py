@@ -20,6 +20,9 @@ GUARD = 3     # the tensor's value leaves the framework: record a GuardEvent
 CONVERT = 4   # a conversion between torch and NumPy (see convert.py): an op joining the two
               # frameworks when both are recorded, else a guard (to NumPy) or an ordinary op
 DTYPE = 5     # a dtype read (`x.dtype`, `x.is_floating_point()`): guards the region inputs' dtypes
+DESCEND = 6   # a torch function written in Python over other torch calls, with no schema of its
+              # own: its body runs with the recorder on, so what it calls is recorded (see
+              # `unchecked_body`)
 
 _NAMESPACES = (
     ("torch.nn.functional", torch.nn.functional),
@@ -57,6 +60,12 @@ SKIP_TORCH = frozenset({
     "torch.sym_sum", "torch.sym_sqrt",
 })
 SHAPE_TORCH = frozenset({"torch.numel"})
+# Python functions of torch that dispatch to __torch_function__ themselves (handle_torch_function)
+# and are not in schemas/: recorded as one call they could not replay (the plan's allow-list is
+# schemas/) or export. nn.MultiheadAttention and nn.TransformerEncoderLayer/DecoderLayer call
+# multi_head_attention_forward; its body is linear, unflatten, transpose, scaled_dot_product_attention
+# (or bmm and softmax), which replay and lower.
+DESCEND_TORCH = frozenset({"torch.nn.functional.multi_head_attention_forward"})
 CONVERT_METHODS = frozenset({"numpy", "__array__"})
 CONVERT_TORCH = frozenset({"torch.from_numpy", "torch.as_tensor", "torch.asarray", "torch.tensor"})
 # Tensor-valued properties recorded as ops named "torch.Tensor.<prop>.__get__" (which replays:
@@ -108,7 +117,32 @@ def kind_of(name: str) -> int:
         return SHAPE
     if name in CONVERT_TORCH:
         return CONVERT
+    if name in DESCEND_TORCH:
+        return DESCEND
     return OP
+
+
+_NO_TORCH_FUNCTION = ("has_torch_function", "has_torch_function_unary", "has_torch_function_variadic")
+
+
+def unchecked_body(func):
+    """`func` (a Python function of torch) without its own `__torch_function__` dispatch: the same
+    code, defaults and closure over a copy of its module's globals in which the has_torch_function
+    checks answer False. Called with the recorder's mode pushed again, the body's torch calls reach
+    the recorder while the function itself does not dispatch to it a second time (which would
+    recurse). Written by hand because torch has no public way to run a function's body under the
+    current mode: `handle_torch_function` pops the mode before calling the handler."""
+    g = dict(func.__globals__)
+    for n in _NO_TORCH_FUNCTION:
+        if n in g:
+            g[n] = _never
+    body = types.FunctionType(func.__code__, g, func.__name__, func.__defaults__, func.__closure__)
+    body.__kwdefaults__ = func.__kwdefaults__
+    return body
+
+
+def _never(*args, **kwargs):
+    return False
 
 
 # torch's SymInt helpers under their public names (torch.sym_int is also torch.nn.functional._sym_int):

@@ -94,6 +94,7 @@ _SKIP = _names.SKIP
 _SHAPE = _names.SHAPE
 _CONVERT = _names.CONVERT
 _DTYPE = _names.DTYPE
+_DESCEND = _names.DESCEND
 _SMALL = len(V)
 _VERSION = [b""] + [REF.VERSION + V[n] for n in range(1, _SMALL)]
 _shapes: dict = {}
@@ -177,10 +178,73 @@ class TorchSymSize(tuple):
         return (torch.Size, (list(_sym.unwrap(self)),))
 
 
+class _DescendAgain(Exception):
+    """A DESCEND function's body dispatched to the recorder again (it checks for torch functions
+    in a way `names.unchecked_body` does not replace): it is recorded as one call instead."""
+
+    def __init__(self, func):
+        super().__init__(func)
+        self.func = func
+
+
+class _SymNodeView:
+    """What torch's own checks read as `s.node` of a torch.SymInt/SymBool/SymFloat: torch._check
+    and torch._check_with (`expect_true(cond)` -> `cond.node.expect_true(file, line)`), guard_bool,
+    guard_int, guard_or_false, statically_known_true, ... (torch/fx/experimental/symbolic_shapes.py).
+    A check that reads the value records the guard its Python value does (bool(s), int(s)); there
+    is no shape environment, so nothing is statically known (statically_known_true is False, the
+    general path) and `_guard_or` falls back to guard_bool. torch.nn.functional's
+    `_check_key_padding_mask` (nn.TransformerEncoderLayer with a padding mask) runs through it."""
+    __slots__ = ("_s",)
+    shape_env = None
+    expr = None
+    _hint = None
+
+    def __init__(self, s):
+        self._s = s
+
+    def expect_true(self, file="", line=0):
+        return bool(self._s)
+
+    def guard_bool(self, file="", line=0):
+        return bool(self._s)
+
+    def guard_size_oblivious(self, file="", line=0):
+        return bool(self._s)
+
+    def guard_int(self, file="", line=0):
+        return int(self._s)
+
+    def guard_float(self, file="", line=0):
+        return float(self._s)
+
+    def has_hint(self):
+        return True
+
+    def is_symbolic(self):
+        return True
+
+    def is_nested_int(self):
+        return False
+
+    def maybe_as_int(self):
+        return None
+
+    def maybe_as_float(self):
+        return None
+
+    def maybe_as_bool(self):
+        return None
+
+
 class TorchSymInt(_sym.SymInt, torch.SymInt):
     """A symbolic int torch's argument parser takes where it takes an int or a number (as it
     takes torch.SymInt): the recorder sees the call first and makes it with the plain value."""
     __slots__ = ()
+
+    @property
+    def node(self):   # torch's checks (torch._check, guard_bool, ...): see _SymNodeView
+        return _SymNodeView(self)
 
     def __sym_max__(self, o):
         return _sym._make(o, "ivytrace.sym.max", max, self, o)
@@ -195,6 +259,10 @@ class TorchSymInt(_sym.SymInt, torch.SymInt):
 class TorchSymBool(_sym.SymBool, torch.SymBool):
     __slots__ = ()
 
+    @property
+    def node(self):   # torch's checks (torch._check, guard_bool, ...): see _SymNodeView
+        return _SymNodeView(self)
+
     def __sym_not__(self):   # torch.sym_not(b)
         return _sym.not_(self)
 
@@ -203,6 +271,10 @@ class TorchSymFloat(_sym.SymFloat, torch.SymFloat):
     """A float argument of a traced function, which torch's argument parser takes where it takes
     a float or a number (as it takes torch.SymFloat)."""
     __slots__ = ()
+
+    @property
+    def node(self):   # torch's checks (torch._check, guard_bool, ...): see _SymNodeView
+        return _SymNodeView(self)
 
     def __sym_max__(self, o):
         return _sym._make(o, "ivytrace.sym.max", max, self, o, _sym.SymFloat)
@@ -248,6 +320,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         self._schemas = session.schemas
         self._info = {}            # id(func) -> (kind, op field bytes, random, name, func)
         self._prop_info = {}       # id(getset_descriptor) -> same, for property reads
+        self._bodies = {}          # DESCEND function -> its body without the torch-function check
+        self._descending = set()   # DESCEND functions whose body is running
         self._ids = {}             # id(tensor) -> (weakref, tid, sid, id field, storage field)
         self._sweep_at = 4096
         self._next_tid = 1
@@ -598,6 +672,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
                 return self._shape_read(info, func, args, kwargs, invoke)
             if kind == _DTYPE:
                 return self._dtype_read(func, args, kwargs, invoke)
+            if kind == _DESCEND:
+                return self._descend(func, args, kwargs, invoke)
             if kind != _CONVERT:
                 return self._guard(info, func, args, kwargs, invoke)
             done, result = self._convert(info, func, args, kwargs, invoke)
@@ -848,6 +924,34 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         if what in ("numel", "nelement"):
             return self._sym_leaf(t, "ivytrace.sym.numel", None, result)
         return result   # dim(), ndim: fixed once the inputs' ranks are (_guard_ranks)
+
+    def _descend(self, func, args, kwargs, invoke=None):
+        """Run a Python torch function's body with this mode pushed again (names.DESCEND): the
+        calls it makes are recorded, the function itself is not."""
+        body = self._bodies.get(func)
+        if body is None:
+            body = self._bodies[func] = _names.unchecked_body(func)
+        if body is False:   # its check was not bypassed (below): an ordinary call
+            return self._descend_failed(func, args, kwargs, invoke)
+        if func in self._descending:   # the body dispatched again: a check unchecked_body missed
+            self._bodies[func] = False
+            raise _DescendAgain(func)
+        self._descending.add(func)
+        try:
+            with self:
+                return body(*args, **kwargs) if invoke is None else invoke(body, args, kwargs)
+        except _DescendAgain as e:
+            if e.func is not func:
+                raise
+        finally:
+            self._descending.discard(func)
+        return self._descend_failed(func, args, kwargs, invoke)
+
+    def _descend_failed(self, func, args, kwargs, invoke):
+        """Record `func` as one call, as any function not in schemas/ (its export then names it)."""
+        info = self._info.get(id(func))
+        self._info[id(func)] = (_names.OP,) + tuple(info[1:])
+        return self.handle(func, (), args, kwargs, invoke)
 
     def _dtype_read(self, func, args, kwargs, invoke=None):
         """`x.dtype`, `x.is_floating_point()`: a Python value the graph is specialized on when x
