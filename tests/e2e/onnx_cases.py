@@ -1234,6 +1234,20 @@ def _torch_rnn_cases():
     case("torch", "gru", no_grad(gru), f32("B", 3, 4))   # [seq, batch, features]: B is the length
     case("torch", "rnn_tanh", no_grad(rnn), f32("B", 5, 4))
     case("torch", "rnn_relu", no_grad(rnn_relu), f32("B", 5, 4))
+    cells = (torch.nn.LSTMCell(4, 6), torch.nn.GRUCell(4, 6), torch.nn.RNNCell(4, 6),
+             torch.nn.RNNCell(4, 6, bias=False, nonlinearity="relu"))
+
+    def steps(x):   # a decoder's loop over 3 steps, each cell fed the state it returned
+        with torch.no_grad():
+            h = c = g = r = q = torch.zeros(x.shape[0], 6)
+            for t in range(3):
+                h, c = cells[0](x[:, t], (h, c))
+                g = cells[1](x[:, t], g)
+                r = cells[2](x[:, t], r)
+                q = cells[3](x[:, t], q)
+            return h, c, g, r, q
+    for canonical in ("lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"):
+        case("torch", canonical, steps, f32("B", 3, 4))
 
 
 def build(fw):

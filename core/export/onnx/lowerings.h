@@ -174,6 +174,7 @@ IVY_LOWERING(LowerAdaptivePool);
 IVY_LOWERING(LowerTrapezoid);
 // lowerings_rnn.cc: torch.lstm / gru / rnn_tanh / rnn_relu as ONNX LSTM / GRU / RNN
 IVY_LOWERING(LowerRecurrent);
+IVY_LOWERING(LowerRecurrentCell);
 // lowerings_sym.cc: ivytrace.sym.* shape arithmetic
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);

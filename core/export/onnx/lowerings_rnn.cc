@@ -182,5 +182,67 @@ Status LowerRecurrent(const Node& node, const BoundCall& call, LoweringContext& 
   return Status::Ok();
 }
 
+// torch.lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh): one
+// step, as an ONNX LSTM / GRU / RNN over a sequence of length 1 (the decoder loop of a seq2seq
+// model calls a cell per step).
+Status LowerRecurrentCell(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const std::string& c = ctx.canonical();
+  const bool lstm = c == "lstm_cell", gru = c == "gru_cell";
+  ValueId x, w_ih, w_hh;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "w_ih", &w_ih));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "w_hh", &w_hh));
+  std::vector<ValueId> hx;
+  if (lstm) {
+    auto items = TensorItems(call, "hx");
+    if (!items || items->size() != 2) return Status::Unsupported("lstm_cell with hx not (h, c)");
+    hx = *items;
+  } else {
+    auto h = call.Tensor("hx");
+    if (!h) return Status::Unsupported(c + " without its state tensor (hx None)");
+    hx = {*h};
+  }
+  const bool biased = !call.IsNone("b_ih") || !call.IsNone("b_hh");
+  auto b_ih = call.Tensor("b_ih"), b_hh = call.Tensor("b_hh");
+  if (biased && (!b_ih || !b_hh)) return Status::Unsupported(c + " with only one of b_ih, b_hh");
+  if (ctx.Rank(x) != 2) return Status::Unsupported(c + " of a rank-" + std::to_string(ctx.Rank(x)) + " input");
+  if (ctx.DType(x) != v1::FLOAT32) return Status::Unsupported(c + " in " + DTypeName(ctx.DType(x)));
+  const auto results = ResultValues(node);
+  if (results.size() != (lstm ? 2u : 1u)) return Status::Unsupported(c + " with an unexpected result");
+  const auto& w_shape = ctx.Shape(w_hh);
+  if (w_shape.size() != 2 || w_shape[1] <= 0) return Status::Unsupported(c + " weights of an unexpected shape");
+  const int64_t hidden = w_shape[1];
+  const std::vector<int64_t> order = lstm ? std::vector<int64_t>{0, 3, 1, 2}
+                                     : gru  ? std::vector<int64_t>{1, 0, 2}
+                                            : std::vector<int64_t>{0};
+  std::string b;
+  if (biased) {
+    onnx::NodeProto* cat = nullptr;
+    b = ctx.Unsqueeze(ctx.EmitTemp("Concat", {ReorderGates(ctx, ctx.In(*b_ih), hidden, order),
+                                              ReorderGates(ctx, ctx.In(*b_hh), hidden, order)}, &cat), {0});
+    SetAttr(cat, "axis", int64_t{0});
+  }
+  std::vector<std::string> ins = {ctx.Unsqueeze(ctx.In(x), {0}),
+                                  ctx.Unsqueeze(ReorderGates(ctx, ctx.In(w_ih), hidden, order), {0}),
+                                  ctx.Unsqueeze(ReorderGates(ctx, ctx.In(w_hh), hidden, order), {0}), b, "",
+                                  ctx.Unsqueeze(ctx.In(hx[0]), {0})};
+  if (lstm) ins.push_back(ctx.Unsqueeze(ctx.In(hx[1]), {0}));
+  const std::string yh = ctx.Temp("y_h"), yc = ctx.Temp("y_c");
+  std::vector<std::string> outs = {"", yh};
+  if (lstm) outs.push_back(yc);
+  auto* n = ctx.Emit(lstm ? "LSTM" : gru ? "GRU" : "RNN", ins, outs);
+  SetAttr(n, "hidden_size", hidden);
+  if (gru) SetAttr(n, "linear_before_reset", int64_t{1});
+  if (c == "rnn_relu_cell") {
+    auto* a = n->add_attribute();
+    a->set_name("activations");
+    a->set_type(onnx::AttributeProto::STRINGS);
+    a->add_strings("Relu");
+  }
+  ctx.Emit("Squeeze", {yh, ctx.Int64s({0})}, {ctx.Out(results[0])});
+  if (lstm) ctx.Emit("Squeeze", {yc, ctx.Int64s({0})}, {ctx.Out(results[1])});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
