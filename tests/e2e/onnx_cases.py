@@ -624,6 +624,241 @@ def _torch_special_cases():
     case("torch", "trace", lambda x, i: (torch.trace(x[0]), x[0, :, 1:].trace(), torch.trace(i)), X, i64(3, 5), static=True)
 
 
+def _torch_extra_cases():
+    """torch functions given a canonical op for ONNX (issue 11): losses (lowerings_losses.cc) and
+    lowerings_torch_extra.cc."""
+    import torch
+    import torch.nn.functional as F
+    X = f32("B", 3, 4)
+    P = ("float32", ("B", 3, 4), 0.05, 0.95)   # probabilities
+    nan, inf = float("nan"), float("inf")
+
+    def sign(y):  # a +-1 target
+        return torch.where(y > 0, 1.0, -1.0)
+    # Pointwise losses, each reduction.
+    for name, fn in (("l1_loss", F.l1_loss), ("mse_loss", F.mse_loss)):
+        case("torch", name, lambda x, y, fn=fn: (fn(x, y), fn(x, y, reduction="sum"), fn(x, y, reduction="none"),
+                                                 fn(x, target=y, reduction="mean")), X, f32("B", 3, 4))
+        case("torch", name, lambda x, y, fn=fn: (fn(x.double(), y.double()), fn(x, y, reduction="none")), X, f32(4),
+             variant="float64_broadcast")
+    case("torch", "soft_margin_loss", lambda x, y: (F.soft_margin_loss(x, sign(y)), F.soft_margin_loss(x, sign(y), reduction="sum"),
+                                                    F.soft_margin_loss(x * 3, sign(y), reduction="none")), X, f32("B", 3, 4))
+    case("torch", "huber_loss", lambda x, y: (F.huber_loss(x, y), F.huber_loss(x, y, delta=0.5, reduction="none"),
+                                              F.huber_loss(x, y, reduction="sum", delta=2.0), F.huber_loss(x.double(), y.double(), delta=0.3)),
+         X, f32("B", 3, 4))
+    case("torch", "smooth_l1_loss", lambda x, y: (F.smooth_l1_loss(x, y), F.smooth_l1_loss(x, y, beta=0.5, reduction="none"),
+                                                  F.smooth_l1_loss(x, y, reduction="sum", beta=0.0), F.smooth_l1_loss(x, y, beta=2.0)),
+         X, f32("B", 3, 4))
+    case("torch", "binary_cross_entropy", lambda p, y, w: (F.binary_cross_entropy(p, y), F.binary_cross_entropy(p, y, w, reduction="sum"),
+                                                           F.binary_cross_entropy(p, y, weight=w, reduction="none"),
+                                                           # exact 0 and 1 probabilities: log is clamped at -100
+                                                           F.binary_cross_entropy(torch.clamp(p * 2 - 0.5, 0, 1), y)),
+         P, P, pos(4))
+    case("torch", "binary_cross_entropy_with_logits",
+         lambda x, y, w: (F.binary_cross_entropy_with_logits(x, y), F.binary_cross_entropy_with_logits(x * 20, y, reduction="sum"),
+                          F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=w * 2, reduction="none"),
+                          F.binary_cross_entropy_with_logits(x, y, pos_weight=w)), X, P, pos(4))
+    case("torch", "kl_div", lambda x, y: (F.kl_div(F.log_softmax(x, -1), F.softmax(y, -1), reduction="batchmean"),
+                                          F.kl_div(F.log_softmax(x, -1), torch.relu(y), reduction="none"),
+                                          F.kl_div(x, y, reduction="sum", log_target=True), F.kl_div(x, F.softmax(y, 1))),
+         X, f32("B", 3, 4))
+    case("torch", "margin_ranking_loss", lambda a, b, y: (F.margin_ranking_loss(a, b, sign(y)),
+                                                          F.margin_ranking_loss(a, b, sign(y), margin=0.5, reduction="none"),
+                                                          F.margin_ranking_loss(a, b, sign(y), 1, reduction="sum")),
+         f32("B", 5), f32("B", 5), f32("B", 5))
+    case("torch", "hinge_embedding_loss", lambda x, y: (F.hinge_embedding_loss(x, sign(y)), F.hinge_embedding_loss(x, sign(y), margin=0.5, reduction="none"),
+                                                        F.hinge_embedding_loss(x, y.round(), 2.0, reduction="sum")), X, f32("B", 3, 4))
+    case("torch", "poisson_nll_loss", lambda x, p, y: (F.poisson_nll_loss(x, y.round()), F.poisson_nll_loss(p, y, log_input=False, reduction="none"),
+                                                       F.poisson_nll_loss(x, y.round(), full=True, reduction="sum"),
+                                                       F.poisson_nll_loss(p, y, log_input=False, full=True, eps=1e-4)),
+         X, pos("B", 3, 4), ("float32", ("B", 3, 4), 0.0, 4.0))
+    case("torch", "gaussian_nll_loss", lambda x, y, v: (F.gaussian_nll_loss(x, y, v), F.gaussian_nll_loss(x, y, v[..., 0], reduction="none"),
+                                                        F.gaussian_nll_loss(x, y, v[..., :1], full=True, reduction="sum"),
+                                                        F.gaussian_nll_loss(x, y, v * 0, eps=0.1)), X, f32("B", 3, 4), pos("B", 3, 4))
+    case("torch", "multilabel_soft_margin_loss", lambda x, y, w: (F.multilabel_soft_margin_loss(x * 10, y.round()),
+                                                                  F.multilabel_soft_margin_loss(x, y, w, reduction="none"),
+                                                                  F.multilabel_soft_margin_loss(x, y, weight=w, reduction="sum")),
+         f32("B", 5), P[:1] + (("B", 5),) + P[2:], pos(5))
+    case("torch", "cosine_embedding_loss", lambda a, b, y: (F.cosine_embedding_loss(a, b, sign(y)), F.cosine_embedding_loss(a, b, sign(y), margin=0.3, reduction="none"),
+                                                            F.cosine_embedding_loss(a, b, sign(y), 0.5, reduction="sum"),
+                                                            F.cosine_embedding_loss(a[0], b[0], sign(y)[0])), f32("B", 5), f32("B", 5), f32("B"))
+    case("torch", "triplet_margin_loss", lambda a, p, n: (F.triplet_margin_loss(a, p, n), F.triplet_margin_loss(a, p, n, margin=0.5, p=1, reduction="none"),
+                                                          F.triplet_margin_loss(a, p, n, swap=True, p=3, eps=1e-3, reduction="sum"),
+                                                          F.triplet_margin_loss(a[0], p[0], n[0], p=2.5)),
+         f32("B", 5), f32("B", 5), f32("B", 5))
+    # nll_loss and cross_entropy: class indices (ignore_index, weight, label_smoothing), spatial
+    # dims, an unbatched input, class probabilities.
+    C5 = f32("B", 5)
+    T5 = i64("B", hi=5)
+    case("torch", "nll_loss", lambda x, t, w: (F.nll_loss(F.log_softmax(x, 1), t), F.nll_loss(x, t, w, reduction="sum"),
+                                               F.nll_loss(x, t, weight=w, ignore_index=2), F.nll_loss(x, t, ignore_index=1, reduction="none"),
+                                               F.nll_loss(x[0], t[0]), F.nll_loss(x.double(), t, w.double(), ignore_index=3)),
+         C5, T5, pos(5))
+    case("torch", "nll_loss", lambda x, t, w: (F.nll_loss(x, t), F.nll_loss(x, t, w, ignore_index=0, reduction="none"),
+                                               F.nll_loss(x, t, w, reduction="mean")),
+         f32("B", 5, 3), i64("B", 3, hi=5), pos(5), variant="spatial")
+    case("torch", "cross_entropy", lambda x, t, w: (F.cross_entropy(x, t), F.cross_entropy(x, t, w, reduction="sum"),
+                                                    F.cross_entropy(x, t, weight=w, ignore_index=2), F.cross_entropy(x, t, ignore_index=1, reduction="none"),
+                                                    F.cross_entropy(x, t, label_smoothing=0.1), F.cross_entropy(x, t, w, ignore_index=4, label_smoothing=0.2),
+                                                    F.cross_entropy(x, t, w, label_smoothing=0.3, reduction="sum"),
+                                                    F.cross_entropy(x, t, ignore_index=0, label_smoothing=0.3, reduction="none"),
+                                                    F.cross_entropy(x[0], t[0]), F.cross_entropy(x.double(), t, w.double())),
+         C5, T5, pos(5))
+    case("torch", "cross_entropy", lambda x, t, w: (F.cross_entropy(x, t), F.cross_entropy(x, t, w, ignore_index=0, reduction="none", label_smoothing=0.1),
+                                                    F.cross_entropy(x, t, w, label_smoothing=0.25)),
+         f32("B", 5, 3), i64("B", 3, hi=5), pos(5), variant="spatial")
+    case("torch", "cross_entropy", lambda x, y, w: (F.cross_entropy(x, F.softmax(y, 1)), F.cross_entropy(x, F.softmax(y, 1), w, reduction="sum"),
+                                                    F.cross_entropy(x, F.softmax(y, 1), weight=w, label_smoothing=0.2, reduction="none"),
+                                                    F.cross_entropy(x, F.softmax(y, 1), label_smoothing=0.1)),
+         f32("B", 5, 3), f32("B", 5, 3), pos(5), variant="probabilities")
+    # Elementwise.
+    case("torch", "rsub", lambda x, y: (torch.rsub(x, y), torch.rsub(x, 2.0, alpha=3), torch.rsub(x, y, alpha=0.5)), X, f32(4))
+    case("torch", "rsub", lambda i, j: (torch.rsub(i, j, alpha=2), torch.rsub(i, 7)), i64("B", 3), i64(3), variant="int")
+    for name, f in (("deg2rad", torch.deg2rad), ("rad2deg", torch.rad2deg)):
+        case("torch", name, lambda x, f=f, name=name: (f(x * 90), getattr(x, name)(), getattr(x.clone(), name + "_")(), f(x.double())), X)
+        case("torch", name, lambda i, f=f: f(i), i64("B", 3, lo=-360, hi=360), variant="int")
+
+    def nan_infs(x):  # NaN (x < 0) and +-inf (|x| < 0.5) beside finite values
+        return torch.cat([torch.log(x), 1 / x.round(), x], -1)
+    for name, f in (("isposinf", torch.isposinf), ("isneginf", torch.isneginf)):
+        case("torch", name, lambda x, f=f, name=name: (f(nan_infs(x)), getattr(nan_infs(x), name)(), f(nan_infs(x.double()))), X)
+        case("torch", name, lambda i, f=f: f(i), i64("B", 3), variant="int")
+    case("torch", "ldexp", lambda x, e: (torch.ldexp(x, e), x.ldexp(e - 3), x.clone().ldexp_(e), torch.ldexp(x.double(), e)),
+         X, i64(4, lo=-4, hi=6))
+    case("torch", "ldexp", lambda i, e: torch.ldexp(i, e), i64("B", 3, lo=-5, hi=5), i64(3, lo=0, hi=4), variant="int")
+    # Reductions that skip NaNs.
+    case("torch", "nansum", lambda x: (torch.nansum(nan_infs(x.abs()) - 1), x.nansum(1), torch.nansum(torch.log(x), (0, 2), keepdim=True),
+                                       torch.log(x).nansum(dim=-1, dtype=torch.float64), torch.nansum(torch.log(x), dim=[])), X)
+    case("torch", "nansum", lambda i: (torch.nansum(i), i.nansum(0), torch.nansum(i.int(), 1)), i64("B", 3), variant="int")
+    case("torch", "nanmean", lambda x: (torch.nanmean(torch.log(x)), torch.log(x).nanmean(1), torch.nanmean(torch.log(x), (0, 2), keepdim=True),
+                                        torch.nanmean(torch.log(x), dim=-1, dtype=torch.float64), x.nanmean()), X)
+    # Products.
+    case("torch", "inner", lambda x, m, v: (torch.inner(x, m), x.inner(v), torch.inner(v, v), torch.inner(x, torch.tensor(2.0)),
+                                            torch.inner(m[:, None], x)), X, f32(5, 4), f32(4))
+    case("torch", "inner", lambda i, j: torch.inner(i, j), i64("B", 3, lo=-3), i64(2, 3), variant="int")
+    case("torch", "dot", lambda a, b: (torch.vdot(a, b), a.vdot(b * 2)), f32(5), f32(5), variant="vdot")
+    case("torch", "dot", lambda a, b: torch.vdot(a, b), i64(5, lo=-3), i64(5), variant="vdot_int")
+    case("torch", "addmm", lambda m, v, c: (torch.addmv(c, m, v), c.addmv(m, v, beta=0.5, alpha=2), torch.addmv(c[0], m, v),
+                                            torch.addmv(c * nan, m, v, beta=0), c.clone().addmv_(m, v, alpha=-1)),
+         f32("B", 4), f32(4), f32("B"), variant="addmv")
+    case("torch", "addmm", lambda m, v, c: torch.addmv(c, m, v, beta=2, alpha=3), i64("B", 4, lo=-3), i64(4), i64("B"),
+         variant="addmv_int")
+    case("torch", "addr", lambda c, a, b: (torch.addr(c, a, b), c.addr(a, b, beta=0.5, alpha=2), torch.addr(c[0], a, b),
+                                           torch.addr(c * nan, a, b, beta=0), c.clone().addr_(a, b, alpha=-1)),
+         f32("B", 4), f32("B"), f32(4))
+    case("torch", "addr", lambda c, a, b: torch.addr(c, a, b, beta=2, alpha=3), i64("B", 3, lo=-3), i64("B"), i64(3), variant="int")
+    case("torch", "dist", lambda x, y: (torch.dist(x, y), x.dist(y, 1), torch.dist(x, y, p=3), torch.dist(x, y, inf),
+                                        torch.dist(x, y, -inf), torch.dist(x.round(), y.round(), 0), torch.dist(x, y, 0.5),
+                                        torch.dist(x.double(), y.double(), 2.5)), X, f32(4))
+    case("torch", "kron", lambda x, a, b: (torch.kron(x, a), x.kron(b), torch.kron(b, x[0]), torch.kron(a, b)),
+         X, f32(2, 2), f32(3))
+    case("torch", "kron", lambda i, j: torch.kron(i, j), i64("B", 2, lo=-3), i64(3, 2), variant="int")
+    case("torch", "cross", lambda a, b: (torch.cross(a, b, dim=1), a.cross(b, dim=-1)),
+         f32("B", 3), f32("B", 3))
+    case("torch", "cross", lambda a, b: (torch.cross(a, b, 1), torch.cross(a.double(), b[:1].double(), dim=1)),
+         f32("B", 3, 4), f32("B", 3, 4), variant="broadcast")
+    case("torch", "cross", lambda a, b: torch.cross(a, b, dim=1), i64("B", 3, lo=-3), i64("B", 3), variant="int")
+    case("torch", "rot90", lambda x: (torch.rot90(x), x.rot90(2), torch.rot90(x, -1, [1, 2]), x.rot90(3, (2, 0)), x.rot90(4, [0, 2]),
+                                      torch.rot90(x, k=5, dims=[-1, -2])), X)
+    case("torch", "diag", lambda x, v: (torch.diag(x[0]), x[1].diag(1), torch.diag(x[0], -2), torch.diag(x[0], 9),
+                                        torch.diag(v), v.diag(2), torch.diag(v, diagonal=-1)), X, f32(5))
+    case("torch", "diag", lambda v: (torch.diag(v), torch.diag(v, -2)), f32("B"), variant="dynamic")
+    case("torch", "diag", lambda i, b: (torch.diag(i, 1), torch.diag(b)), i64(4), boolean(3), variant="int_bool", static=True)
+    case("torch", "diagflat", lambda x: (torch.diagflat(x[0]), x[0].diagflat(1), torch.diagflat(x[:, 0], offset=-1)), X)
+    case("torch", "masked_select", lambda x, m: (torch.masked_select(x, x > 0), x.masked_select(m), torch.masked_select(x[0], m)),
+         X, boolean(4))
+    case("torch", "masked_select", lambda i: torch.masked_select(i, i > 2), i64("B", 3), variant="int")
+    case("torch", "isin", lambda i, t: (torch.isin(i, t), torch.isin(i, t, invert=True), torch.isin(i, 3), torch.isin(2, t),
+                                        torch.isin(i, t, assume_unique=True)), i64("B", 3, hi=6), i64(2, 2, hi=6))
+    case("torch", "isin", lambda x: (torch.isin(x.round(), torch.tensor([0.0, 1.0, nan])), torch.isin(x.round(), x.round()[0])), X,
+         variant="float")
+    case("torch", "transpose", lambda x: (x.clone().swapdims_(0, 2), x.clone().swapdims_(1, -1), torch.swapdims(x, 0, 1), x.swapdims(-1, 0)),
+         X, variant="swapdims")
+    case("torch", "channel_shuffle", lambda x: (F.channel_shuffle(x, 2), F.channel_shuffle(x, 3)), f32("B", 6, 3, 2))
+    case("torch", "channel_shuffle", lambda x: F.channel_shuffle(x, 4), f32("B", 8, 3), variant="rank3")
+    case("torch", "local_response_norm", lambda x: (F.local_response_norm(x, 3), F.local_response_norm(x, 4, alpha=0.1, beta=0.5, k=2.0),
+                                                    F.local_response_norm(x, size=1)), f32("B", 6, 3, 2))
+    case("torch", "local_response_norm", lambda x: (F.local_response_norm(x, 5, 0.01), F.local_response_norm(x, 2)),
+         f32("B", 6, 3), variant="rank3")
+    case("torch", "lp_pool1d", lambda x: (F.lp_pool1d(x, 2, 3), F.lp_pool1d(x, 3, 2, stride=1), F.lp_pool1d(x, 1.5, kernel_size=2, stride=3)),
+         f32("B", 3, 8))
+    case("torch", "lp_pool2d", lambda x: (F.lp_pool2d(x, 2, 2), F.lp_pool2d(x, 3, (2, 3), stride=(1, 2)), F.lp_pool2d(x.abs(), 0.5, 3)),
+         f32("B", 3, 6, 7))
+    case("torch", "lp_pool3d", lambda x: (F.lp_pool3d(x, 2, 2), F.lp_pool3d(x, 1, (1, 2, 3), stride=1)), f32("B", 2, 4, 4, 5))
+    case("torch", "prod", lambda x: (torch.prod(x), x.prod(1), torch.prod(x, -1, keepdim=True), x.prod(dim=0), torch.prod(x, 2, dtype=torch.float64)),
+         X, variant="torch")
+    case("torch", "prod", lambda i: (torch.prod(i), i.prod(1, True)), i64("B", 3, lo=-3, hi=4), variant="torch_int")
+    case("torch", "count_nonzero", lambda x: (torch.count_nonzero(x.round()), x.round().count_nonzero(1), torch.count_nonzero(x.round(), (0, 2)),
+                                              torch.count_nonzero(x > 0, dim=-1)), X)
+    case("torch", "count_nonzero", lambda i: torch.count_nonzero(i, 0), i32("B", 3, hi=3), variant="int")
+    case("torch", "aminmax", lambda x: (torch.aminmax(x), x.aminmax(dim=1), torch.aminmax(x, dim=-1, keepdim=True), torch.aminmax(x, dim=0)), X)
+    case("torch", "aminmax", lambda i, b: (torch.aminmax(i, dim=1), torch.aminmax(b, dim=0)), i64("B", 3, lo=-4), boolean("B", 2), variant="int_bool")
+    case("torch", "var_mean", lambda x: (torch.var_mean(x), torch.var_mean(x, 1), torch.var_mean(x, (0, 2), keepdim=True), torch.var_mean(x, 1, correction=0),
+                                         torch.var_mean(x, False), torch.var_mean(x, -1, True, True), torch.var_mean(x.double(), dim=2)), X)
+    case("torch", "std_mean", lambda x: (torch.std_mean(x), torch.std_mean(x, 1), torch.std_mean(x, (0, 2), keepdim=True), torch.std_mean(x, 1, correction=2),
+                                         torch.std_mean(x, True)), X)
+    case("torch", "logcumsumexp", lambda x: (torch.logcumsumexp(x, 1), x.logcumsumexp(-1), torch.logcumsumexp(x * 30, 0),
+                                             torch.logcumsumexp(nan_infs(x), 2), torch.logcumsumexp(x.double(), dim=2)), X)
+    case("torch", "index_fill", lambda x, i: (torch.index_fill(x, 1, i, -1.0), x.index_fill(2, i, torch.tensor(7.0)), x.index_fill(-1, i[:1], 2),
+                                              x.clone().index_fill_(0, torch.tensor([0]), 0.5), x.index_fill(2, torch.tensor([-1, 0]), 3.0)),
+         X, i64(2, hi=3))
+    case("torch", "index_fill", lambda i, j: i.index_fill(1, j, 9), i64("B", 4), i64(3, hi=4), variant="int")
+    case("torch", "index_copy", lambda x, i, s: (torch.index_copy(x, 1, i, s), x.index_copy(-2, i, s * 2), x.clone().index_copy_(1, i, s),
+                                                 x.index_copy(1, torch.tensor([2, 0, 2]), torch.cat([s, s[:, :1] + 5], 1))),
+         X, ("int64", (2,), 0, 3), f32("B", 2, 4))
+    case("torch", "index_copy", lambda x, s: torch.index_copy(x, 0, torch.tensor([1, 0]), s), i64(2, 3), i64(2, 3, lo=5, hi=9),
+         variant="int", static=True)
+    case("torch", "select_scatter", lambda x, s: (torch.select_scatter(x, s, 1, 0), x.select_scatter(s, 1, -1), torch.select_scatter(x, s[:, :3], 2, 2)),
+         X, f32("B", 4))
+    case("torch", "select_scatter", lambda x, s: torch.select_scatter(x, s, 0, 1), i64(3, 4), i64(4), variant="int", static=True)
+    case("torch", "slice_scatter", lambda x, s: (torch.slice_scatter(x, s[:, :, :2], 2, 1, 3), x.slice_scatter(s[:, :, :2], dim=2, step=2),
+                                                 torch.slice_scatter(x, s[:, :, :1], 2, -1), torch.slice_scatter(x, s[:, :, :2], 2, start=-5, end=-2),
+                                                 torch.slice_scatter(x, s[:, :2], 1, 1, 10), torch.slice_scatter(x, s[:, :, :1], 2, 1, None, 3)),
+         X, f32("B", 3, 4))
+    case("torch", "slice_scatter", lambda x, s: torch.slice_scatter(x, s, 0, 0, 4, 2), i64(4, 3), i64(2, 3), variant="int", static=True)
+    case("torch", "cummax", lambda x: (torch.cummax(x, 1), x.round().cummax(-1), torch.cummax(nan_infs(x), 2), torch.cummax(x.round(), 0)), X)
+    case("torch", "cummax", lambda i: torch.cummax(i, 1), i64("B", 6, lo=-3, hi=3), variant="int")
+    case("torch", "cummin", lambda x: (torch.cummin(x, 1), x.round().cummin(-1), torch.cummin(nan_infs(x), 2), torch.cummin(x.double().round(), 0)), X)
+    case("torch", "cummin", lambda i: torch.cummin(i.int(), 1), i64("B", 6, lo=-3, hi=3), variant="int")
+    case("torch", "new_full", lambda x: (x.new_full((2, 3), 1.5) + x[0, :2, :3], x.new_full(x.shape, 2, dtype=torch.int64), x.new_full([4], -1.0)), X)
+    # new_empty's values are undefined in torch: only its shape and dtype are compared (times 0).
+    case("torch", "new_empty", lambda x: (x.new_empty((2, 3)).shape, x + 0 * x.new_empty(x.shape).nan_to_num(0.0, 0.0, 0.0),
+                                          x.new_empty(2, 3, dtype=torch.float64).shape), X)
+    case("torch", "split", lambda x: (torch.tensor_split(x, 3, dim=2), x.tensor_split([1, 3], 2), torch.tensor_split(x, (1,), dim=-1),
+                                      x.tensor_split(2, 1)), X, variant="tensor_split")
+    case("torch", "split", lambda x: torch.tensor_split(x, 2), X, variant="tensor_split_batch")
+    case("torch", "split", lambda x, v: (torch.hsplit(x, 2), x.hsplit([1, 3]), torch.vsplit(x[0], 2), x[0].vsplit([1]),
+                                         torch.dsplit(x, 3), x.dsplit([5]), torch.hsplit(v, 3)), f32("B", 4, 6), f32(6), variant="hvdsplit")
+    case("torch", "broadcast_tensors", lambda x, y, i: torch.broadcast_tensors(x, y, i), X, f32(3, 1), i64(4))
+    case("torch", "tensordot", lambda x, m: (torch.tensordot(x, m, 1), torch.tensordot(x, m.T, dims=([2], [1])),
+                                             torch.tensordot(x, x, dims=([1, 2], [1, 2])), torch.tensordot(m, m, 0), torch.tensordot(x[0], x[0], 2)),
+         X, f32(4, 5))
+    case("torch", "tensordot", lambda i, j: torch.tensordot(i, j, dims=([0], [1])), i64(3, 2), i64(2, 3), variant="int", static=True)
+    case("torch", "column_stack", lambda x, v: (torch.column_stack([x[:, 0], x[:, 1]]), torch.column_stack((v[:, None], v, v[:, None].expand(-1, 2))),
+                                                torch.column_stack([x[0, 0, 0], x[1, 0, 1]])), X, f32("B"))
+    case("torch", "chain_matmul", lambda a, b, c: (torch.chain_matmul(a, b, c), torch.chain_matmul(a, b), torch.chain_matmul(b)),
+         f32("B", 4), f32(4, 3), f32(3, 2))
+    case("torch", "addbmm", lambda p, q, c: (torch.addbmm(c, p, q), c.addbmm(p, q, beta=0.5, alpha=2), torch.addbmm(c[0], p, q),
+                                             torch.addbmm(c * float("nan"), p, q, beta=0), c.clone().addbmm_(p, q, alpha=-1)),
+         f32("B", 3, 4), f32("B", 4, 5), f32(3, 5))
+    case("torch", "addbmm", lambda p, q, c: torch.addbmm(c, p, q, beta=2, alpha=3), i64("B", 2, 3), i64("B", 3, 2), i64(2, 2, lo=-3),
+         variant="int")
+    case("torch", "adaptive_max_pool1d", lambda x: (F.adaptive_max_pool1d(x, 4), F.adaptive_max_pool1d(x, 1), F.adaptive_max_pool1d(x, output_size=2)),
+         f32("B", 3, 8))
+    case("torch", "adaptive_max_pool2d", lambda x: (F.adaptive_max_pool2d(x, 2), F.adaptive_max_pool2d(x, (3, None)), F.adaptive_max_pool2d(x, 1),
+                                                    F.adaptive_max_pool2d(x, (1, 2))), f32("B", 3, 6, 4))
+    case("torch", "adaptive_max_pool3d", lambda x: (F.adaptive_max_pool3d(x, (1, 2, 3)), F.adaptive_max_pool3d(x, 1)), f32("B", 2, 2, 4, 6))
+    case("torch", "adaptive_avg_pool3d", lambda x: (F.adaptive_avg_pool3d(x, (1, 2, 3)), F.adaptive_avg_pool3d(x, 1), F.adaptive_avg_pool3d(x, (None, 2, 2))),
+         f32("B", 2, 2, 4, 6))
+    case("torch", "trapezoid", lambda y, t: (torch.trapezoid(y), torch.trapezoid(y, dx=0.5, dim=1), torch.trapz(y, dim=0), torch.trapz(y, dx=2.0),
+                                             torch.trapezoid(y, t), torch.trapezoid(y, t[:3], dim=1), torch.trapezoid(y, y.cumsum(2)),
+                                             torch.trapezoid(y.double())), X, f32(4))
+    case("torch", "trapezoid", lambda i: torch.trapezoid(i), i64("B", 5), variant="int")
+    case("torch", "cumulative_trapezoid", lambda y, t: (torch.cumulative_trapezoid(y), torch.cumulative_trapezoid(y, dx=0.5, dim=1),
+                                                        torch.cumulative_trapezoid(y, t), torch.cumulative_trapezoid(y, y.cumsum(1), dim=1)),
+         X, f32(4))
+
+
 # --- NumPy ---------------------------------------------------------------------------------------------
 
 def _numpy_cases():
@@ -1254,9 +1489,15 @@ def _jax_extra_cases():
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
     if fw == "torch":
+        _torch_extra_cases()
         _torch_rnn_cases()
     if fw == "jax":
         _jax_extra_cases()
+    if fw == "numpy":
+        case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
+             f32("B", 3, 4), variant="numpy")
+        case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),
+                                                 np.tensordot(x[0], x[0])), f32("B", 3, 4), f32(4, 5), variant="numpy")
     return [c for c in CASES if c.fw == fw]
 
 

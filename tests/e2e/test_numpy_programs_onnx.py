@@ -48,6 +48,8 @@ PROGRAMS = {
     # np.moveaxis and np.trace lower since issue 11 (lowerings_views.cc).
     "moveaxis": lambda x: np.moveaxis(_b(x)[:, :, None], 0, -1).sum(1),
     "trace": lambda x: np.trace(_b(x)) + _b(x).trace(offset=1),
+    # np.rot90 shares torch.rot90's lowering (lowerings_torch_extra.cc).
+    "rot90": lambda x: np.rot90(_b(x)) + np.rot90(_b(x), 2).sum(),
     "transpose_varargs": lambda x: x.reshape(x.shape[0], 3, 2).transpose(1, 0, 2).sum((0, 2)) + x.transpose().sum((0, 1)),
     # NumPy's own keyword names (a=, a_min=, correction=, constant_values=, initial=) and keywords that
     # only type or hint (dtype=, copy=, optimize=).
@@ -58,6 +60,8 @@ PROGRAMS = {
     "pad_constant_values": lambda x: np.pad(_b(x), ((1, 0), (2, 1)), constant_values=1.5)[:-1, :6] * 2,
     "typing_keywords": lambda x: (np.concatenate([_b(x), _b(x)], axis=1, dtype=np.float64).astype(np.float32, copy=False)
                                   + np.einsum("bi,bj->bij", _b(x), _b(x), optimize=True).sum(2).repeat(2, 1)),
+    "atleast": lambda x: np.atleast_2d(_b(x)[0]) + np.atleast_3d(_b(x)).sum((0, 2)) + np.atleast_1d(_b(x)[0, 0]),
+    "copysign_signbit_logaddexp": lambda x: np.copysign(1.5, _b(x)) + np.signbit(_b(x)) + np.logaddexp(_b(x), 0.5 * _b(x)),
 }
 
 
@@ -91,9 +95,9 @@ def test_replay_and_onnx_match_numpy_at_new_batch_sizes(name, tmp_path):
 # --- replayed only (ONNX refuses them, naming the op): the replay follows new batch sizes ------------
 
 REPLAY_ONLY = {
-    "rot90": lambda x: np.rot90(_b(x)) + np.rot90(_b(x), 2).sum(),
-    "atleast": lambda x: np.atleast_2d(_b(x)[0]) + np.atleast_3d(_b(x)).sum((0, 2)) + np.atleast_1d(_b(x)[0, 0]),
-    "copysign_signbit_logaddexp": lambda x: np.copysign(1.5, _b(x)) + np.signbit(_b(x)) + np.logaddexp(_b(x), 0.5 * _b(x)),
+    # (atleast_Nd and signbit lowered in session 14: they moved to PROGRAMS.)
+    "spacing_nextafter": lambda x: np.spacing(_b(x)) + np.nextafter(_b(x), 0.0),
+    "linalg_svd": lambda x: np.linalg.svd(_b(x).reshape(x.shape[0], 2, -1), compute_uv=False),
 }
 
 

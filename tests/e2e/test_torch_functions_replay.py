@@ -62,6 +62,13 @@ PROGRAMS = {
                          + F.kl_div(F.log_softmax(x, -1), F.softmax(-x, -1), reduction="batchmean")).expand(x.shape[0]),
     "cummax_logcumsumexp_index_add": lambda x: torch.cummax(x, 1).values + torch.logcumsumexp(x, 2)
     + x.index_add(2, torch.tensor([0, 2]), x[:, :, :2]) + x.index_fill(1, torch.tensor([1]), -1.0),
+    # Schemas that bind torch's overloads by name since they lower to ONNX (issue 11): keywords and
+    # positionals of each overload replay.
+    "prod_count_nonzero_aminmax_var_mean": lambda x: (x.prod(2, keepdim=True).squeeze(2) + torch.prod(x, dim=2, dtype=torch.float64).float()
+                                                      + torch.count_nonzero(x.round(), dim=(0, 2)).float() + x.round().count_nonzero(2)
+                                                      + torch.aminmax(x, dim=2).max + x.aminmax(dim=-1, keepdim=True)[0].squeeze(-1)
+                                                      + torch.var_mean(x, 2)[0] + torch.std_mean(x, dim=2, correction=0)[1]
+                                                      + torch.var_mean(x, False)[1] + torch.prod(x)),
     "aliases": lambda x: torch.absolute(x) + torch.arccos(x.clamp(-0.9, 0.9)) + torch.clamp_min(x, 0.1)
     + x.clamp_max(0.2) + torch.fix(3 * x) + torch.greater(x, 0) + torch.arctan2(x, x.flip(0)),
     # Session 14: torch.special, torch.linalg, torch.fft, complex parts, Tensor.tile and the shifts

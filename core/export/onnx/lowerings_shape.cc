@@ -519,9 +519,12 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   int64_t axis;
   // np.hsplit (axis 1, 0 for a 1-D array), np.vsplit (0), np.dsplit (2): np.split on a fixed axis.
   int64_t dim = call.Int("dim").value_or(0);
-  if (node.op == "numpy.hsplit") dim = rank >= 2 ? 1 : 0;
-  else if (node.op == "numpy.vsplit") dim = 0;
-  else if (node.op == "numpy.dsplit") dim = 2;
+  // torch.hsplit/vsplit/dsplit likewise (and torch.tensor_split is np.array_split with a dim).
+  const std::string op_name = node.op;
+  auto one_of = [&](const char* a, const char* b, const char* c) { return op_name == a || op_name == b || op_name == c; };
+  if (one_of("numpy.hsplit", "torch.hsplit", "torch.Tensor.hsplit")) dim = rank >= 2 ? 1 : 0;
+  else if (one_of("numpy.vsplit", "torch.vsplit", "torch.Tensor.vsplit")) dim = 0;
+  else if (one_of("numpy.dsplit", "torch.dsplit", "torch.Tensor.dsplit")) dim = 2;
   IVY_RETURN_IF_ERROR(NormalizeAxis(dim, rank, &axis));
   const bool unbind = ctx.canonical() == "unbind";
   // torch.chunk's count and jax.lax.split's sizes are the recorded results' (their sizes below;
@@ -578,7 +581,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
   // np.split(x, k) / np.array_split(x, k): k sections of the run-time size n, n // k each
   // (np.split; a size k does not divide fails in the Split, as NumPy raises), or the first n % k
   // of them one larger (np.array_split).
-  const bool numpy_sections = node.op.rfind("numpy.", 0) == 0 && points && AsInt(*points).has_value();
+  const bool numpy_sections = points && AsInt(*points).has_value();  // NumPy's and torch's indices_or_sections
   if (numpy_sections && *AsInt(*points) != static_cast<int64_t>(results.size())) {
     return Status::Unsupported("np.split into " + std::to_string(*AsInt(*points)) + " sections gave " +
                                std::to_string(results.size()) + " arrays");
@@ -589,7 +592,7 @@ Status LowerSplit(const Node& node, const BoundCall& call, LoweringContext& ctx)
     SetAttr(g, "axis", int64_t{0});
     const std::string n = g->output(0), kk = ctx.Int64s({k});
     std::string split = ctx.EmitTemp("Expand", {ctx.EmitTemp("Div", {n, kk}), kk});
-    if (node.op == "numpy.array_split") {
+    if (one_of("numpy.array_split", "torch.tensor_split", "torch.Tensor.tensor_split")) {
       std::vector<int64_t> positions(k);
       std::iota(positions.begin(), positions.end(), 0);
       onnx::NodeProto* m = nullptr;

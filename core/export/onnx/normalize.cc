@@ -166,6 +166,7 @@ const std::vector<Rename>& Renames() {
       {"torch", "matmul", "matmul", {{"mat2", "other"}, {"vec", "other"}}},  // torch.mm, torch.mv
       {"torch", "outer", "outer", {{"vec2", "other"}}},
       {"torch", "addmm", "addmm", {{"batch1", "mat1"}, {"batch2", "mat2"}}},
+      {"torch", "addmv", "addmm", {{"mat", "mat1"}, {"vec", "mat2"}}},  // beta * input + alpha * (mat @ vec)
       {"torch", "take_along", "take", {}},  // index_select(input, dim, index)
       {"torch", "take_along_axis", "take_along_axis", {{"indices", "index"}}},  // torch.take_along_dim
       {"torch", "split", "split", {{"split_sizes", "split_size_or_sections"}}},  // torch.split_with_sizes
@@ -174,6 +175,7 @@ const std::vector<Rename>& Renames() {
       {"torch", "one_hot", "one_hot", {{"tensor", "input"}}},
       {"torch", "torch_norm", "vector_norm", {{"p", "ord"}}},  // torch.norm / Tensor.norm
       {"torch", "matrix_transpose", "transpose", {}},  // x.mT: dims -2 and -1, below
+      {"torch", "transpose", "transpose", {{"axis0", "dim0"}, {"axis1", "dim1"}}},  // torch.swapdims(_)
   };
   return kRenames;
 }
