@@ -489,79 +489,365 @@ static PyObject *bytes_varint_field(uint8_t tag, uint64_t v) {
   return PyBytes_FromStringAndSize((char *)b, (Py_ssize_t)n);
 }
 
-static int rec_sweep(Rec *r) {
-  PyObject *dead = PyList_New(0);
-  if (!dead) return -1;
-  Py_ssize_t pos = 0;
-  PyObject *k, *v;
-  while (PyDict_Next(r->ids, &pos, &k, &v)) {
-    if (PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(v, 0)) == Py_None && PyList_Append(dead, k)) {
-      Py_DECREF(dead);
-      return -1;
+/* The torch recorder's id table (TorchRecorder._ids): tensor address -> Entry, an open-addressing
+ * hash table in C. An Entry is a weak reference to the tensor (a weakref.ref subclass, so that
+ * `e[0]()` is the tensor as with the pure-Python recorder's 5-tuples) carrying the tensor id, its
+ * storage id and their TensorRef fields as C members; `e[1]`..`e[4]` read them as the tuple's
+ * items (tid, sid, id field, storage field). One allocation per new tensor instead of a weakref,
+ * two ints, two bytes, a tuple, a key int and a dict slot; a lookup is a pointer hash, no key
+ * object. An entry is valid while its weakref still points at the tensor at that address;
+ * entries of dead tensors are swept when the table has doubled since the last sweep. */
+typedef struct {
+  PyWeakReference wr;
+  long long tid, sid;
+  PyObject *tid_obj, *sid_obj;   /* owned ints (the same object when tid == sid) */
+  uint8_t fid_n, fsid_n;
+  uint8_t fid[12], fsid[12];     /* TensorRef.id and .storage fields: tag + varint */
+} Entry;
+
+static PyTypeObject EntryType;
+#define ENTRY(o) ((Entry *)(o))
+#define Entry_Check(o) (Py_TYPE(o) == &EntryType)
+
+static void Entry_dealloc(Entry *e) {
+  Py_CLEAR(e->tid_obj);
+  Py_CLEAR(e->sid_obj);
+  _PyWeakref_RefType.tp_dealloc((PyObject *)e);
+}
+
+static Py_ssize_t Entry_len(PyObject *e) { return 5; }
+
+static PyObject *Entry_item(PyObject *o, Py_ssize_t i) {
+  Entry *e = ENTRY(o);
+  switch (i) {
+    case 0: Py_INCREF(o); return o;
+    case 1: Py_INCREF(e->tid_obj); return e->tid_obj;
+    case 2: Py_INCREF(e->sid_obj); return e->sid_obj;
+    case 3: return PyBytes_FromStringAndSize((const char *)e->fid, e->fid_n);
+    case 4: return PyBytes_FromStringAndSize((const char *)e->fsid, e->fsid_n);
+  }
+  PyErr_SetString(PyExc_IndexError, "ids entry index out of range");
+  return NULL;
+}
+
+static PySequenceMethods Entry_as_seq = {.sq_length = Entry_len, .sq_item = Entry_item};
+
+static PyObject *Entry_repr(PyObject *o) {
+  return PyUnicode_FromFormat("<ids entry tid=%lld sid=%lld>", ENTRY(o)->tid, ENTRY(o)->sid);
+}
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ivytrace._speedups.IdEntry",
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT,   /* GC flag, traverse and clear inherited from weakref.ref */
+    .tp_dealloc = (destructor)Entry_dealloc,
+    .tp_as_sequence = &Entry_as_seq,
+    .tp_repr = Entry_repr,
+    .tp_doc = "An id table entry: a weak reference to a tensor with its ids; e[0..4] as "
+              "(weakref, tensor id, storage id, TensorRef.id field, TensorRef.storage field)."};
+
+/* A new entry for tensor t (not inserted anywhere); NULL with an exception on failure. */
+static Entry *entry_new(PyObject *t, long long tid, long long sid, uint8_t tag_id, uint8_t tag_storage) {
+  PyObject *a = PyTuple_Pack(1, t);
+  if (!a) return NULL;
+  Entry *e = (Entry *)EntryType.tp_new(&EntryType, a, NULL);
+  Py_DECREF(a);
+  if (!e) return NULL;
+  /* Nothing in it can be part of a reference cycle (no callback; ints): the cyclic GC need not
+   * visit it. A long run keeps thousands alive between sweeps, and tracking them made full
+   * collections of the whole (large) torch heap frequent. */
+  PyObject_GC_UnTrack(e);
+  e->tid = tid;
+  e->sid = sid;
+  e->tid_obj = PyLong_FromLongLong(tid);
+  if (!e->tid_obj) { Py_DECREF(e); return NULL; }
+  if (sid == tid) {
+    Py_INCREF(e->tid_obj);
+    e->sid_obj = e->tid_obj;
+  } else if (!(e->sid_obj = PyLong_FromLongLong(sid))) {
+    Py_DECREF(e);
+    return NULL;
+  }
+  e->fid[0] = tag_id;
+  e->fid_n = (uint8_t)(1 + varint_to(e->fid + 1, (uint64_t)tid));
+  e->fsid[0] = tag_storage;
+  e->fsid_n = (uint8_t)(1 + varint_to(e->fsid + 1, (uint64_t)sid));
+  return e;
+}
+
+typedef struct { uintptr_t key; Entry *val; } IdSlot;   /* key 0: empty */
+typedef struct {
+  PyObject_HEAD
+  IdSlot *slots;
+  size_t mask, n;   /* capacity - 1 (a power of two), entries */
+} Ids;
+
+static PyTypeObject IdsType;
+#define Ids_Check(o) (Py_TYPE(o) == &IdsType)
+
+static inline size_t ids_home(const Ids *m, uintptr_t k) {
+  uint64_t h = (uint64_t)(k >> 4) * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 32) & m->mask;
+}
+
+/* The slot of key k, or of the empty slot where it would go. */
+static inline size_t ids_slot(const Ids *m, uintptr_t k) {
+  size_t i = ids_home(m, k);
+  while (m->slots[i].key && m->slots[i].key != k) i = (i + 1) & m->mask;
+  return i;
+}
+
+static inline Entry *ids_get(const Ids *m, uintptr_t k) {   /* borrowed */
+  return m->slots[ids_slot(m, k)].val;
+}
+
+static int ids_resize(Ids *m, size_t cap) {
+  IdSlot *old = m->slots;
+  size_t oldcap = old ? m->mask + 1 : 0;
+  IdSlot *s = PyMem_Calloc(cap, sizeof *s);
+  if (!s) { PyErr_NoMemory(); return -1; }
+  m->slots = s;
+  m->mask = cap - 1;
+  for (size_t i = 0; i < oldcap; ++i) {
+    if (old[i].key) m->slots[ids_slot(m, old[i].key)] = old[i];
+  }
+  PyMem_Free(old);
+  return 0;
+}
+
+/* Insert or replace; steals a reference to e. */
+static int ids_put(Ids *m, uintptr_t k, Entry *e) {
+  if ((m->n + 1) * 4 > (m->mask + 1) * 3 && ids_resize(m, (m->mask + 1) * 2)) { Py_DECREF(e); return -1; }
+  size_t i = ids_slot(m, k);
+  Entry *old = m->slots[i].val;
+  if (!old) m->n++;
+  m->slots[i].key = k;
+  m->slots[i].val = e;
+  Py_XDECREF(old);
+  return 0;
+}
+
+static int ids_del(Ids *m, uintptr_t k) {   /* 1: deleted, 0: absent */
+  size_t i = ids_slot(m, k);
+  Entry *old = m->slots[i].val;
+  if (!old) return 0;
+  /* backward-shift deletion (linear probing keeps no tombstones) */
+  size_t j = i;
+  for (;;) {
+    j = (j + 1) & m->mask;
+    if (!m->slots[j].key) break;
+    size_t h = ids_home(m, m->slots[j].key);
+    int move = i <= j ? (h <= i || h > j) : (h <= i && h > j);
+    if (move) {
+      m->slots[i] = m->slots[j];
+      i = j;
     }
   }
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dead); ++i) {
-    if (PyDict_DelItem(r->ids, PyList_GET_ITEM(dead, i))) { Py_DECREF(dead); return -1; }
+  m->slots[i].key = 0;
+  m->slots[i].val = NULL;
+  m->n--;
+  Py_DECREF(old);
+  return 1;
+}
+
+/* Drop the entries of dead tensors (the table is rebuilt: no probing chain is left broken). */
+static int ids_sweep(Ids *m) {
+  size_t cap = m->mask + 1;
+  IdSlot *old = m->slots;
+  IdSlot *s = PyMem_Calloc(cap, sizeof *s);
+  if (!s) { PyErr_NoMemory(); return -1; }
+  m->slots = s;
+  m->n = 0;
+  for (size_t i = 0; i < cap; ++i) {
+    if (!old[i].key) continue;
+    if (PyWeakref_GET_OBJECT((PyObject *)old[i].val) == Py_None) {
+      Py_DECREF(old[i].val);
+    } else {
+      m->slots[ids_slot(m, old[i].key)] = old[i];
+      m->n++;
+    }
   }
-  Py_DECREF(dead);
-  long long n = 2 * (long long)PyDict_GET_SIZE(r->ids);
+  PyMem_Free(old);
+  return 0;
+}
+
+static PyObject *Ids_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  if ((args && PyTuple_GET_SIZE(args)) || (kw && PyDict_GET_SIZE(kw))) {
+    PyErr_SetString(PyExc_TypeError, "TensorIds() takes no arguments");
+    return NULL;
+  }
+  Ids *m = (Ids *)type->tp_alloc(type, 0);
+  if (m && ids_resize(m, 1024)) { Py_DECREF(m); return NULL; }
+  return (PyObject *)m;
+}
+
+static void Ids_clear_all(Ids *m) {
+  IdSlot *old = m->slots;
+  size_t cap = old ? m->mask + 1 : 0;
+  m->slots = NULL;
+  m->n = 0;
+  for (size_t i = 0; i < cap; ++i) Py_XDECREF(old[i].val);
+  PyMem_Free(old);
+}
+
+static void Ids_dealloc(Ids *m) {
+  Ids_clear_all(m);
+  Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static int ids_key(PyObject *k, uintptr_t *out) {
+  if (!PyLong_Check(k)) { PyErr_SetObject(PyExc_KeyError, k); return -1; }
+  void *p = PyLong_AsVoidPtr(k);
+  if (!p && PyErr_Occurred()) return -1;
+  if (!p) { PyErr_SetObject(PyExc_KeyError, k); return -1; }
+  *out = (uintptr_t)p;
+  return 0;
+}
+
+static Py_ssize_t Ids_len(Ids *m) { return (Py_ssize_t)m->n; }
+
+static PyObject *Ids_subscript(Ids *m, PyObject *k) {
+  uintptr_t p;
+  if (ids_key(k, &p)) return NULL;
+  Entry *e = ids_get(m, p);
+  if (!e) { PyErr_SetObject(PyExc_KeyError, k); return NULL; }
+  Py_INCREF(e);
+  return (PyObject *)e;
+}
+
+static int Ids_ass_subscript(Ids *m, PyObject *k, PyObject *v) {
+  uintptr_t p;
+  if (ids_key(k, &p)) return -1;
+  if (!v) {
+    if (ids_del(m, p)) return 0;
+    PyErr_SetObject(PyExc_KeyError, k);
+    return -1;
+  }
+  if (!Entry_Check(v)) { PyErr_SetString(PyExc_TypeError, "TensorIds values are ids entries"); return -1; }
+  Py_INCREF(v);
+  return ids_put(m, p, ENTRY(v));
+}
+
+static PyObject *Ids_get(Ids *m, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs < 1 || nargs > 2) { PyErr_SetString(PyExc_TypeError, "get(key, default=None)"); return NULL; }
+  PyObject *dflt = nargs > 1 ? argv[1] : Py_None;
+  uintptr_t p = 0;
+  if (PyLong_Check(argv[0])) {
+    void *v = PyLong_AsVoidPtr(argv[0]);
+    if (!v && PyErr_Occurred()) { PyErr_Clear(); v = NULL; }
+    p = (uintptr_t)v;
+  }
+  Entry *e = p ? ids_get(m, p) : NULL;
+  PyObject *out = e ? (PyObject *)e : dflt;
+  Py_INCREF(out);
+  return out;
+}
+
+static PyObject *Ids_items(Ids *m, PyObject *unused) {
+  PyObject *l = PyList_New(0);
+  if (!l) return NULL;
+  for (size_t i = 0; m->slots && i <= m->mask; ++i) {
+    if (!m->slots[i].key) continue;
+    PyObject *k = PyLong_FromVoidPtr((void *)m->slots[i].key);
+    PyObject *t = k ? PyTuple_Pack(2, k, (PyObject *)m->slots[i].val) : NULL;
+    Py_XDECREF(k);
+    if (!t || PyList_Append(l, t)) { Py_XDECREF(t); Py_DECREF(l); return NULL; }
+    Py_DECREF(t);
+  }
+  return l;
+}
+
+static PyObject *Ids_clear(Ids *m, PyObject *unused) {
+  Ids_clear_all(m);
+  if (ids_resize(m, 1024)) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef Ids_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))Ids_get, METH_FASTCALL, "get(id(tensor), default=None)"},
+    {"items", (PyCFunction)Ids_items, METH_NOARGS, "[(id(tensor), entry)] (a list)"},
+    {"clear", (PyCFunction)Ids_clear, METH_NOARGS, "Drop every entry."},
+    {NULL}};
+
+static PyMappingMethods Ids_as_map = {.mp_length = (lenfunc)Ids_len, .mp_subscript = (binaryfunc)Ids_subscript,
+                                      .mp_ass_subscript = (objobjargproc)Ids_ass_subscript};
+
+static PyTypeObject IdsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ivytrace._speedups.TensorIds",
+    .tp_basicsize = sizeof(Ids),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Ids_new,
+    .tp_dealloc = (destructor)Ids_dealloc,
+    .tp_as_mapping = &Ids_as_map,
+    .tp_methods = Ids_methods,
+    .tp_doc = "TorchRecorder's id table in C: id(tensor) -> ids entry (see IdEntry)."};
+
+static int rec_sweep(Rec *r) {
+  Ids *m = (Ids *)r->ids;
+  if (ids_sweep(m)) return -1;
+  long long n = 2 * (long long)m->n;
   r->sweep_at = n > 4096 ? n : 4096;
   return 0;
 }
 
-/* ids entry of tensor t (borrowed), made on first sight (as TorchRecorder._ref_of). */
-static PyObject *rec_ref_of(Rec *r, PyObject *t) {
-  PyObject *key = PyLong_FromVoidPtr(t);
-  if (!key) return NULL;
-  PyObject *e = PyDict_GetItemWithError(r->ids, key);
-  if (e && PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(e, 0)) == t) { Py_DECREF(key); return e; }
-  if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+static int rec_check_ids(Rec *r) {
+  if (r->ids && Ids_Check(r->ids)) return 0;
+  PyErr_SetString(PyExc_TypeError, "RecorderBase._ids must be a _speedups.TensorIds");
+  return -1;
+}
+
+/* ids entry of tensor t (borrowed), made on first sight (as TorchRecorder._ref_of). r->ids is a
+ * TensorIds (rec_check_ids). */
+static Entry *rec_ref_of(Rec *r, PyObject *t) {
+  Ids *m = (Ids *)r->ids;
+  Entry *e = ids_get(m, (uintptr_t)t);
+  if (e && PyWeakref_GET_OBJECT((PyObject *)e) == t) return e;
   long long tid = r->next_tid++;
   long long sid = tid;
   PyObject *b = tattr(t, TA_BASE);
-  if (!b) { Py_DECREF(key); return NULL; }
+  if (!b) return NULL;
   if (b != Py_None) {
-    PyObject *be = rec_ref_of(r, b);
-    if (!be) { Py_DECREF(b); Py_DECREF(key); return NULL; }
-    sid = PyLong_AsLongLong(PyTuple_GET_ITEM(be, 1));
+    Entry *be = rec_ref_of(r, b);
+    if (!be) { Py_DECREF(b); return NULL; }
+    sid = be->tid;
   }
   Py_DECREF(b);
-  PyObject *wr = PyWeakref_NewRef(t, NULL);
-  PyObject *ptid = PyLong_FromLongLong(tid), *psid = PyLong_FromLongLong(sid);
-  PyObject *fid = bytes_varint_field(T.ref_id, (uint64_t)tid), *fsid = bytes_varint_field(T.ref_storage, (uint64_t)sid);
-  e = (wr && ptid && psid && fid && fsid) ? PyTuple_Pack(5, wr, ptid, psid, fid, fsid) : NULL;
-  if (e) {
-    /* Neither can be part of a reference cycle (a weakref without callback owns nothing): the
-     * cyclic GC need not visit them. A long run keeps thousands alive between sweeps, and
-     * tracking them made full collections of the whole (large) torch heap frequent. */
-    PyObject_GC_UnTrack(wr);
-    PyObject_GC_UnTrack(e);
-  }
-  Py_XDECREF(wr); Py_XDECREF(ptid); Py_XDECREF(psid); Py_XDECREF(fid); Py_XDECREF(fsid);
-  if (!e) { Py_DECREF(key); return NULL; }
-  int bad = PyDict_SetItem(r->ids, key, e);
-  Py_DECREF(key);
-  Py_DECREF(e);  /* the dict holds it */
-  if (bad) return NULL;
-  if ((long long)PyDict_GET_SIZE(r->ids) > r->sweep_at) {
-    Py_INCREF(e);
-    if (rec_sweep(r)) { Py_DECREF(e); return NULL; }
-    Py_DECREF(e);  /* still in the dict: its tensor is alive */
-  }
+  e = entry_new(t, tid, sid, T.ref_id, T.ref_storage);
+  if (!e || ids_put(m, (uintptr_t)t, e)) return NULL;   /* the table holds it */
+  if ((long long)m->n > r->sweep_at && rec_sweep(r)) return NULL;   /* e stays: its tensor is alive */
   return e;
 }
 
 static PyObject *Rec_ref_of(Rec *r, PyObject *t) {
-  PyObject *e = rec_ref_of(r, t);
+  if (rec_check_ids(r)) return NULL;
+  Entry *e = rec_ref_of(r, t);
   Py_XINCREF(e);
-  return e;
+  return (PyObject *)e;
+}
+
+/* A new entry for t with a new tensor id and storage id sid, in the table (TorchRecorder._alias_ref). */
+static PyObject *Rec_new_ref(Rec *r, PyObject *args) {
+  PyObject *t;
+  long long sid;
+  if (!PyArg_ParseTuple(args, "OL", &t, &sid) || rec_check_ids(r)) return NULL;
+  Entry *e = entry_new(t, r->next_tid, sid, T.ref_id, T.ref_storage);
+  if (!e) return NULL;
+  r->next_tid++;
+  Py_INCREF(e);
+  if (ids_put((Ids *)r->ids, (uintptr_t)t, e)) { Py_DECREF(e); return NULL; }
+  return (PyObject *)e;
+}
+
+static PyObject *Rec_sweep(Rec *r, PyObject *unused) {
+  if (rec_check_ids(r) || rec_sweep(r)) return NULL;
+  Py_RETURN_NONE;
 }
 
 /* TensorRef fields id + version + storage: [r3][version tag, varint(v) if v][r4] */
-static int put_ref(Buf *b, PyObject *e, long long v) {
-  if (buf_bytes_obj(b, PyTuple_GET_ITEM(e, 3))) return -1;
+static int put_ref(Buf *b, Entry *e, long long v) {
+  if (buf_put(b, e->fid, e->fid_n)) return -1;
   if (v > 0 && (buf_byte(b, T.ref_version) || buf_varint(b, (uint64_t)v))) return -1;
-  return buf_bytes_obj(b, PyTuple_GET_ITEM(e, 4));
+  return buf_put(b, e->fsid, e->fsid_n);
 }
 
 static PyObject *make_parts(PyObject *op_field, Buf *args) {
@@ -628,8 +914,8 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
 
 /* Arg{tensor = TensorRef{id, version, storage[, dtype, shape]}} (full: with dtype and shape,
  * as TorchRecorder._full_ref). */
-static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v, int full) {
-  size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 4)) +
+static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, Entry *e, long long v, int full) {
+  size_t k = (size_t)e->fid_n + (size_t)e->fsid_n +
              (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
   PyObject *dfield = NULL, *sfield = NULL;
   if (full) {
@@ -657,11 +943,11 @@ static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v,
  * _define_external treat it when that writes nothing: its storage was written at this version by
  * a recorded op (then it is known), or this session already wrote its value with the same role and
  * name (then it is known and a constant). 1: now known; 0: the Python path must define it. */
-static int knows_already(Rec *r, PyObject *t, PyObject *e, long long v, PyObject *known) {
-  PyObject *tid = PyTuple_GET_ITEM(e, 1);
+static int knows_already(Rec *r, PyObject *t, Entry *e, long long v, PyObject *known) {
+  PyObject *tid = e->tid_obj;
   PyObject *written = PyObject_GetAttr(r->frame, s_written);
   if (!written) return -1;
-  PyObject *wv = PyDict_GetItemWithError(written, PyTuple_GET_ITEM(e, 2));
+  PyObject *wv = PyDict_GetItemWithError(written, e->sid_obj);
   int hit = wv && PyLong_AsLongLong(wv) == v;
   Py_DECREF(written);
   if (!wv && PyErr_Occurred()) return -1;
@@ -697,11 +983,11 @@ static int knows_already(Rec *r, PyObject *t, PyObject *e, long long v, PyObject
 static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth) {
   PyTypeObject *tp = Py_TYPE(a);
   if ((PyObject *)tp == r->tensor_t || (PyObject *)tp == r->param_t) {
-    PyObject *e = rec_ref_of(r, a);
+    Entry *e = rec_ref_of(r, a);
     if (!e) return -1;
     long long v = tensor_version(a);
     if (v < 0 && PyErr_Occurred()) return -1;
-    PyObject *kv = PyDict_GetItemWithError(known, PyTuple_GET_ITEM(e, 1));
+    PyObject *kv = PyDict_GetItemWithError(known, e->tid_obj);
     if (!kv && PyErr_Occurred()) return -1;
     int ok = kv && PyLong_AsLongLong(kv) == v;
     if (!ok) {
@@ -711,7 +997,7 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
     }
     if (ok) {
       PyObject *pv = PyLong_FromLongLong(v);
-      PyObject *tup = pv ? PyTuple_Pack(3, a, e, pv) : NULL;
+      PyObject *tup = pv ? PyTuple_Pack(3, a, (PyObject *)e, pv) : NULL;
       Py_XDECREF(pv);
       if (!tup || PyList_Append(ins, tup)) { Py_XDECREF(tup); return -1; }
       Py_DECREF(tup);
@@ -803,7 +1089,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   PyObject *kwargs = nargs > 3 ? argv[3] : NULL;
   if (kwargs == Py_None) kwargs = NULL;
   PyObject *info = NULL;
-  if (r->active && r->info && r->frame && r->ids && r->const_ && r->internal && r->scopes && r->threads &&
+  if (r->active && r->info && r->frame && r->ids && Ids_Check(r->ids) && r->const_ && r->internal && r->scopes && r->threads &&
       r->int_cache && r->code_by_addr && r->values && r->params && (!args || PyTuple_CheckExact(args)) && (!kwargs || PyDict_CheckExact(kwargs))) {
     PyObject *key = PyLong_FromVoidPtr(func);
     if (!key) return NULL;
@@ -930,9 +1216,13 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   }
   Py_ssize_t nin = PyList_GET_SIZE(ins);
   int all_const = 1;
+  for (Py_ssize_t i = 0; fast && i < nin; ++i) {   /* (tensor, entry, version) each, else Python */
+    PyObject *tup = PyList_GET_ITEM(ins, i);
+    fast = PyTuple_CheckExact(tup) && PyTuple_GET_SIZE(tup) == 3 && Entry_Check(PyTuple_GET_ITEM(tup, 1));
+  }
   for (Py_ssize_t i = 0; fast && all_const && i < nin; ++i) {
     PyObject *tup = PyList_GET_ITEM(ins, i);
-    PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(PyTuple_GET_ITEM(tup, 1), 1));
+    PyObject *cv = PyDict_GetItemWithError(r->const_, ENTRY(PyTuple_GET_ITEM(tup, 1))->tid_obj);
     if (!cv && PyErr_Occurred()) goto fail;
     if (!cv || PyLong_AsLongLong(cv) != PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) all_const = 0;
   }
@@ -942,7 +1232,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     goto done;
   }
   {
-    PyObject *e = rec_ref_of(r, result);
+    Entry *e = rec_ref_of(r, result);
     if (!e) goto fail;
     long long v = tensor_version(result);
     if (v < 0 && PyErr_Occurred()) goto fail;
@@ -953,11 +1243,12 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     /* Arguments written in place (TorchRecorder._mutations): OpEvent.mutated = 5 at their new
      * version, each storage known at it in this frame. */
     PyObject *written = NULL;
-    PyObject *seen[16];
+    Entry *seen[16];
     int nm = 0;
     for (Py_ssize_t i = 0; i < nin; ++i) {
       PyObject *tup = PyList_GET_ITEM(ins, i);
-      PyObject *t = PyTuple_GET_ITEM(tup, 0), *te = PyTuple_GET_ITEM(tup, 1);
+      PyObject *t = PyTuple_GET_ITEM(tup, 0);
+      Entry *te = ENTRY(PyTuple_GET_ITEM(tup, 1));
       long long nv = tensor_version(t);
       if (nv < 0 && PyErr_Occurred()) { Py_XDECREF(written); goto fail; }
       if (nv == PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) continue;
@@ -968,25 +1259,25 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       seen[nm++] = te;
       if (!written && !(written = PyObject_GetAttr(r->frame, s_written))) goto fail;
       PyObject *pv = PyLong_FromLongLong(nv);
-      int bad = !pv || PyDict_SetItem(known, PyTuple_GET_ITEM(te, 1), pv) ||
-                PyDict_SetItem(written, PyTuple_GET_ITEM(te, 2), pv);
+      int bad = !pv || PyDict_SetItem(known, te->tid_obj, pv) ||
+                PyDict_SetItem(written, te->sid_obj, pv);
       Py_XDECREF(pv);
-      size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 4)) +
+      size_t k = (size_t)te->fid_n + (size_t)te->fsid_n +
                  (nv > 0 ? 1 + varint_len((uint64_t)nv) : 0);
       bad = bad || buf_byte(&b, T.op_mutated) || buf_varint(&b, k) || put_ref(&b, te, nv);
       if (!bad) {   /* an output: not a constant any more */
-        PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(te, 1));
-        bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(te, 1)));
+        PyObject *cv = PyDict_GetItemWithError(r->const_, te->tid_obj);
+        bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, te->tid_obj));
       }
       if (bad) { Py_XDECREF(written); goto fail; }
     }
     Py_XDECREF(written);
     PyObject *pv = PyLong_FromLongLong(v);
-    if (!pv || PyDict_SetItem(known, PyTuple_GET_ITEM(e, 1), pv)) { Py_XDECREF(pv); goto fail; }
+    if (!pv || PyDict_SetItem(known, e->tid_obj, pv)) { Py_XDECREF(pv); goto fail; }
     Py_DECREF(pv);
-    PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(e, 1));
+    PyObject *cv = PyDict_GetItemWithError(r->const_, e->tid_obj);
     if (!cv && PyErr_Occurred()) goto fail;
-    if (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(e, 1))) goto fail;
+    if (cv && PyDict_DelItem(r->const_, e->tid_obj)) goto fail;
     if (nm && (buf_byte(&b, T.op_flags) || buf_varint(&b, T.inplace))) goto fail;   /* OpEvent.flags = INPLACE */
   }
   {
@@ -1140,6 +1431,9 @@ static PyMethodDef Rec_methods[] = {
     {"_speedups_setup", (PyCFunction)Rec_setup, METH_VARARGS, "Hand over the type tables."},
     {"_take_tid", (PyCFunction)Rec_take_tid, METH_NOARGS, "A new tensor id."},
     {"_c_ref_of", (PyCFunction)Rec_ref_of, METH_O, "ids entry of a tensor (TorchRecorder._ref_of)."},
+    {"_c_new_ref", (PyCFunction)Rec_new_ref, METH_VARARGS,
+     "_c_new_ref(t, sid): a new ids entry for t, a new tensor id on storage sid (TorchRecorder._alias_ref)."},
+    {"_c_sweep", (PyCFunction)Rec_sweep, METH_NOARGS, "Drop the ids entries of dead tensors (TorchRecorder._sweep)."},
     {NULL}};
 
 static PyMemberDef Rec_members[] = {
@@ -2248,7 +2542,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_ref_full, "_ref_full"); S(s_jknown, "_known"); S(s_jconst, "_const"); S(s_nbytes, "_nbytes");
   S(s_write_value, "_write_value"); S(s_check_sink, "_check_sink"); S(s_intern_attr, "_intern");
 #undef S
-  if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0) return NULL;
+  EntryType.tp_base = &_PyWeakref_RefType;
+  if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0 ||
+      PyType_Ready(&EntryType) < 0 || PyType_Ready(&IdsType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   Py_INCREF(&SinkType);
@@ -2256,6 +2553,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   Py_INCREF(&LocatorType);
   if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) || PyModule_AddObject(m, "RecorderBase", (PyObject *)&RecType) ||
       PyModule_AddObject(m, "Locator", (PyObject *)&LocatorType)) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  Py_INCREF(&EntryType);
+  Py_INCREF(&IdsType);
+  if (PyModule_AddObject(m, "IdEntry", (PyObject *)&EntryType) || PyModule_AddObject(m, "TensorIds", (PyObject *)&IdsType)) {
     Py_DECREF(m);
     return NULL;
   }
