@@ -378,6 +378,9 @@ typedef struct {
   PyObject *known_of, *known;   /* r->frame when `known` (its .known) was read; both owned */
   unsigned long last_ident;     /* the thread of the last call and its OpEvent.thread field */
   PyObject *last_ident_obj, *last_thread_field;
+#define REC_TAILS 4
+  PyObject *tail_dt[REC_TAILS], *tail_shape[REC_TAILS], *tail[REC_TAILS];   /* dtype_shape_tail's cache */
+  int tail_next;
 } Rec;
 
 /* Field tags, handed over from the generated descriptors by set_tags() (ivytrace/recorder/tags.py
@@ -441,33 +444,56 @@ static inline long long now_ns(void) {
  * and the C path reads four to six of these per op. A type whose attribute is not a data
  * descriptor (or not cached) goes through getattr. */
 enum { TA_VERSION, TA_BASE, TA_DTYPE, TA_SHAPE, TA_N };
-static struct { PyTypeObject *tp; unsigned int ver; PyObject *d[TA_N]; } tattr_cache[2];   /* borrowed: the type holds them */
+/* Borrowed: the type holds them. A getset descriptor (torch's getters are) is called through its
+ * getter function directly: getset_get's type check is made once, when the slot is filled. */
+static struct {
+  PyTypeObject *tp;
+  unsigned int ver;
+  PyObject *d[TA_N];
+  getter get[TA_N];
+  void *closure[TA_N];
+} tattr_cache[2];
 
 static PyObject *tattr(PyObject *t, int which) {
   PyTypeObject *tp = Py_TYPE(t);
-  PyObject *names[TA_N] = {s_version, s_base, s_dtype, s_shape};
   for (int i = 0; i < 2; ++i) {
     if (tattr_cache[i].tp != tp) continue;
     if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag != tattr_cache[i].ver) {
       tattr_cache[i].tp = NULL;   /* the type changed: look again */
       break;
     }
+    if (tattr_cache[i].get[which]) return tattr_cache[i].get[which](t, tattr_cache[i].closure[which]);
     PyObject *d = tattr_cache[i].d[which];
     if (d) return Py_TYPE(d)->tp_descr_get(d, t, (PyObject *)tp);
-    return PyObject_GetAttr(t, names[which]);
+    break;
+  }
+  PyObject *names[TA_N] = {s_version, s_base, s_dtype, s_shape};
+  for (int i = 0; i < 2; ++i) {
+    if (tattr_cache[i].tp == tp) return PyObject_GetAttr(t, names[which]);
   }
   /* fill a slot (the tensor class and Parameter take both) */
   int slot = tattr_cache[0].tp == NULL ? 0 : (tattr_cache[1].tp == NULL ? 1 : -1);
   if (slot >= 0) {
     PyObject *ds[TA_N];
+    getter gs[TA_N];
+    void *cs[TA_N];
     for (int k = 0; k < TA_N; ++k) {
       PyObject *d = _PyType_Lookup(tp, names[k]);   /* borrowed; assigns the type a version tag */
       ds[k] = d && PyDescr_IsData(d) && Py_TYPE(d)->tp_descr_get ? d : NULL;
+      gs[k] = NULL;
+      cs[k] = NULL;
+      if (ds[k] && Py_TYPE(d) == &PyGetSetDescr_Type && PyType_IsSubtype(tp, PyDescr_TYPE(d)) &&
+          ((PyGetSetDescrObject *)d)->d_getset->get) {
+        gs[k] = ((PyGetSetDescrObject *)d)->d_getset->get;
+        cs[k] = ((PyGetSetDescrObject *)d)->d_getset->closure;
+      }
     }
     if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) {
       tattr_cache[slot].tp = tp;
       tattr_cache[slot].ver = tp->tp_version_tag;
       memcpy(tattr_cache[slot].d, ds, sizeof ds);
+      memcpy(tattr_cache[slot].get, gs, sizeof gs);
+      memcpy(tattr_cache[slot].closure, cs, sizeof cs);
     }
   }
   return PyObject_GetAttr(t, names[which]);
@@ -910,32 +936,168 @@ static PyObject *file_line(Rec *r, PyFrameObject *f0, PyObject **owned) {
   return *owned;
 }
 
-static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth);
+/* The (tensor, ids entry, version before the call) of each tensor argument (TorchRecorder's
+ * `ins`): kept in C arrays while only the C path adds to it, and made the Python list of tuples
+ * the Python methods take (ins_list) when one of them is called; the list then takes the rest. */
+#define INS_MAX 8
+typedef struct {
+  int n;
+  PyObject *t[INS_MAX];   /* owned */
+  Entry *e[INS_MAX];      /* owned */
+  long long v[INS_MAX];
+  PyObject *list;         /* owned; once made, the only store */
+} Ins;
+
+static PyObject *ins_list(Ins *in) {   /* borrowed */
+  if (in->list) return in->list;
+  PyObject *l = PyList_New(in->n);
+  if (!l) return NULL;
+  for (int i = 0; i < in->n; ++i) {
+    PyObject *pv = PyLong_FromLongLong(in->v[i]);
+    PyObject *tup = pv ? PyTuple_Pack(3, in->t[i], (PyObject *)in->e[i], pv) : NULL;
+    Py_XDECREF(pv);
+    if (!tup) { Py_DECREF(l); return NULL; }
+    PyList_SET_ITEM(l, i, tup);
+  }
+  for (int i = 0; i < in->n; ++i) { Py_DECREF(in->t[i]); Py_DECREF(in->e[i]); }
+  in->n = 0;
+  in->list = l;
+  return l;
+}
+
+static int ins_add(Ins *in, PyObject *t, Entry *e, long long v) {
+  if (!in->list && in->n < INS_MAX) {
+    Py_INCREF(t);
+    Py_INCREF(e);
+    in->t[in->n] = t;
+    in->e[in->n] = e;
+    in->v[in->n++] = v;
+    return 0;
+  }
+  PyObject *l = ins_list(in);
+  PyObject *pv = l ? PyLong_FromLongLong(v) : NULL;
+  PyObject *tup = pv ? PyTuple_Pack(3, t, (PyObject *)e, pv) : NULL;
+  Py_XDECREF(pv);
+  int bad = !tup || PyList_Append(l, tup);
+  Py_XDECREF(tup);
+  return bad ? -1 : 0;
+}
+
+static Py_ssize_t ins_len(Ins *in) { return in->list ? PyList_GET_SIZE(in->list) : in->n; }
+
+/* Item i as (tensor, entry, version), all borrowed; 0 when it is not such a triple (an item the
+ * Python encoder added that the C path does not finish). */
+static int ins_at(Ins *in, Py_ssize_t i, PyObject **t, Entry **e, long long *v) {
+  if (!in->list) {
+    *t = in->t[i];
+    *e = in->e[i];
+    *v = in->v[i];
+    return 1;
+  }
+  PyObject *tup = PyList_GET_ITEM(in->list, i);
+  if (!PyTuple_CheckExact(tup) || PyTuple_GET_SIZE(tup) != 3 || !Entry_Check(PyTuple_GET_ITEM(tup, 1)) ||
+      !PyLong_CheckExact(PyTuple_GET_ITEM(tup, 2)))
+    return 0;
+  *t = PyTuple_GET_ITEM(tup, 0);
+  *e = ENTRY(PyTuple_GET_ITEM(tup, 1));
+  int overflow = 0;
+  *v = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(tup, 2), &overflow);
+  return !overflow;
+}
+
+static void ins_free(Ins *in) {
+  for (int i = 0; i < in->n; ++i) { Py_DECREF(in->t[i]); Py_DECREF(in->e[i]); }
+  in->n = 0;
+  Py_CLEAR(in->list);
+}
+
+static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, Ins *ins, PyObject **encode, int depth);
+
+/* Two shapes (torch.Size) of plain ints, equal item by item. */
+static int same_plain_shape(PyObject *a, PyObject *b) {
+  if (!b || Py_TYPE(a) != Py_TYPE(b) || !PyTuple_Check(a)) return 0;
+  Py_ssize_t n = PyTuple_GET_SIZE(a);
+  if (n != PyTuple_GET_SIZE(b)) return 0;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(b, i);
+    if (x == y) continue;
+    if (!PyLong_CheckExact(x) || !PyLong_CheckExact(y)) return 0;
+    int ox = 0, oy = 0;
+    long long vx = PyLong_AsLongLongAndOverflow(x, &ox), vy = PyLong_AsLongLongAndOverflow(y, &oy);
+    if (ox || oy || vx != vy) return 0;
+  }
+  return 1;
+}
+
+static int plain_shape(PyObject *a) {
+  if (!PyTuple_Check(a)) return 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); ++i) {
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(a, i))) return 0;
+  }
+  return 1;
+}
+
+/* TensorRef's dtype and shape fields of tensor t (new reference, bytes): the last few
+ * (dtype, shape) pairs asked are kept with their fields (dtype_field[dtype] + shape_field(shape),
+ * a function of the two only), so that a run of ops on tensors of one kind looks up neither. */
+static PyObject *dtype_shape_tail(Rec *r, PyObject *t) {
+  PyObject *dt = tattr(t, TA_DTYPE);
+  if (!dt) return NULL;
+  PyObject *shape = tattr(t, TA_SHAPE);
+  if (!shape) { Py_DECREF(dt); return NULL; }
+  for (int i = 0; i < REC_TAILS; ++i) {
+    if (r->tail_dt[i] == dt && same_plain_shape(shape, r->tail_shape[i])) {
+      Py_DECREF(dt);
+      Py_DECREF(shape);
+      Py_INCREF(r->tail[i]);
+      return r->tail[i];
+    }
+  }
+  PyObject *tail = NULL;
+  PyObject *dfield = PyDict_GetItemWithError(r->dtype_field, dt);   /* absent: no field */
+  PyObject *sfield = NULL;
+  if (dfield || !PyErr_Occurred()) {
+    sfield = PyDict_GetItemWithError(r->shapes, shape);
+    if (sfield) Py_INCREF(sfield);
+    else if (!PyErr_Occurred()) sfield = PyObject_CallOneArg(r->shape_field, shape);
+  }
+  if (sfield && PyBytes_Check(sfield) && (!dfield || PyBytes_Check(dfield))) {
+    Py_ssize_t dn = dfield ? PyBytes_GET_SIZE(dfield) : 0, sn = PyBytes_GET_SIZE(sfield);
+    tail = PyBytes_FromStringAndSize(NULL, dn + sn);
+    if (tail) {
+      if (dn) memcpy(PyBytes_AS_STRING(tail), PyBytes_AS_STRING(dfield), (size_t)dn);
+      memcpy(PyBytes_AS_STRING(tail) + dn, PyBytes_AS_STRING(sfield), (size_t)sn);
+    }
+  } else if (sfield || (dfield && !PyBytes_Check(dfield))) {
+    PyErr_SetString(PyExc_TypeError, "ivytrace: dtype and shape fields must be bytes");
+  }
+  Py_XDECREF(sfield);
+  if (tail && plain_shape(shape)) {
+    int i = r->tail_next;
+    r->tail_next = (i + 1) % REC_TAILS;
+    Py_INCREF(tail);
+    Py_XSETREF(r->tail_dt[i], dt);   /* takes the reference */
+    Py_XSETREF(r->tail_shape[i], shape);
+    Py_XSETREF(r->tail[i], tail);
+    return tail;
+  }
+  Py_DECREF(dt);
+  Py_DECREF(shape);
+  return tail;
+}
 
 /* Arg{tensor = TensorRef{id, version, storage[, dtype, shape]}} (full: with dtype and shape,
  * as TorchRecorder._full_ref). */
 static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, Entry *e, long long v, int full) {
   size_t k = (size_t)e->fid_n + (size_t)e->fsid_n +
              (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
-  PyObject *dfield = NULL, *sfield = NULL;
+  PyObject *tail = NULL;
   if (full) {
-    PyObject *dt = tattr(t, TA_DTYPE);
-    if (!dt) return -1;
-    dfield = PyDict_GetItemWithError(r->dtype_field, dt);
-    Py_DECREF(dt);
-    if (!dfield && PyErr_Occurred()) return -1;
-    PyObject *shape = tattr(t, TA_SHAPE);
-    if (!shape) return -1;
-    sfield = PyDict_GetItemWithError(r->shapes, shape);
-    if (sfield) Py_INCREF(sfield);
-    else if (!PyErr_Occurred()) sfield = PyObject_CallOneArg(r->shape_field, shape);
-    Py_DECREF(shape);
-    if (!sfield) return -1;
-    k += (dfield ? (size_t)PyBytes_GET_SIZE(dfield) : 0) + (size_t)PyBytes_GET_SIZE(sfield);
+    if (!(tail = dtype_shape_tail(r, t))) return -1;
+    k += (size_t)PyBytes_GET_SIZE(tail);
   }
-  int bad = buf_byte(b, T.arg_tensor) || buf_varint(b, k) || put_ref(b, e, v) ||
-            (dfield && buf_bytes_obj(b, dfield)) || (sfield && buf_bytes_obj(b, sfield));
-  Py_XDECREF(sfield);
+  int bad = buf_byte(b, T.arg_tensor) || buf_varint(b, k) || put_ref(b, e, v) || (tail && buf_bytes_obj(b, tail));
+  Py_XDECREF(tail);
   return bad ? -1 : 0;
 }
 
@@ -980,7 +1142,7 @@ static int knows_already(Rec *r, PyObject *t, Entry *e, long long v, PyObject *k
 
 /* One Arg message for value a (as TorchRecorder's encoder `_in` writes it): tensors the frame
  * knows, ints, floats, None and bools here; anything else through `self._in.encode(a, ins)`. */
-static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth) {
+static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, Ins *ins, PyObject **encode, int depth) {
   PyTypeObject *tp = Py_TYPE(a);
   if ((PyObject *)tp == r->tensor_t || (PyObject *)tp == r->param_t) {
     Entry *e = rec_ref_of(r, a);
@@ -996,11 +1158,7 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
       ok = k2;
     }
     if (ok) {
-      PyObject *pv = PyLong_FromLongLong(v);
-      PyObject *tup = pv ? PyTuple_Pack(3, a, (PyObject *)e, pv) : NULL;
-      Py_XDECREF(pv);
-      if (!tup || PyList_Append(ins, tup)) { Py_XDECREF(tup); return -1; }
-      Py_DECREF(tup);
+      if (ins_add(ins, a, e, v)) return -1;
       return put_tensor_arg(r, b, a, e, v, ok == 2);   /* Arg.tensor = 1 */
     }
   } else if (tp == &PyLong_Type) {
@@ -1049,7 +1207,9 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
     Py_DECREF(in);
     if (!*encode) return -1;
   }
-  PyObject *v2[] = {a, ins};
+  PyObject *l = ins_list(ins);
+  if (!l) return -1;
+  PyObject *v2[] = {a, l};
   PyObject *enc = PyObject_Vectorcall(*encode, v2, 2, NULL);
   if (!enc) return -1;
   int bad = !PyBytes_Check(enc) || buf_bytes_obj(b, enc);
@@ -1058,13 +1218,15 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
   return bad ? -1 : 0;
 }
 
-static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode) {
+static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, Ins *ins, PyObject **encode) {
   return put_arg_d(r, b, a, known, ins, encode, 0);
 }
 
 /* The Python path for everything after the call. */
-static PyObject *finish_in_python(Rec *r, PyObject *info, Buf *args, PyObject *ins, PyObject *result,
+static PyObject *finish_in_python(Rec *r, PyObject *info, Buf *args, Ins *in, PyObject *result,
                                   long long start, long long end, PyObject *call_args) {
+  PyObject *ins = ins_list(in);
+  if (!ins) { Py_DECREF(result); return NULL; }
   PyObject *parts = make_parts(PyTuple_GET_ITEM(info, 1), args);
   if (!parts) { Py_DECREF(result); return NULL; }
   PyObject *ps = PyLong_FromLongLong(start), *pe = PyLong_FromLongLong(end);
@@ -1125,7 +1287,10 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   Py_INCREF(info);
 
   /* Arguments, before the call (versions as the op saw them). */
-  PyObject *known = NULL, *ins = NULL, *result = NULL, *encode = NULL, *out = NULL;
+  PyObject *known = NULL, *result = NULL, *encode = NULL, *out = NULL;
+  Ins ins;
+  ins.n = 0;
+  ins.list = NULL;
   PyObject *uw_args = NULL, *uw_kwargs = NULL;   /* owned: args/kwargs with symbolic ints unwrapped */
   Buf b, ab;
   buf_init(&b);
@@ -1139,12 +1304,11 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   }
   known = r->known;
   Py_INCREF(known);
-  ins = PyList_New(0);
-  if (!known || !ins) goto fail;
+  if (!known) goto fail;
   Py_ssize_t n = PyTuple_GET_SIZE(args);
   for (Py_ssize_t i = 0; i < n; ++i) {
     ab.n = 0;
-    if (put_arg(r, &ab, PyTuple_GET_ITEM(args, i), known, ins, &encode)) goto fail;
+    if (put_arg(r, &ab, PyTuple_GET_ITEM(args, i), known, &ins, &encode)) goto fail;
     /* OpEvent.args = 2 */
     if (buf_byte(&b, T.op_args) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n)) goto fail;
   }
@@ -1156,7 +1320,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8AndSize(k, &kn) : NULL;
       if (!ks) goto fail;
       ab.n = 0;
-      if (put_arg(r, &ab, val, known, ins, &encode)) goto fail;
+      if (put_arg(r, &ab, val, known, &ins, &encode)) goto fail;
       /* OpEvent.kwargs = 3: KwArg{name = 1, value = 2} */
       size_t kw = 1 + varint_len((uint64_t)kn) + (size_t)kn + 1 + varint_len(ab.n) + ab.n;
       if (buf_byte(&b, T.op_kwargs) || buf_varint(&b, kw) || buf_byte(&b, T.kw_name) || buf_varint(&b, (uint64_t)kn) ||
@@ -1193,8 +1357,9 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyErr_Fetch(&et, &ev, &etb);
     PyObject *parts = make_parts(PyTuple_GET_ITEM(info, 1), &b);
     PyObject *ps = PyLong_FromLongLong(start);
-    if (parts && ps) {
-      PyObject *v[] = {(PyObject *)r, info, parts, ins, ps};
+    PyObject *il = ins_list(&ins);
+    if (parts && ps && il) {
+      PyObject *v[] = {(PyObject *)r, info, parts, il, ps};
       PyObject *x = PyObject_VectorcallMethod(s_raised, v, 5, NULL);
       Py_XDECREF(x);
     }
@@ -1214,20 +1379,21 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     if (c < 0) goto fail;
     fast = !c;
   }
-  Py_ssize_t nin = PyList_GET_SIZE(ins);
+  Py_ssize_t nin = ins_len(&ins);
   int all_const = 1;
   for (Py_ssize_t i = 0; fast && i < nin; ++i) {   /* (tensor, entry, version) each, else Python */
-    PyObject *tup = PyList_GET_ITEM(ins, i);
-    fast = PyTuple_CheckExact(tup) && PyTuple_GET_SIZE(tup) == 3 && Entry_Check(PyTuple_GET_ITEM(tup, 1));
-  }
-  for (Py_ssize_t i = 0; fast && all_const && i < nin; ++i) {
-    PyObject *tup = PyList_GET_ITEM(ins, i);
-    PyObject *cv = PyDict_GetItemWithError(r->const_, ENTRY(PyTuple_GET_ITEM(tup, 1))->tid_obj);
-    if (!cv && PyErr_Occurred()) goto fail;
-    if (!cv || PyLong_AsLongLong(cv) != PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) all_const = 0;
+    PyObject *t;
+    Entry *te;
+    long long tv;
+    fast = ins_at(&ins, i, &t, &te, &tv);
+    if (fast && all_const) {
+      PyObject *cv = PyDict_GetItemWithError(r->const_, te->tid_obj);
+      if (!cv && PyErr_Occurred()) goto fail;
+      if (!cv || PyLong_AsLongLong(cv) != tv) all_const = 0;
+    }
   }
   if (!fast || all_const) {   /* every input a constant: its outputs are recorded (Python) */
-    out = finish_in_python(r, info, &b, ins, result, start, end, args);
+    out = finish_in_python(r, info, &b, &ins, result, start, end, args);
     result = NULL;
     goto done;
   }
@@ -1246,12 +1412,13 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     Entry *seen[16];
     int nm = 0;
     for (Py_ssize_t i = 0; i < nin; ++i) {
-      PyObject *tup = PyList_GET_ITEM(ins, i);
-      PyObject *t = PyTuple_GET_ITEM(tup, 0);
-      Entry *te = ENTRY(PyTuple_GET_ITEM(tup, 1));
+      PyObject *t;
+      Entry *te;
+      long long tv;
+      ins_at(&ins, i, &t, &te, &tv);   /* each a triple (checked above) */
       long long nv = tensor_version(t);
       if (nv < 0 && PyErr_Occurred()) { Py_XDECREF(written); goto fail; }
-      if (nv == PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) continue;
+      if (nv == tv) continue;
       int dup = 0;
       for (int j = 0; j < nm; ++j) dup |= seen[j] == te;
       if (dup) continue;
@@ -1359,7 +1526,7 @@ done:
   Py_XDECREF(uw_args);
   Py_XDECREF(uw_kwargs);
   Py_XDECREF(known);
-  Py_XDECREF(ins);
+  ins_free(&ins);
   Py_XDECREF(encode);
   Py_DECREF(info);
   buf_free(&b);
@@ -1397,6 +1564,7 @@ static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
   Py_VISIT(r->internal); Py_VISIT(r->scopes); Py_VISIT(r->threads); Py_VISIT(r->sink);
   Py_VISIT(r->w); Py_VISIT(r->tensor_t); Py_VISIT(r->param_t); Py_VISIT(r->dtype_field); Py_VISIT(r->shapes);
   Py_VISIT(r->alias_ops); Py_VISIT(r->int_cache); Py_VISIT(r->shape_field); Py_VISIT(r->code_by_addr); Py_VISIT(r->known_of); Py_VISIT(r->known); Py_VISIT(r->last_ident_obj); Py_VISIT(r->last_thread_field);
+  for (int i = 0; i < REC_TAILS; ++i) { Py_VISIT(r->tail_dt[i]); Py_VISIT(r->tail_shape[i]); Py_VISIT(r->tail[i]); }
   return 0;
 }
 
@@ -1405,6 +1573,7 @@ static int Rec_clear(Rec *r) {
   Py_CLEAR(r->internal); Py_CLEAR(r->scopes); Py_CLEAR(r->threads); Py_CLEAR(r->sink);
   Py_CLEAR(r->w); Py_CLEAR(r->tensor_t); Py_CLEAR(r->param_t); Py_CLEAR(r->dtype_field); Py_CLEAR(r->shapes);
   Py_CLEAR(r->alias_ops); Py_CLEAR(r->int_cache); Py_CLEAR(r->shape_field); Py_CLEAR(r->code_by_addr); Py_CLEAR(r->known_of); Py_CLEAR(r->known); Py_CLEAR(r->last_ident_obj); Py_CLEAR(r->last_thread_field);
+  for (int i = 0; i < REC_TAILS; ++i) { Py_CLEAR(r->tail_dt[i]); Py_CLEAR(r->tail_shape[i]); Py_CLEAR(r->tail[i]); }
   return 0;
 }
 
