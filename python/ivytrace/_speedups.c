@@ -378,6 +378,11 @@ typedef struct {
   PyObject *known_of, *known;   /* r->frame when `known` (its .known) was read; both owned */
   unsigned long last_ident;     /* the thread of the last call and its OpEvent.thread field */
   PyObject *last_ident_obj, *last_thread_field;
+#define REC_INFOS 16
+  struct { PyObject *info; uint64_t ver; } info_cache[REC_INFOS];   /* by func address: info (owned) */
+#define REC_CODES 4
+  struct { PyObject *code, *lines; int lasti[2]; PyObject *fl[2]; } code_cache[REC_CODES];   /* owned */
+  int code_next;
 #define REC_TAILS 4
   PyObject *tail_dt[REC_TAILS], *tail_shape[REC_TAILS], *tail[REC_TAILS];   /* dtype_shape_tail's cache */
   int tail_next;
@@ -895,31 +900,64 @@ static PyObject *file_line(Rec *r, PyFrameObject *f0, PyObject **owned) {
   Py_XINCREF(f);
   while (f) {
     PyCodeObject *c = PyFrame_GetCode(f);
-    /* code objects hash by content (slow): a C-side table by address holds (code, lines) */
-    PyObject *ck = PyLong_FromVoidPtr(c);
-    PyObject *ent = ck ? PyDict_GetItemWithError(r->code_by_addr, ck) : NULL;
     PyObject *lines = NULL;
-    if (ent && PyTuple_GET_ITEM(ent, 0) == (PyObject *)c) {
-      lines = PyTuple_GET_ITEM(ent, 1);
-    } else if (!PyErr_Occurred()) {
-      lines = PyDict_GetItemWithError(r->internal, (PyObject *)c);
-      if (lines) {
-        PyObject *pair = PyTuple_Pack(2, (PyObject *)c, lines);
-        if (!pair || PyDict_SetItem(r->code_by_addr, ck, pair)) lines = NULL;
-        Py_XDECREF(pair);
+    int slot = -1;
+    for (int i = 0; i < REC_CODES; ++i) {   /* the last few codes seen, before the table */
+      if (r->code_cache[i].code == (PyObject *)c) { slot = i; lines = r->code_cache[i].lines; break; }
+    }
+    if (!lines) {
+      /* code objects hash by content (slow): a C-side table by address holds (code, lines) */
+      PyObject *ck = PyLong_FromVoidPtr(c);
+      PyObject *ent = ck ? PyDict_GetItemWithError(r->code_by_addr, ck) : NULL;
+      if (ent && PyTuple_GET_ITEM(ent, 0) == (PyObject *)c) {
+        lines = PyTuple_GET_ITEM(ent, 1);
+      } else if (!PyErr_Occurred()) {
+        lines = PyDict_GetItemWithError(r->internal, (PyObject *)c);
+        if (lines) {
+          PyObject *pair = PyTuple_Pack(2, (PyObject *)c, lines);
+          if (!pair || PyDict_SetItem(r->code_by_addr, ck, pair)) lines = NULL;
+          Py_XDECREF(pair);
+        }
+      }
+      Py_XDECREF(ck);
+      if (lines) {   /* as code_by_addr, for good: a code's entry is never replaced */
+        slot = r->code_next;
+        r->code_next = (slot + 1) % REC_CODES;
+        Py_INCREF(c);
+        Py_INCREF(lines);
+        Py_XSETREF(r->code_cache[slot].code, (PyObject *)c);
+        Py_XSETREF(r->code_cache[slot].lines, lines);
+        Py_CLEAR(r->code_cache[slot].fl[0]);
+        Py_CLEAR(r->code_cache[slot].fl[1]);
       }
     }
-    Py_XDECREF(ck);
     Py_DECREF(c);
     if (!lines) {
       if (PyErr_Occurred()) { Py_DECREF(f); return NULL; }
       break;   /* not classified yet: the Python method does it */
     }
     if (PyDict_CheckExact(lines)) {
-      PyObject *k = PyLong_FromLong(PyFrame_GetLasti(f));
+      int lasti = PyFrame_GetLasti(f);
+      for (int j = 0; j < 2; ++j) {   /* the fields of the last two call sites of this code */
+        if (r->code_cache[slot].fl[j] && r->code_cache[slot].lasti[j] == lasti) {
+          Py_DECREF(f);
+          return r->code_cache[slot].fl[j];
+        }
+      }
+      PyObject *k = PyLong_FromLong(lasti);
       PyObject *fl = k ? PyDict_GetItemWithError(lines, k) : NULL;
       Py_XDECREF(k);
-      if (fl) { Py_DECREF(f); return fl; }
+      if (fl) {   /* a call site's fields never change once made (_file_line) */
+        PyObject *keep = r->code_cache[slot].fl[0];
+        int klasti = r->code_cache[slot].lasti[0];
+        Py_INCREF(fl);
+        r->code_cache[slot].fl[0] = fl;
+        r->code_cache[slot].lasti[0] = lasti;
+        Py_XSETREF(r->code_cache[slot].fl[1], keep);
+        r->code_cache[slot].lasti[1] = klasti;
+        Py_DECREF(f);
+        return fl;
+      }
       if (PyErr_Occurred()) { Py_DECREF(f); return NULL; }
       break;
     }
@@ -1241,6 +1279,38 @@ static PyObject *finish_in_python(Rec *r, PyObject *info, Buf *args, Ins *in, Py
   return out;
 }
 
+/* A dict's version tag (PEP 509): a new value on every change of the dict, unique over all dicts.
+ * 0: not available (the caches below are then not used). */
+static inline uint64_t dict_version(PyObject *d) {
+#if PY_VERSION_HEX < 0x030C0000   /* deprecated from 3.12 */
+  return ((PyDictObject *)d)->ma_version_tag;
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
+/* _info[id(func)] when it is func's (borrowed), or NULL (with an exception on failure). The last
+ * answers are kept by func address while the _info dict is unchanged (its version tag). */
+static PyObject *rec_info_of(Rec *r, PyObject *func) {
+  size_t slot = ((uintptr_t)func >> 4) % REC_INFOS;
+  uint64_t ver = dict_version(r->info);
+  PyObject *c = r->info_cache[slot].info;
+  if (c && ver && r->info_cache[slot].ver == ver && PyTuple_GET_ITEM(c, 4) == func) return c;
+  PyObject *key = PyLong_FromVoidPtr(func);
+  if (!key) return NULL;
+  PyObject *info = PyDict_GetItemWithError(r->info, key);
+  Py_DECREF(key);
+  if (!info) return NULL;
+  if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) < 5 || PyTuple_GET_ITEM(info, 4) != func) return NULL;
+  if (ver) {
+    Py_INCREF(info);
+    Py_XSETREF(r->info_cache[slot].info, info);   /* holds func too (info[4]): its address stays its own */
+    r->info_cache[slot].ver = ver;
+  }
+  return info;
+}
+
 static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t nargs) {
   if (nargs < 2 || nargs > 4) {
     PyErr_SetString(PyExc_TypeError, "__torch_function__(func, types, args=(), kwargs=None)");
@@ -1253,12 +1323,8 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   PyObject *info = NULL;
   if (r->active && r->info && r->frame && r->ids && Ids_Check(r->ids) && r->const_ && r->internal && r->scopes && r->threads &&
       r->int_cache && r->code_by_addr && r->values && r->params && (!args || PyTuple_CheckExact(args)) && (!kwargs || PyDict_CheckExact(kwargs))) {
-    PyObject *key = PyLong_FromVoidPtr(func);
-    if (!key) return NULL;
-    info = PyDict_GetItemWithError(r->info, key);
-    Py_DECREF(key);
+    info = rec_info_of(r, func);
     if (!info && PyErr_Occurred()) return NULL;
-    if (info && PyTuple_GET_ITEM(info, 4) != func) info = NULL;
     if (!info) {
       info = PyObject_CallMethodOneArg((PyObject *)r, s_classify, func);
       if (!info) return NULL;
@@ -1465,23 +1531,32 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       if (!pid) goto fail;
       Py_INCREF(pid);
       Py_XSETREF(r->last_ident_obj, pid);
+      Py_CLEAR(r->last_thread_field);
       r->last_ident = ident;
     }
-    PyObject *st = PyDict_GetItemWithError(r->scopes, pid);
-    if (st && PyList_Check(st) && PyList_GET_SIZE(st)) {
-      PyObject *top = PyList_GET_ITEM(st, PyList_GET_SIZE(st) - 1);
-      int on = PyObject_IsTrue(PyTuple_GET_ITEM(top, 2));
-      if (on < 0 || (on && buf_bytes_obj(&b, PyTuple_GET_ITEM(top, 4)))) { Py_DECREF(pid); goto fail; }
-    } else if (!st && PyErr_Occurred()) {
-      Py_DECREF(pid);
-      goto fail;
+    if (PyDict_GET_SIZE(r->scopes)) {   /* no module scope open anywhere: nothing to look up */
+      PyObject *st = PyDict_GetItemWithError(r->scopes, pid);
+      if (st && PyList_Check(st) && PyList_GET_SIZE(st)) {
+        PyObject *top = PyList_GET_ITEM(st, PyList_GET_SIZE(st) - 1);
+        int on = PyObject_IsTrue(PyTuple_GET_ITEM(top, 2));
+        if (on < 0 || (on && buf_bytes_obj(&b, PyTuple_GET_ITEM(top, 4)))) { Py_DECREF(pid); goto fail; }
+      } else if (!st && PyErr_Occurred()) {
+        Py_DECREF(pid);
+        goto fail;
+      }
     }
-    PyObject *tb = PyDict_GetItemWithError(r->threads, pid);
+    /* OpEvent.thread of this thread: _threads[ident], made once (a function of the ident) */
+    PyObject *tb = r->last_thread_field;
     if (!tb) {
-      if (PyErr_Occurred()) { Py_DECREF(pid); goto fail; }
-      tb = bytes_varint_field(T.op_thread, ident);
-      if (!tb || PyDict_SetItem(r->threads, pid, tb)) { Py_XDECREF(tb); Py_DECREF(pid); goto fail; }
-      Py_DECREF(tb);
+      tb = PyDict_GetItemWithError(r->threads, pid);
+      if (!tb) {
+        if (PyErr_Occurred()) { Py_DECREF(pid); goto fail; }
+        tb = bytes_varint_field(T.op_thread, ident);
+        if (!tb || PyDict_SetItem(r->threads, pid, tb)) { Py_XDECREF(tb); Py_DECREF(pid); goto fail; }
+        Py_DECREF(tb);
+      }
+      Py_INCREF(tb);
+      r->last_thread_field = tb;
     }
     Py_DECREF(pid);
     if (buf_bytes_obj(&b, tb) || buf_byte(&b, T.op_start_ns) || buf_varint(&b, (uint64_t)(start - r->t0)) ||
@@ -1565,6 +1640,10 @@ static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
   Py_VISIT(r->w); Py_VISIT(r->tensor_t); Py_VISIT(r->param_t); Py_VISIT(r->dtype_field); Py_VISIT(r->shapes);
   Py_VISIT(r->alias_ops); Py_VISIT(r->int_cache); Py_VISIT(r->shape_field); Py_VISIT(r->code_by_addr); Py_VISIT(r->known_of); Py_VISIT(r->known); Py_VISIT(r->last_ident_obj); Py_VISIT(r->last_thread_field);
   for (int i = 0; i < REC_TAILS; ++i) { Py_VISIT(r->tail_dt[i]); Py_VISIT(r->tail_shape[i]); Py_VISIT(r->tail[i]); }
+  for (int i = 0; i < REC_INFOS; ++i) Py_VISIT(r->info_cache[i].info);
+  for (int i = 0; i < REC_CODES; ++i) {
+    Py_VISIT(r->code_cache[i].code); Py_VISIT(r->code_cache[i].lines); Py_VISIT(r->code_cache[i].fl[0]); Py_VISIT(r->code_cache[i].fl[1]);
+  }
   return 0;
 }
 
@@ -1574,6 +1653,10 @@ static int Rec_clear(Rec *r) {
   Py_CLEAR(r->w); Py_CLEAR(r->tensor_t); Py_CLEAR(r->param_t); Py_CLEAR(r->dtype_field); Py_CLEAR(r->shapes);
   Py_CLEAR(r->alias_ops); Py_CLEAR(r->int_cache); Py_CLEAR(r->shape_field); Py_CLEAR(r->code_by_addr); Py_CLEAR(r->known_of); Py_CLEAR(r->known); Py_CLEAR(r->last_ident_obj); Py_CLEAR(r->last_thread_field);
   for (int i = 0; i < REC_TAILS; ++i) { Py_CLEAR(r->tail_dt[i]); Py_CLEAR(r->tail_shape[i]); Py_CLEAR(r->tail[i]); }
+  for (int i = 0; i < REC_INFOS; ++i) Py_CLEAR(r->info_cache[i].info);
+  for (int i = 0; i < REC_CODES; ++i) {
+    Py_CLEAR(r->code_cache[i].code); Py_CLEAR(r->code_cache[i].lines); Py_CLEAR(r->code_cache[i].fl[0]); Py_CLEAR(r->code_cache[i].fl[1]);
+  }
   return 0;
 }
 
