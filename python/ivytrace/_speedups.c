@@ -49,8 +49,7 @@ typedef struct {
 static void buf_init(Buf *b) { b->p = b->local; b->n = 0; b->cap = sizeof b->local; }
 static void buf_free(Buf *b) { if (b->p != b->local) PyMem_Free(b->p); }
 
-static int buf_reserve(Buf *b, size_t extra) {
-  if (b->n + extra <= b->cap) return 0;
+static int buf_grow(Buf *b, size_t extra) {
   size_t cap = b->cap * 2;
   while (cap < b->n + extra) cap *= 2;
   char *p = PyMem_Malloc(cap);
@@ -62,7 +61,12 @@ static int buf_reserve(Buf *b, size_t extra) {
   return 0;
 }
 
-static int buf_put(Buf *b, const void *d, size_t n) {
+/* The buffer's common case (room left) inline: these run a few dozen times per recorded op. */
+static inline __attribute__((always_inline)) int buf_reserve(Buf *b, size_t extra) {
+  return b->n + extra <= b->cap ? 0 : buf_grow(b, extra);
+}
+
+static inline __attribute__((always_inline)) int buf_put(Buf *b, const void *d, size_t n) {
   if (buf_reserve(b, n)) return -1;
   memcpy(b->p + b->n, d, n);
   b->n += n;
@@ -82,15 +86,19 @@ static inline size_t varint_len(uint64_t v) {
   return n;
 }
 
-static int buf_varint(Buf *b, uint64_t v) {
+static inline __attribute__((always_inline)) int buf_varint(Buf *b, uint64_t v) {
   if (buf_reserve(b, 10)) return -1;
   b->n += varint_to((uint8_t *)b->p + b->n, v);
   return 0;
 }
 
-static int buf_byte(Buf *b, uint8_t c) { return buf_put(b, &c, 1); }
+static inline __attribute__((always_inline)) int buf_byte(Buf *b, uint8_t c) {
+  if (buf_reserve(b, 1)) return -1;
+  b->p[b->n++] = (char)c;
+  return 0;
+}
 
-static int buf_bytes_obj(Buf *b, PyObject *o) {  /* o: bytes */
+static inline int buf_bytes_obj(Buf *b, PyObject *o) {  /* o: bytes */
   return buf_put(b, PyBytes_AS_STRING(o), (size_t)PyBytes_GET_SIZE(o));
 }
 
@@ -579,10 +587,18 @@ static PyTypeObject EntryType = {
 
 /* A new entry for tensor t (not inserted anywhere); NULL with an exception on failure. */
 static Entry *entry_new(PyObject *t, long long tid, long long sid, uint8_t tag_id, uint8_t tag_storage) {
-  PyObject *a = PyTuple_Pack(1, t);
-  if (!a) return NULL;
-  Entry *e = (Entry *)EntryType.tp_new(&EntryType, a, NULL);
-  Py_DECREF(a);
+  static PyObject *a;   /* the argument tuple of weakref's __new__, kept: it does not keep it */
+  if (!a && !(a = PyTuple_New(1))) return NULL;
+  Entry *e;
+  if (Py_REFCNT(a) == 1) {
+    PyTuple_SET_ITEM(a, 0, t);   /* borrowed for the call */
+    e = (Entry *)EntryType.tp_new(&EntryType, a, NULL);
+    PyTuple_SET_ITEM(a, 0, NULL);
+  } else {   /* still held (re-entered): a tuple of its own */
+    PyObject *own = PyTuple_Pack(1, t);
+    e = own ? (Entry *)EntryType.tp_new(&EntryType, own, NULL) : NULL;
+    Py_XDECREF(own);
+  }
   if (!e) return NULL;
   /* Nothing in it can be part of a reference cycle (no callback; ints): the cyclic GC need not
    * visit it. A long run keeps thousands alive between sweeps, and tracking them made full
@@ -1453,7 +1469,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     long long tv;
     fast = ins_at(&ins, i, &t, &te, &tv);
     if (fast && all_const) {
-      PyObject *cv = PyDict_GetItemWithError(r->const_, te->tid_obj);
+      PyObject *cv = PyDict_GET_SIZE(r->const_) ? PyDict_GetItemWithError(r->const_, te->tid_obj) : NULL;
       if (!cv && PyErr_Occurred()) goto fail;
       if (!cv || PyLong_AsLongLong(cv) != tv) all_const = 0;
     }
@@ -1508,7 +1524,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyObject *pv = PyLong_FromLongLong(v);
     if (!pv || PyDict_SetItem(known, e->tid_obj, pv)) { Py_XDECREF(pv); goto fail; }
     Py_DECREF(pv);
-    PyObject *cv = PyDict_GetItemWithError(r->const_, e->tid_obj);
+    PyObject *cv = PyDict_GET_SIZE(r->const_) ? PyDict_GetItemWithError(r->const_, e->tid_obj) : NULL;
     if (!cv && PyErr_Occurred()) goto fail;
     if (cv && PyDict_DelItem(r->const_, e->tid_obj)) goto fail;
     if (nm && (buf_byte(&b, T.op_flags) || buf_varint(&b, T.inplace))) goto fail;   /* OpEvent.flags = INPLACE */
