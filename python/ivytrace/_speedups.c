@@ -15,6 +15,10 @@
  *             foldable) without running Python code, and hands every other case to the Python
  *             methods (_classify, handle, _in.encode, _finish, _raised, _file_line) at the point
  *             where it stops. Its members are the recorder's tables, shared with the Python code.
+ *   TensorIds, IdEntry
+ *             the torch recorder's id table (id(tensor) -> entry) as a C hash table, and its
+ *             entries: weak references carrying the tensor's ids, read from Python as the
+ *             pure-Python recorder's 5-tuples.
  *   np_ufunc  NumPy's common call (a ufunc on known TracedArrays and Python numbers, one new array),
  *             what numpy_recorder.NumpyRecorder.record_ufunc does, with the same encoder pieces.
  *   jax_finish  JAX's common primitive (one array result): the OpEvent's result and tail, written
