@@ -15,6 +15,10 @@
  *             foldable) without running Python code, and hands every other case to the Python
  *             methods (_classify, handle, _in.encode, _finish, _raised, _file_line) at the point
  *             where it stops. Its members are the recorder's tables, shared with the Python code.
+ *   TensorIds, IdEntry
+ *             the torch recorder's id table (id(tensor) -> entry) as a C hash table, and its
+ *             entries: weak references carrying the tensor's ids, read from Python as the
+ *             pure-Python recorder's 5-tuples.
  *   np_ufunc  NumPy's common call (a ufunc on known TracedArrays and Python numbers, one new array),
  *             what numpy_recorder.NumpyRecorder.record_ufunc does, with the same encoder pieces.
  *   jax_finish  JAX's common primitive (one array result): the OpEvent's result and tail, written
@@ -49,8 +53,7 @@ typedef struct {
 static void buf_init(Buf *b) { b->p = b->local; b->n = 0; b->cap = sizeof b->local; }
 static void buf_free(Buf *b) { if (b->p != b->local) PyMem_Free(b->p); }
 
-static int buf_reserve(Buf *b, size_t extra) {
-  if (b->n + extra <= b->cap) return 0;
+static int buf_grow(Buf *b, size_t extra) {
   size_t cap = b->cap * 2;
   while (cap < b->n + extra) cap *= 2;
   char *p = PyMem_Malloc(cap);
@@ -62,7 +65,12 @@ static int buf_reserve(Buf *b, size_t extra) {
   return 0;
 }
 
-static int buf_put(Buf *b, const void *d, size_t n) {
+/* The buffer's common case (room left) inline: these run a few dozen times per recorded op. */
+static inline __attribute__((always_inline)) int buf_reserve(Buf *b, size_t extra) {
+  return b->n + extra <= b->cap ? 0 : buf_grow(b, extra);
+}
+
+static inline __attribute__((always_inline)) int buf_put(Buf *b, const void *d, size_t n) {
   if (buf_reserve(b, n)) return -1;
   memcpy(b->p + b->n, d, n);
   b->n += n;
@@ -82,15 +90,19 @@ static inline size_t varint_len(uint64_t v) {
   return n;
 }
 
-static int buf_varint(Buf *b, uint64_t v) {
+static inline __attribute__((always_inline)) int buf_varint(Buf *b, uint64_t v) {
   if (buf_reserve(b, 10)) return -1;
   b->n += varint_to((uint8_t *)b->p + b->n, v);
   return 0;
 }
 
-static int buf_byte(Buf *b, uint8_t c) { return buf_put(b, &c, 1); }
+static inline __attribute__((always_inline)) int buf_byte(Buf *b, uint8_t c) {
+  if (buf_reserve(b, 1)) return -1;
+  b->p[b->n++] = (char)c;
+  return 0;
+}
 
-static int buf_bytes_obj(Buf *b, PyObject *o) {  /* o: bytes */
+static inline int buf_bytes_obj(Buf *b, PyObject *o) {  /* o: bytes */
   return buf_put(b, PyBytes_AS_STRING(o), (size_t)PyBytes_GET_SIZE(o));
 }
 
@@ -378,6 +390,14 @@ typedef struct {
   PyObject *known_of, *known;   /* r->frame when `known` (its .known) was read; both owned */
   unsigned long last_ident;     /* the thread of the last call and its OpEvent.thread field */
   PyObject *last_ident_obj, *last_thread_field;
+#define REC_INFOS 16
+  struct { PyObject *info; uint64_t ver; } info_cache[REC_INFOS];   /* by func address: info (owned) */
+#define REC_CODES 4
+  struct { PyObject *code, *lines; int lasti[2]; PyObject *fl[2]; } code_cache[REC_CODES];   /* owned */
+  int code_next;
+#define REC_TAILS 4
+  PyObject *tail_dt[REC_TAILS], *tail_shape[REC_TAILS], *tail[REC_TAILS];   /* dtype_shape_tail's cache */
+  int tail_next;
 } Rec;
 
 /* Field tags, handed over from the generated descriptors by set_tags() (ivytrace/recorder/tags.py
@@ -441,33 +461,56 @@ static inline long long now_ns(void) {
  * and the C path reads four to six of these per op. A type whose attribute is not a data
  * descriptor (or not cached) goes through getattr. */
 enum { TA_VERSION, TA_BASE, TA_DTYPE, TA_SHAPE, TA_N };
-static struct { PyTypeObject *tp; unsigned int ver; PyObject *d[TA_N]; } tattr_cache[2];   /* borrowed: the type holds them */
+/* Borrowed: the type holds them. A getset descriptor (torch's getters are) is called through its
+ * getter function directly: getset_get's type check is made once, when the slot is filled. */
+static struct {
+  PyTypeObject *tp;
+  unsigned int ver;
+  PyObject *d[TA_N];
+  getter get[TA_N];
+  void *closure[TA_N];
+} tattr_cache[2];
 
 static PyObject *tattr(PyObject *t, int which) {
   PyTypeObject *tp = Py_TYPE(t);
-  PyObject *names[TA_N] = {s_version, s_base, s_dtype, s_shape};
   for (int i = 0; i < 2; ++i) {
     if (tattr_cache[i].tp != tp) continue;
     if (!PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag != tattr_cache[i].ver) {
       tattr_cache[i].tp = NULL;   /* the type changed: look again */
       break;
     }
+    if (tattr_cache[i].get[which]) return tattr_cache[i].get[which](t, tattr_cache[i].closure[which]);
     PyObject *d = tattr_cache[i].d[which];
     if (d) return Py_TYPE(d)->tp_descr_get(d, t, (PyObject *)tp);
-    return PyObject_GetAttr(t, names[which]);
+    break;
+  }
+  PyObject *names[TA_N] = {s_version, s_base, s_dtype, s_shape};
+  for (int i = 0; i < 2; ++i) {
+    if (tattr_cache[i].tp == tp) return PyObject_GetAttr(t, names[which]);
   }
   /* fill a slot (the tensor class and Parameter take both) */
   int slot = tattr_cache[0].tp == NULL ? 0 : (tattr_cache[1].tp == NULL ? 1 : -1);
   if (slot >= 0) {
     PyObject *ds[TA_N];
+    getter gs[TA_N];
+    void *cs[TA_N];
     for (int k = 0; k < TA_N; ++k) {
       PyObject *d = _PyType_Lookup(tp, names[k]);   /* borrowed; assigns the type a version tag */
       ds[k] = d && PyDescr_IsData(d) && Py_TYPE(d)->tp_descr_get ? d : NULL;
+      gs[k] = NULL;
+      cs[k] = NULL;
+      if (ds[k] && Py_TYPE(d) == &PyGetSetDescr_Type && PyType_IsSubtype(tp, PyDescr_TYPE(d)) &&
+          ((PyGetSetDescrObject *)d)->d_getset->get) {
+        gs[k] = ((PyGetSetDescrObject *)d)->d_getset->get;
+        cs[k] = ((PyGetSetDescrObject *)d)->d_getset->closure;
+      }
     }
     if (PyType_HasFeature(tp, Py_TPFLAGS_VALID_VERSION_TAG)) {
       tattr_cache[slot].tp = tp;
       tattr_cache[slot].ver = tp->tp_version_tag;
       memcpy(tattr_cache[slot].d, ds, sizeof ds);
+      memcpy(tattr_cache[slot].get, gs, sizeof gs);
+      memcpy(tattr_cache[slot].closure, cs, sizeof cs);
     }
   }
   return PyObject_GetAttr(t, names[which]);
@@ -489,79 +532,373 @@ static PyObject *bytes_varint_field(uint8_t tag, uint64_t v) {
   return PyBytes_FromStringAndSize((char *)b, (Py_ssize_t)n);
 }
 
-static int rec_sweep(Rec *r) {
-  PyObject *dead = PyList_New(0);
-  if (!dead) return -1;
-  Py_ssize_t pos = 0;
-  PyObject *k, *v;
-  while (PyDict_Next(r->ids, &pos, &k, &v)) {
-    if (PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(v, 0)) == Py_None && PyList_Append(dead, k)) {
-      Py_DECREF(dead);
-      return -1;
+/* The torch recorder's id table (TorchRecorder._ids): tensor address -> Entry, an open-addressing
+ * hash table in C. An Entry is a weak reference to the tensor (a weakref.ref subclass, so that
+ * `e[0]()` is the tensor as with the pure-Python recorder's 5-tuples) carrying the tensor id, its
+ * storage id and their TensorRef fields as C members; `e[1]`..`e[4]` read them as the tuple's
+ * items (tid, sid, id field, storage field). One allocation per new tensor instead of a weakref,
+ * two ints, two bytes, a tuple, a key int and a dict slot; a lookup is a pointer hash, no key
+ * object. An entry is valid while its weakref still points at the tensor at that address;
+ * entries of dead tensors are swept when the table has doubled since the last sweep. */
+typedef struct {
+  PyWeakReference wr;
+  long long tid, sid;
+  PyObject *tid_obj, *sid_obj;   /* owned ints (the same object when tid == sid) */
+  uint8_t fid_n, fsid_n;
+  uint8_t fid[12], fsid[12];     /* TensorRef.id and .storage fields: tag + varint */
+} Entry;
+
+static PyTypeObject EntryType;
+#define ENTRY(o) ((Entry *)(o))
+#define Entry_Check(o) (Py_TYPE(o) == &EntryType)
+
+static void Entry_dealloc(Entry *e) {
+  Py_CLEAR(e->tid_obj);
+  Py_CLEAR(e->sid_obj);
+  _PyWeakref_RefType.tp_dealloc((PyObject *)e);
+}
+
+static Py_ssize_t Entry_len(PyObject *e) { return 5; }
+
+static PyObject *Entry_item(PyObject *o, Py_ssize_t i) {
+  Entry *e = ENTRY(o);
+  switch (i) {
+    case 0: Py_INCREF(o); return o;
+    case 1: Py_INCREF(e->tid_obj); return e->tid_obj;
+    case 2: Py_INCREF(e->sid_obj); return e->sid_obj;
+    case 3: return PyBytes_FromStringAndSize((const char *)e->fid, e->fid_n);
+    case 4: return PyBytes_FromStringAndSize((const char *)e->fsid, e->fsid_n);
+  }
+  PyErr_SetString(PyExc_IndexError, "ids entry index out of range");
+  return NULL;
+}
+
+static PySequenceMethods Entry_as_seq = {.sq_length = Entry_len, .sq_item = Entry_item};
+
+static PyObject *Entry_repr(PyObject *o) {
+  return PyUnicode_FromFormat("<ids entry tid=%lld sid=%lld>", ENTRY(o)->tid, ENTRY(o)->sid);
+}
+
+static PyTypeObject EntryType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ivytrace._speedups.IdEntry",
+    .tp_basicsize = sizeof(Entry),
+    .tp_flags = Py_TPFLAGS_DEFAULT,   /* GC flag, traverse and clear inherited from weakref.ref */
+    .tp_dealloc = (destructor)Entry_dealloc,
+    .tp_as_sequence = &Entry_as_seq,
+    .tp_repr = Entry_repr,
+    .tp_doc = "An id table entry: a weak reference to a tensor with its ids; e[0..4] as "
+              "(weakref, tensor id, storage id, TensorRef.id field, TensorRef.storage field)."};
+
+/* A new entry for tensor t (not inserted anywhere); NULL with an exception on failure. */
+static Entry *entry_new(PyObject *t, long long tid, long long sid, uint8_t tag_id, uint8_t tag_storage) {
+  static PyObject *a;   /* the argument tuple of weakref's __new__, kept: it does not keep it */
+  if (!a && !(a = PyTuple_New(1))) return NULL;
+  Entry *e;
+  if (Py_REFCNT(a) == 1) {
+    PyTuple_SET_ITEM(a, 0, t);   /* borrowed for the call */
+    e = (Entry *)EntryType.tp_new(&EntryType, a, NULL);
+    PyTuple_SET_ITEM(a, 0, NULL);
+  } else {   /* still held (re-entered): a tuple of its own */
+    PyObject *own = PyTuple_Pack(1, t);
+    e = own ? (Entry *)EntryType.tp_new(&EntryType, own, NULL) : NULL;
+    Py_XDECREF(own);
+  }
+  if (!e) return NULL;
+  /* Nothing in it can be part of a reference cycle (no callback; ints): the cyclic GC need not
+   * visit it. A long run keeps thousands alive between sweeps, and tracking them made full
+   * collections of the whole (large) torch heap frequent. */
+  PyObject_GC_UnTrack(e);
+  e->tid = tid;
+  e->sid = sid;
+  e->tid_obj = PyLong_FromLongLong(tid);
+  if (!e->tid_obj) { Py_DECREF(e); return NULL; }
+  if (sid == tid) {
+    Py_INCREF(e->tid_obj);
+    e->sid_obj = e->tid_obj;
+  } else if (!(e->sid_obj = PyLong_FromLongLong(sid))) {
+    Py_DECREF(e);
+    return NULL;
+  }
+  e->fid[0] = tag_id;
+  e->fid_n = (uint8_t)(1 + varint_to(e->fid + 1, (uint64_t)tid));
+  e->fsid[0] = tag_storage;
+  e->fsid_n = (uint8_t)(1 + varint_to(e->fsid + 1, (uint64_t)sid));
+  return e;
+}
+
+typedef struct { uintptr_t key; Entry *val; } IdSlot;   /* key 0: empty */
+typedef struct {
+  PyObject_HEAD
+  IdSlot *slots;
+  size_t mask, n;   /* capacity - 1 (a power of two), entries */
+} Ids;
+
+static PyTypeObject IdsType;
+#define Ids_Check(o) (Py_TYPE(o) == &IdsType)
+
+static inline size_t ids_home(const Ids *m, uintptr_t k) {
+  uint64_t h = (uint64_t)(k >> 4) * 0x9E3779B97F4A7C15ull;
+  return (size_t)(h >> 32) & m->mask;
+}
+
+/* The slot of key k, or of the empty slot where it would go. */
+static inline size_t ids_slot(const Ids *m, uintptr_t k) {
+  size_t i = ids_home(m, k);
+  while (m->slots[i].key && m->slots[i].key != k) i = (i + 1) & m->mask;
+  return i;
+}
+
+static inline Entry *ids_get(const Ids *m, uintptr_t k) {   /* borrowed */
+  return m->slots[ids_slot(m, k)].val;
+}
+
+static int ids_resize(Ids *m, size_t cap) {
+  IdSlot *old = m->slots;
+  size_t oldcap = old ? m->mask + 1 : 0;
+  IdSlot *s = PyMem_Calloc(cap, sizeof *s);
+  if (!s) { PyErr_NoMemory(); return -1; }
+  m->slots = s;
+  m->mask = cap - 1;
+  for (size_t i = 0; i < oldcap; ++i) {
+    if (old[i].key) m->slots[ids_slot(m, old[i].key)] = old[i];
+  }
+  PyMem_Free(old);
+  return 0;
+}
+
+/* Insert or replace; steals a reference to e. */
+static int ids_put(Ids *m, uintptr_t k, Entry *e) {
+  if ((m->n + 1) * 4 > (m->mask + 1) * 3 && ids_resize(m, (m->mask + 1) * 2)) { Py_DECREF(e); return -1; }
+  size_t i = ids_slot(m, k);
+  Entry *old = m->slots[i].val;
+  if (!old) m->n++;
+  m->slots[i].key = k;
+  m->slots[i].val = e;
+  Py_XDECREF(old);
+  return 0;
+}
+
+static int ids_del(Ids *m, uintptr_t k) {   /* 1: deleted, 0: absent */
+  size_t i = ids_slot(m, k);
+  Entry *old = m->slots[i].val;
+  if (!old) return 0;
+  /* backward-shift deletion (linear probing keeps no tombstones) */
+  size_t j = i;
+  for (;;) {
+    j = (j + 1) & m->mask;
+    if (!m->slots[j].key) break;
+    size_t h = ids_home(m, m->slots[j].key);
+    int move = i <= j ? (h <= i || h > j) : (h <= i && h > j);
+    if (move) {
+      m->slots[i] = m->slots[j];
+      i = j;
     }
   }
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(dead); ++i) {
-    if (PyDict_DelItem(r->ids, PyList_GET_ITEM(dead, i))) { Py_DECREF(dead); return -1; }
+  m->slots[i].key = 0;
+  m->slots[i].val = NULL;
+  m->n--;
+  Py_DECREF(old);
+  return 1;
+}
+
+/* Drop the entries of dead tensors (the table is rebuilt: no probing chain is left broken). */
+static int ids_sweep(Ids *m) {
+  size_t cap = m->mask + 1;
+  IdSlot *old = m->slots;
+  IdSlot *s = PyMem_Calloc(cap, sizeof *s);
+  if (!s) { PyErr_NoMemory(); return -1; }
+  m->slots = s;
+  m->n = 0;
+  for (size_t i = 0; i < cap; ++i) {
+    if (!old[i].key) continue;
+    if (PyWeakref_GET_OBJECT((PyObject *)old[i].val) == Py_None) {
+      Py_DECREF(old[i].val);
+    } else {
+      m->slots[ids_slot(m, old[i].key)] = old[i];
+      m->n++;
+    }
   }
-  Py_DECREF(dead);
-  long long n = 2 * (long long)PyDict_GET_SIZE(r->ids);
+  PyMem_Free(old);
+  return 0;
+}
+
+static PyObject *Ids_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+  if ((args && PyTuple_GET_SIZE(args)) || (kw && PyDict_GET_SIZE(kw))) {
+    PyErr_SetString(PyExc_TypeError, "TensorIds() takes no arguments");
+    return NULL;
+  }
+  Ids *m = (Ids *)type->tp_alloc(type, 0);
+  if (m && ids_resize(m, 1024)) { Py_DECREF(m); return NULL; }
+  return (PyObject *)m;
+}
+
+static void Ids_clear_all(Ids *m) {
+  IdSlot *old = m->slots;
+  size_t cap = old ? m->mask + 1 : 0;
+  m->slots = NULL;
+  m->n = 0;
+  for (size_t i = 0; i < cap; ++i) Py_XDECREF(old[i].val);
+  PyMem_Free(old);
+}
+
+static void Ids_dealloc(Ids *m) {
+  Ids_clear_all(m);
+  Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static int ids_key(PyObject *k, uintptr_t *out) {
+  if (!PyLong_Check(k)) { PyErr_SetObject(PyExc_KeyError, k); return -1; }
+  void *p = PyLong_AsVoidPtr(k);
+  if (!p && PyErr_Occurred()) return -1;
+  if (!p) { PyErr_SetObject(PyExc_KeyError, k); return -1; }
+  *out = (uintptr_t)p;
+  return 0;
+}
+
+static Py_ssize_t Ids_len(Ids *m) { return (Py_ssize_t)m->n; }
+
+static PyObject *Ids_subscript(Ids *m, PyObject *k) {
+  uintptr_t p;
+  if (ids_key(k, &p)) return NULL;
+  Entry *e = ids_get(m, p);
+  if (!e) { PyErr_SetObject(PyExc_KeyError, k); return NULL; }
+  Py_INCREF(e);
+  return (PyObject *)e;
+}
+
+static int Ids_ass_subscript(Ids *m, PyObject *k, PyObject *v) {
+  uintptr_t p;
+  if (ids_key(k, &p)) return -1;
+  if (!v) {
+    if (ids_del(m, p)) return 0;
+    PyErr_SetObject(PyExc_KeyError, k);
+    return -1;
+  }
+  if (!Entry_Check(v)) { PyErr_SetString(PyExc_TypeError, "TensorIds values are ids entries"); return -1; }
+  Py_INCREF(v);
+  return ids_put(m, p, ENTRY(v));
+}
+
+static PyObject *Ids_get(Ids *m, PyObject *const *argv, Py_ssize_t nargs) {
+  if (nargs < 1 || nargs > 2) { PyErr_SetString(PyExc_TypeError, "get(key, default=None)"); return NULL; }
+  PyObject *dflt = nargs > 1 ? argv[1] : Py_None;
+  uintptr_t p = 0;
+  if (PyLong_Check(argv[0])) {
+    void *v = PyLong_AsVoidPtr(argv[0]);
+    if (!v && PyErr_Occurred()) { PyErr_Clear(); v = NULL; }
+    p = (uintptr_t)v;
+  }
+  Entry *e = p ? ids_get(m, p) : NULL;
+  PyObject *out = e ? (PyObject *)e : dflt;
+  Py_INCREF(out);
+  return out;
+}
+
+static PyObject *Ids_items(Ids *m, PyObject *unused) {
+  PyObject *l = PyList_New(0);
+  if (!l) return NULL;
+  for (size_t i = 0; m->slots && i <= m->mask; ++i) {
+    if (!m->slots[i].key) continue;
+    PyObject *k = PyLong_FromVoidPtr((void *)m->slots[i].key);
+    PyObject *t = k ? PyTuple_Pack(2, k, (PyObject *)m->slots[i].val) : NULL;
+    Py_XDECREF(k);
+    if (!t || PyList_Append(l, t)) { Py_XDECREF(t); Py_DECREF(l); return NULL; }
+    Py_DECREF(t);
+  }
+  return l;
+}
+
+static PyObject *Ids_clear(Ids *m, PyObject *unused) {
+  Ids_clear_all(m);
+  if (ids_resize(m, 1024)) return NULL;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef Ids_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))Ids_get, METH_FASTCALL, "get(id(tensor), default=None)"},
+    {"items", (PyCFunction)Ids_items, METH_NOARGS, "[(id(tensor), entry)] (a list)"},
+    {"clear", (PyCFunction)Ids_clear, METH_NOARGS, "Drop every entry."},
+    {NULL}};
+
+static PyMappingMethods Ids_as_map = {.mp_length = (lenfunc)Ids_len, .mp_subscript = (binaryfunc)Ids_subscript,
+                                      .mp_ass_subscript = (objobjargproc)Ids_ass_subscript};
+
+static PyTypeObject IdsType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ivytrace._speedups.TensorIds",
+    .tp_basicsize = sizeof(Ids),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Ids_new,
+    .tp_dealloc = (destructor)Ids_dealloc,
+    .tp_as_mapping = &Ids_as_map,
+    .tp_methods = Ids_methods,
+    .tp_doc = "TorchRecorder's id table in C: id(tensor) -> ids entry (see IdEntry)."};
+
+static int rec_sweep(Rec *r) {
+  Ids *m = (Ids *)r->ids;
+  if (ids_sweep(m)) return -1;
+  long long n = 2 * (long long)m->n;
   r->sweep_at = n > 4096 ? n : 4096;
   return 0;
 }
 
-/* ids entry of tensor t (borrowed), made on first sight (as TorchRecorder._ref_of). */
-static PyObject *rec_ref_of(Rec *r, PyObject *t) {
-  PyObject *key = PyLong_FromVoidPtr(t);
-  if (!key) return NULL;
-  PyObject *e = PyDict_GetItemWithError(r->ids, key);
-  if (e && PyWeakref_GET_OBJECT(PyTuple_GET_ITEM(e, 0)) == t) { Py_DECREF(key); return e; }
-  if (PyErr_Occurred()) { Py_DECREF(key); return NULL; }
+static int rec_check_ids(Rec *r) {
+  if (r->ids && Ids_Check(r->ids)) return 0;
+  PyErr_SetString(PyExc_TypeError, "RecorderBase._ids must be a _speedups.TensorIds");
+  return -1;
+}
+
+/* ids entry of tensor t (borrowed), made on first sight (as TorchRecorder._ref_of). r->ids is a
+ * TensorIds (rec_check_ids). */
+static Entry *rec_ref_of(Rec *r, PyObject *t) {
+  Ids *m = (Ids *)r->ids;
+  Entry *e = ids_get(m, (uintptr_t)t);
+  if (e && PyWeakref_GET_OBJECT((PyObject *)e) == t) return e;
   long long tid = r->next_tid++;
   long long sid = tid;
   PyObject *b = tattr(t, TA_BASE);
-  if (!b) { Py_DECREF(key); return NULL; }
+  if (!b) return NULL;
   if (b != Py_None) {
-    PyObject *be = rec_ref_of(r, b);
-    if (!be) { Py_DECREF(b); Py_DECREF(key); return NULL; }
-    sid = PyLong_AsLongLong(PyTuple_GET_ITEM(be, 1));
+    Entry *be = rec_ref_of(r, b);
+    if (!be) { Py_DECREF(b); return NULL; }
+    sid = be->tid;
   }
   Py_DECREF(b);
-  PyObject *wr = PyWeakref_NewRef(t, NULL);
-  PyObject *ptid = PyLong_FromLongLong(tid), *psid = PyLong_FromLongLong(sid);
-  PyObject *fid = bytes_varint_field(T.ref_id, (uint64_t)tid), *fsid = bytes_varint_field(T.ref_storage, (uint64_t)sid);
-  e = (wr && ptid && psid && fid && fsid) ? PyTuple_Pack(5, wr, ptid, psid, fid, fsid) : NULL;
-  if (e) {
-    /* Neither can be part of a reference cycle (a weakref without callback owns nothing): the
-     * cyclic GC need not visit them. A long run keeps thousands alive between sweeps, and
-     * tracking them made full collections of the whole (large) torch heap frequent. */
-    PyObject_GC_UnTrack(wr);
-    PyObject_GC_UnTrack(e);
-  }
-  Py_XDECREF(wr); Py_XDECREF(ptid); Py_XDECREF(psid); Py_XDECREF(fid); Py_XDECREF(fsid);
-  if (!e) { Py_DECREF(key); return NULL; }
-  int bad = PyDict_SetItem(r->ids, key, e);
-  Py_DECREF(key);
-  Py_DECREF(e);  /* the dict holds it */
-  if (bad) return NULL;
-  if ((long long)PyDict_GET_SIZE(r->ids) > r->sweep_at) {
-    Py_INCREF(e);
-    if (rec_sweep(r)) { Py_DECREF(e); return NULL; }
-    Py_DECREF(e);  /* still in the dict: its tensor is alive */
-  }
+  e = entry_new(t, tid, sid, T.ref_id, T.ref_storage);
+  if (!e || ids_put(m, (uintptr_t)t, e)) return NULL;   /* the table holds it */
+  if ((long long)m->n > r->sweep_at && rec_sweep(r)) return NULL;   /* e stays: its tensor is alive */
   return e;
 }
 
 static PyObject *Rec_ref_of(Rec *r, PyObject *t) {
-  PyObject *e = rec_ref_of(r, t);
+  if (rec_check_ids(r)) return NULL;
+  Entry *e = rec_ref_of(r, t);
   Py_XINCREF(e);
-  return e;
+  return (PyObject *)e;
+}
+
+/* A new entry for t with a new tensor id and storage id sid, in the table (TorchRecorder._alias_ref). */
+static PyObject *Rec_new_ref(Rec *r, PyObject *args) {
+  PyObject *t;
+  long long sid;
+  if (!PyArg_ParseTuple(args, "OL", &t, &sid) || rec_check_ids(r)) return NULL;
+  Entry *e = entry_new(t, r->next_tid, sid, T.ref_id, T.ref_storage);
+  if (!e) return NULL;
+  r->next_tid++;
+  Py_INCREF(e);
+  if (ids_put((Ids *)r->ids, (uintptr_t)t, e)) { Py_DECREF(e); return NULL; }
+  return (PyObject *)e;
+}
+
+static PyObject *Rec_sweep(Rec *r, PyObject *unused) {
+  if (rec_check_ids(r) || rec_sweep(r)) return NULL;
+  Py_RETURN_NONE;
 }
 
 /* TensorRef fields id + version + storage: [r3][version tag, varint(v) if v][r4] */
-static int put_ref(Buf *b, PyObject *e, long long v) {
-  if (buf_bytes_obj(b, PyTuple_GET_ITEM(e, 3))) return -1;
+static int put_ref(Buf *b, Entry *e, long long v) {
+  if (buf_put(b, e->fid, e->fid_n)) return -1;
   if (v > 0 && (buf_byte(b, T.ref_version) || buf_varint(b, (uint64_t)v))) return -1;
-  return buf_bytes_obj(b, PyTuple_GET_ITEM(e, 4));
+  return buf_put(b, e->fsid, e->fsid_n);
 }
 
 static PyObject *make_parts(PyObject *op_field, Buf *args) {
@@ -583,31 +920,64 @@ static PyObject *file_line(Rec *r, PyFrameObject *f0, PyObject **owned) {
   Py_XINCREF(f);
   while (f) {
     PyCodeObject *c = PyFrame_GetCode(f);
-    /* code objects hash by content (slow): a C-side table by address holds (code, lines) */
-    PyObject *ck = PyLong_FromVoidPtr(c);
-    PyObject *ent = ck ? PyDict_GetItemWithError(r->code_by_addr, ck) : NULL;
     PyObject *lines = NULL;
-    if (ent && PyTuple_GET_ITEM(ent, 0) == (PyObject *)c) {
-      lines = PyTuple_GET_ITEM(ent, 1);
-    } else if (!PyErr_Occurred()) {
-      lines = PyDict_GetItemWithError(r->internal, (PyObject *)c);
-      if (lines) {
-        PyObject *pair = PyTuple_Pack(2, (PyObject *)c, lines);
-        if (!pair || PyDict_SetItem(r->code_by_addr, ck, pair)) lines = NULL;
-        Py_XDECREF(pair);
+    int slot = -1;
+    for (int i = 0; i < REC_CODES; ++i) {   /* the last few codes seen, before the table */
+      if (r->code_cache[i].code == (PyObject *)c) { slot = i; lines = r->code_cache[i].lines; break; }
+    }
+    if (!lines) {
+      /* code objects hash by content (slow): a C-side table by address holds (code, lines) */
+      PyObject *ck = PyLong_FromVoidPtr(c);
+      PyObject *ent = ck ? PyDict_GetItemWithError(r->code_by_addr, ck) : NULL;
+      if (ent && PyTuple_GET_ITEM(ent, 0) == (PyObject *)c) {
+        lines = PyTuple_GET_ITEM(ent, 1);
+      } else if (!PyErr_Occurred()) {
+        lines = PyDict_GetItemWithError(r->internal, (PyObject *)c);
+        if (lines) {
+          PyObject *pair = PyTuple_Pack(2, (PyObject *)c, lines);
+          if (!pair || PyDict_SetItem(r->code_by_addr, ck, pair)) lines = NULL;
+          Py_XDECREF(pair);
+        }
+      }
+      Py_XDECREF(ck);
+      if (lines) {   /* as code_by_addr, for good: a code's entry is never replaced */
+        slot = r->code_next;
+        r->code_next = (slot + 1) % REC_CODES;
+        Py_INCREF(c);
+        Py_INCREF(lines);
+        Py_XSETREF(r->code_cache[slot].code, (PyObject *)c);
+        Py_XSETREF(r->code_cache[slot].lines, lines);
+        Py_CLEAR(r->code_cache[slot].fl[0]);
+        Py_CLEAR(r->code_cache[slot].fl[1]);
       }
     }
-    Py_XDECREF(ck);
     Py_DECREF(c);
     if (!lines) {
       if (PyErr_Occurred()) { Py_DECREF(f); return NULL; }
       break;   /* not classified yet: the Python method does it */
     }
     if (PyDict_CheckExact(lines)) {
-      PyObject *k = PyLong_FromLong(PyFrame_GetLasti(f));
+      int lasti = PyFrame_GetLasti(f);
+      for (int j = 0; j < 2; ++j) {   /* the fields of the last two call sites of this code */
+        if (r->code_cache[slot].fl[j] && r->code_cache[slot].lasti[j] == lasti) {
+          Py_DECREF(f);
+          return r->code_cache[slot].fl[j];
+        }
+      }
+      PyObject *k = PyLong_FromLong(lasti);
       PyObject *fl = k ? PyDict_GetItemWithError(lines, k) : NULL;
       Py_XDECREF(k);
-      if (fl) { Py_DECREF(f); return fl; }
+      if (fl) {   /* a call site's fields never change once made (_file_line) */
+        PyObject *keep = r->code_cache[slot].fl[0];
+        int klasti = r->code_cache[slot].lasti[0];
+        Py_INCREF(fl);
+        r->code_cache[slot].fl[0] = fl;
+        r->code_cache[slot].lasti[0] = lasti;
+        Py_XSETREF(r->code_cache[slot].fl[1], keep);
+        r->code_cache[slot].lasti[1] = klasti;
+        Py_DECREF(f);
+        return fl;
+      }
       if (PyErr_Occurred()) { Py_DECREF(f); return NULL; }
       break;
     }
@@ -624,32 +994,168 @@ static PyObject *file_line(Rec *r, PyFrameObject *f0, PyObject **owned) {
   return *owned;
 }
 
-static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth);
+/* The (tensor, ids entry, version before the call) of each tensor argument (TorchRecorder's
+ * `ins`): kept in C arrays while only the C path adds to it, and made the Python list of tuples
+ * the Python methods take (ins_list) when one of them is called; the list then takes the rest. */
+#define INS_MAX 8
+typedef struct {
+  int n;
+  PyObject *t[INS_MAX];   /* owned */
+  Entry *e[INS_MAX];      /* owned */
+  long long v[INS_MAX];
+  PyObject *list;         /* owned; once made, the only store */
+} Ins;
 
-/* Arg{tensor = TensorRef{id, version, storage[, dtype, shape]}} (full: with dtype and shape,
- * as TorchRecorder._full_ref). */
-static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v, int full) {
-  size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(e, 4)) +
-             (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
-  PyObject *dfield = NULL, *sfield = NULL;
-  if (full) {
-    PyObject *dt = tattr(t, TA_DTYPE);
-    if (!dt) return -1;
-    dfield = PyDict_GetItemWithError(r->dtype_field, dt);
-    Py_DECREF(dt);
-    if (!dfield && PyErr_Occurred()) return -1;
-    PyObject *shape = tattr(t, TA_SHAPE);
-    if (!shape) return -1;
+static PyObject *ins_list(Ins *in) {   /* borrowed */
+  if (in->list) return in->list;
+  PyObject *l = PyList_New(in->n);
+  if (!l) return NULL;
+  for (int i = 0; i < in->n; ++i) {
+    PyObject *pv = PyLong_FromLongLong(in->v[i]);
+    PyObject *tup = pv ? PyTuple_Pack(3, in->t[i], (PyObject *)in->e[i], pv) : NULL;
+    Py_XDECREF(pv);
+    if (!tup) { Py_DECREF(l); return NULL; }
+    PyList_SET_ITEM(l, i, tup);
+  }
+  for (int i = 0; i < in->n; ++i) { Py_DECREF(in->t[i]); Py_DECREF(in->e[i]); }
+  in->n = 0;
+  in->list = l;
+  return l;
+}
+
+static int ins_add(Ins *in, PyObject *t, Entry *e, long long v) {
+  if (!in->list && in->n < INS_MAX) {
+    Py_INCREF(t);
+    Py_INCREF(e);
+    in->t[in->n] = t;
+    in->e[in->n] = e;
+    in->v[in->n++] = v;
+    return 0;
+  }
+  PyObject *l = ins_list(in);
+  PyObject *pv = l ? PyLong_FromLongLong(v) : NULL;
+  PyObject *tup = pv ? PyTuple_Pack(3, t, (PyObject *)e, pv) : NULL;
+  Py_XDECREF(pv);
+  int bad = !tup || PyList_Append(l, tup);
+  Py_XDECREF(tup);
+  return bad ? -1 : 0;
+}
+
+static Py_ssize_t ins_len(Ins *in) { return in->list ? PyList_GET_SIZE(in->list) : in->n; }
+
+/* Item i as (tensor, entry, version), all borrowed; 0 when it is not such a triple (an item the
+ * Python encoder added that the C path does not finish). */
+static int ins_at(Ins *in, Py_ssize_t i, PyObject **t, Entry **e, long long *v) {
+  if (!in->list) {
+    *t = in->t[i];
+    *e = in->e[i];
+    *v = in->v[i];
+    return 1;
+  }
+  PyObject *tup = PyList_GET_ITEM(in->list, i);
+  if (!PyTuple_CheckExact(tup) || PyTuple_GET_SIZE(tup) != 3 || !Entry_Check(PyTuple_GET_ITEM(tup, 1)) ||
+      !PyLong_CheckExact(PyTuple_GET_ITEM(tup, 2)))
+    return 0;
+  *t = PyTuple_GET_ITEM(tup, 0);
+  *e = ENTRY(PyTuple_GET_ITEM(tup, 1));
+  int overflow = 0;
+  *v = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(tup, 2), &overflow);
+  return !overflow;
+}
+
+static void ins_free(Ins *in) {
+  for (int i = 0; i < in->n; ++i) { Py_DECREF(in->t[i]); Py_DECREF(in->e[i]); }
+  in->n = 0;
+  Py_CLEAR(in->list);
+}
+
+static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, Ins *ins, PyObject **encode, int depth);
+
+/* Two shapes (torch.Size) of plain ints, equal item by item. */
+static int same_plain_shape(PyObject *a, PyObject *b) {
+  if (!b || Py_TYPE(a) != Py_TYPE(b) || !PyTuple_Check(a)) return 0;
+  Py_ssize_t n = PyTuple_GET_SIZE(a);
+  if (n != PyTuple_GET_SIZE(b)) return 0;
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject *x = PyTuple_GET_ITEM(a, i), *y = PyTuple_GET_ITEM(b, i);
+    if (x == y) continue;
+    if (!PyLong_CheckExact(x) || !PyLong_CheckExact(y)) return 0;
+    int ox = 0, oy = 0;
+    long long vx = PyLong_AsLongLongAndOverflow(x, &ox), vy = PyLong_AsLongLongAndOverflow(y, &oy);
+    if (ox || oy || vx != vy) return 0;
+  }
+  return 1;
+}
+
+static int plain_shape(PyObject *a) {
+  if (!PyTuple_Check(a)) return 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); ++i) {
+    if (!PyLong_CheckExact(PyTuple_GET_ITEM(a, i))) return 0;
+  }
+  return 1;
+}
+
+/* TensorRef's dtype and shape fields of tensor t (new reference, bytes): the last few
+ * (dtype, shape) pairs asked are kept with their fields (dtype_field[dtype] + shape_field(shape),
+ * a function of the two only), so that a run of ops on tensors of one kind looks up neither. */
+static PyObject *dtype_shape_tail(Rec *r, PyObject *t) {
+  PyObject *dt = tattr(t, TA_DTYPE);
+  if (!dt) return NULL;
+  PyObject *shape = tattr(t, TA_SHAPE);
+  if (!shape) { Py_DECREF(dt); return NULL; }
+  for (int i = 0; i < REC_TAILS; ++i) {
+    if (r->tail_dt[i] == dt && same_plain_shape(shape, r->tail_shape[i])) {
+      Py_DECREF(dt);
+      Py_DECREF(shape);
+      Py_INCREF(r->tail[i]);
+      return r->tail[i];
+    }
+  }
+  PyObject *tail = NULL;
+  PyObject *dfield = PyDict_GetItemWithError(r->dtype_field, dt);   /* absent: no field */
+  PyObject *sfield = NULL;
+  if (dfield || !PyErr_Occurred()) {
     sfield = PyDict_GetItemWithError(r->shapes, shape);
     if (sfield) Py_INCREF(sfield);
     else if (!PyErr_Occurred()) sfield = PyObject_CallOneArg(r->shape_field, shape);
-    Py_DECREF(shape);
-    if (!sfield) return -1;
-    k += (dfield ? (size_t)PyBytes_GET_SIZE(dfield) : 0) + (size_t)PyBytes_GET_SIZE(sfield);
   }
-  int bad = buf_byte(b, T.arg_tensor) || buf_varint(b, k) || put_ref(b, e, v) ||
-            (dfield && buf_bytes_obj(b, dfield)) || (sfield && buf_bytes_obj(b, sfield));
+  if (sfield && PyBytes_Check(sfield) && (!dfield || PyBytes_Check(dfield))) {
+    Py_ssize_t dn = dfield ? PyBytes_GET_SIZE(dfield) : 0, sn = PyBytes_GET_SIZE(sfield);
+    tail = PyBytes_FromStringAndSize(NULL, dn + sn);
+    if (tail) {
+      if (dn) memcpy(PyBytes_AS_STRING(tail), PyBytes_AS_STRING(dfield), (size_t)dn);
+      memcpy(PyBytes_AS_STRING(tail) + dn, PyBytes_AS_STRING(sfield), (size_t)sn);
+    }
+  } else if (sfield || (dfield && !PyBytes_Check(dfield))) {
+    PyErr_SetString(PyExc_TypeError, "ivytrace: dtype and shape fields must be bytes");
+  }
   Py_XDECREF(sfield);
+  if (tail && plain_shape(shape)) {
+    int i = r->tail_next;
+    r->tail_next = (i + 1) % REC_TAILS;
+    Py_INCREF(tail);
+    Py_XSETREF(r->tail_dt[i], dt);   /* takes the reference */
+    Py_XSETREF(r->tail_shape[i], shape);
+    Py_XSETREF(r->tail[i], tail);
+    return tail;
+  }
+  Py_DECREF(dt);
+  Py_DECREF(shape);
+  return tail;
+}
+
+/* Arg{tensor = TensorRef{id, version, storage[, dtype, shape]}} (full: with dtype and shape,
+ * as TorchRecorder._full_ref). */
+static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, Entry *e, long long v, int full) {
+  size_t k = (size_t)e->fid_n + (size_t)e->fsid_n +
+             (v > 0 ? 1 + varint_len((uint64_t)v) : 0);
+  PyObject *tail = NULL;
+  if (full) {
+    if (!(tail = dtype_shape_tail(r, t))) return -1;
+    k += (size_t)PyBytes_GET_SIZE(tail);
+  }
+  int bad = buf_byte(b, T.arg_tensor) || buf_varint(b, k) || put_ref(b, e, v) || (tail && buf_bytes_obj(b, tail));
+  Py_XDECREF(tail);
   return bad ? -1 : 0;
 }
 
@@ -657,11 +1163,11 @@ static int put_tensor_arg(Rec *r, Buf *b, PyObject *t, PyObject *e, long long v,
  * _define_external treat it when that writes nothing: its storage was written at this version by
  * a recorded op (then it is known), or this session already wrote its value with the same role and
  * name (then it is known and a constant). 1: now known; 0: the Python path must define it. */
-static int knows_already(Rec *r, PyObject *t, PyObject *e, long long v, PyObject *known) {
-  PyObject *tid = PyTuple_GET_ITEM(e, 1);
+static int knows_already(Rec *r, PyObject *t, Entry *e, long long v, PyObject *known) {
+  PyObject *tid = e->tid_obj;
   PyObject *written = PyObject_GetAttr(r->frame, s_written);
   if (!written) return -1;
-  PyObject *wv = PyDict_GetItemWithError(written, PyTuple_GET_ITEM(e, 2));
+  PyObject *wv = PyDict_GetItemWithError(written, e->sid_obj);
   int hit = wv && PyLong_AsLongLong(wv) == v;
   Py_DECREF(written);
   if (!wv && PyErr_Occurred()) return -1;
@@ -694,14 +1200,14 @@ static int knows_already(Rec *r, PyObject *t, PyObject *e, long long v, PyObject
 
 /* One Arg message for value a (as TorchRecorder's encoder `_in` writes it): tensors the frame
  * knows, ints, floats, None and bools here; anything else through `self._in.encode(a, ins)`. */
-static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode, int depth) {
+static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, Ins *ins, PyObject **encode, int depth) {
   PyTypeObject *tp = Py_TYPE(a);
   if ((PyObject *)tp == r->tensor_t || (PyObject *)tp == r->param_t) {
-    PyObject *e = rec_ref_of(r, a);
+    Entry *e = rec_ref_of(r, a);
     if (!e) return -1;
     long long v = tensor_version(a);
     if (v < 0 && PyErr_Occurred()) return -1;
-    PyObject *kv = PyDict_GetItemWithError(known, PyTuple_GET_ITEM(e, 1));
+    PyObject *kv = PyDict_GetItemWithError(known, e->tid_obj);
     if (!kv && PyErr_Occurred()) return -1;
     int ok = kv && PyLong_AsLongLong(kv) == v;
     if (!ok) {
@@ -710,11 +1216,7 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
       ok = k2;
     }
     if (ok) {
-      PyObject *pv = PyLong_FromLongLong(v);
-      PyObject *tup = pv ? PyTuple_Pack(3, a, e, pv) : NULL;
-      Py_XDECREF(pv);
-      if (!tup || PyList_Append(ins, tup)) { Py_XDECREF(tup); return -1; }
-      Py_DECREF(tup);
+      if (ins_add(ins, a, e, v)) return -1;
       return put_tensor_arg(r, b, a, e, v, ok == 2);   /* Arg.tensor = 1 */
     }
   } else if (tp == &PyLong_Type) {
@@ -763,7 +1265,9 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
     Py_DECREF(in);
     if (!*encode) return -1;
   }
-  PyObject *v2[] = {a, ins};
+  PyObject *l = ins_list(ins);
+  if (!l) return -1;
+  PyObject *v2[] = {a, l};
   PyObject *enc = PyObject_Vectorcall(*encode, v2, 2, NULL);
   if (!enc) return -1;
   int bad = !PyBytes_Check(enc) || buf_bytes_obj(b, enc);
@@ -772,13 +1276,15 @@ static int put_arg_d(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins
   return bad ? -1 : 0;
 }
 
-static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, PyObject *ins, PyObject **encode) {
+static int put_arg(Rec *r, Buf *b, PyObject *a, PyObject *known, Ins *ins, PyObject **encode) {
   return put_arg_d(r, b, a, known, ins, encode, 0);
 }
 
 /* The Python path for everything after the call. */
-static PyObject *finish_in_python(Rec *r, PyObject *info, Buf *args, PyObject *ins, PyObject *result,
+static PyObject *finish_in_python(Rec *r, PyObject *info, Buf *args, Ins *in, PyObject *result,
                                   long long start, long long end, PyObject *call_args) {
+  PyObject *ins = ins_list(in);
+  if (!ins) { Py_DECREF(result); return NULL; }
   PyObject *parts = make_parts(PyTuple_GET_ITEM(info, 1), args);
   if (!parts) { Py_DECREF(result); return NULL; }
   PyObject *ps = PyLong_FromLongLong(start), *pe = PyLong_FromLongLong(end);
@@ -793,6 +1299,38 @@ static PyObject *finish_in_python(Rec *r, PyObject *info, Buf *args, PyObject *i
   return out;
 }
 
+/* A dict's version tag (PEP 509): a new value on every change of the dict, unique over all dicts.
+ * 0: not available (the caches below are then not used). */
+static inline uint64_t dict_version(PyObject *d) {
+#if PY_VERSION_HEX < 0x030C0000   /* deprecated from 3.12 */
+  return ((PyDictObject *)d)->ma_version_tag;
+#else
+  (void)d;
+  return 0;
+#endif
+}
+
+/* _info[id(func)] when it is func's (borrowed), or NULL (with an exception on failure). The last
+ * answers are kept by func address while the _info dict is unchanged (its version tag). */
+static PyObject *rec_info_of(Rec *r, PyObject *func) {
+  size_t slot = ((uintptr_t)func >> 4) % REC_INFOS;
+  uint64_t ver = dict_version(r->info);
+  PyObject *c = r->info_cache[slot].info;
+  if (c && ver && r->info_cache[slot].ver == ver && PyTuple_GET_ITEM(c, 4) == func) return c;
+  PyObject *key = PyLong_FromVoidPtr(func);
+  if (!key) return NULL;
+  PyObject *info = PyDict_GetItemWithError(r->info, key);
+  Py_DECREF(key);
+  if (!info) return NULL;
+  if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) < 5 || PyTuple_GET_ITEM(info, 4) != func) return NULL;
+  if (ver) {
+    Py_INCREF(info);
+    Py_XSETREF(r->info_cache[slot].info, info);   /* holds func too (info[4]): its address stays its own */
+    r->info_cache[slot].ver = ver;
+  }
+  return info;
+}
+
 static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t nargs) {
   if (nargs < 2 || nargs > 4) {
     PyErr_SetString(PyExc_TypeError, "__torch_function__(func, types, args=(), kwargs=None)");
@@ -803,14 +1341,10 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   PyObject *kwargs = nargs > 3 ? argv[3] : NULL;
   if (kwargs == Py_None) kwargs = NULL;
   PyObject *info = NULL;
-  if (r->active && r->info && r->frame && r->ids && r->const_ && r->internal && r->scopes && r->threads &&
+  if (r->active && r->info && r->frame && r->ids && Ids_Check(r->ids) && r->const_ && r->internal && r->scopes && r->threads &&
       r->int_cache && r->code_by_addr && r->values && r->params && (!args || PyTuple_CheckExact(args)) && (!kwargs || PyDict_CheckExact(kwargs))) {
-    PyObject *key = PyLong_FromVoidPtr(func);
-    if (!key) return NULL;
-    info = PyDict_GetItemWithError(r->info, key);
-    Py_DECREF(key);
+    info = rec_info_of(r, func);
     if (!info && PyErr_Occurred()) return NULL;
-    if (info && PyTuple_GET_ITEM(info, 4) != func) info = NULL;
     if (!info) {
       info = PyObject_CallMethodOneArg((PyObject *)r, s_classify, func);
       if (!info) return NULL;
@@ -839,7 +1373,10 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   Py_INCREF(info);
 
   /* Arguments, before the call (versions as the op saw them). */
-  PyObject *known = NULL, *ins = NULL, *result = NULL, *encode = NULL, *out = NULL;
+  PyObject *known = NULL, *result = NULL, *encode = NULL, *out = NULL;
+  Ins ins;
+  ins.n = 0;
+  ins.list = NULL;
   PyObject *uw_args = NULL, *uw_kwargs = NULL;   /* owned: args/kwargs with symbolic ints unwrapped */
   Buf b, ab;
   buf_init(&b);
@@ -853,12 +1390,11 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
   }
   known = r->known;
   Py_INCREF(known);
-  ins = PyList_New(0);
-  if (!known || !ins) goto fail;
+  if (!known) goto fail;
   Py_ssize_t n = PyTuple_GET_SIZE(args);
   for (Py_ssize_t i = 0; i < n; ++i) {
     ab.n = 0;
-    if (put_arg(r, &ab, PyTuple_GET_ITEM(args, i), known, ins, &encode)) goto fail;
+    if (put_arg(r, &ab, PyTuple_GET_ITEM(args, i), known, &ins, &encode)) goto fail;
     /* OpEvent.args = 2 */
     if (buf_byte(&b, T.op_args) || buf_varint(&b, ab.n) || buf_put(&b, ab.p, ab.n)) goto fail;
   }
@@ -870,7 +1406,7 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8AndSize(k, &kn) : NULL;
       if (!ks) goto fail;
       ab.n = 0;
-      if (put_arg(r, &ab, val, known, ins, &encode)) goto fail;
+      if (put_arg(r, &ab, val, known, &ins, &encode)) goto fail;
       /* OpEvent.kwargs = 3: KwArg{name = 1, value = 2} */
       size_t kw = 1 + varint_len((uint64_t)kn) + (size_t)kn + 1 + varint_len(ab.n) + ab.n;
       if (buf_byte(&b, T.op_kwargs) || buf_varint(&b, kw) || buf_byte(&b, T.kw_name) || buf_varint(&b, (uint64_t)kn) ||
@@ -907,8 +1443,9 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     PyErr_Fetch(&et, &ev, &etb);
     PyObject *parts = make_parts(PyTuple_GET_ITEM(info, 1), &b);
     PyObject *ps = PyLong_FromLongLong(start);
-    if (parts && ps) {
-      PyObject *v[] = {(PyObject *)r, info, parts, ins, ps};
+    PyObject *il = ins_list(&ins);
+    if (parts && ps && il) {
+      PyObject *v[] = {(PyObject *)r, info, parts, il, ps};
       PyObject *x = PyObject_VectorcallMethod(s_raised, v, 5, NULL);
       Py_XDECREF(x);
     }
@@ -928,21 +1465,26 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     if (c < 0) goto fail;
     fast = !c;
   }
-  Py_ssize_t nin = PyList_GET_SIZE(ins);
+  Py_ssize_t nin = ins_len(&ins);
   int all_const = 1;
-  for (Py_ssize_t i = 0; fast && all_const && i < nin; ++i) {
-    PyObject *tup = PyList_GET_ITEM(ins, i);
-    PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(PyTuple_GET_ITEM(tup, 1), 1));
-    if (!cv && PyErr_Occurred()) goto fail;
-    if (!cv || PyLong_AsLongLong(cv) != PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) all_const = 0;
+  for (Py_ssize_t i = 0; fast && i < nin; ++i) {   /* (tensor, entry, version) each, else Python */
+    PyObject *t;
+    Entry *te;
+    long long tv;
+    fast = ins_at(&ins, i, &t, &te, &tv);
+    if (fast && all_const) {
+      PyObject *cv = PyDict_GET_SIZE(r->const_) ? PyDict_GetItemWithError(r->const_, te->tid_obj) : NULL;
+      if (!cv && PyErr_Occurred()) goto fail;
+      if (!cv || PyLong_AsLongLong(cv) != tv) all_const = 0;
+    }
   }
   if (!fast || all_const) {   /* every input a constant: its outputs are recorded (Python) */
-    out = finish_in_python(r, info, &b, ins, result, start, end, args);
+    out = finish_in_python(r, info, &b, &ins, result, start, end, args);
     result = NULL;
     goto done;
   }
   {
-    PyObject *e = rec_ref_of(r, result);
+    Entry *e = rec_ref_of(r, result);
     if (!e) goto fail;
     long long v = tensor_version(result);
     if (v < 0 && PyErr_Occurred()) goto fail;
@@ -953,14 +1495,16 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
     /* Arguments written in place (TorchRecorder._mutations): OpEvent.mutated = 5 at their new
      * version, each storage known at it in this frame. */
     PyObject *written = NULL;
-    PyObject *seen[16];
+    Entry *seen[16];
     int nm = 0;
     for (Py_ssize_t i = 0; i < nin; ++i) {
-      PyObject *tup = PyList_GET_ITEM(ins, i);
-      PyObject *t = PyTuple_GET_ITEM(tup, 0), *te = PyTuple_GET_ITEM(tup, 1);
+      PyObject *t;
+      Entry *te;
+      long long tv;
+      ins_at(&ins, i, &t, &te, &tv);   /* each a triple (checked above) */
       long long nv = tensor_version(t);
       if (nv < 0 && PyErr_Occurred()) { Py_XDECREF(written); goto fail; }
-      if (nv == PyLong_AsLongLong(PyTuple_GET_ITEM(tup, 2))) continue;
+      if (nv == tv) continue;
       int dup = 0;
       for (int j = 0; j < nm; ++j) dup |= seen[j] == te;
       if (dup) continue;
@@ -968,25 +1512,25 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       seen[nm++] = te;
       if (!written && !(written = PyObject_GetAttr(r->frame, s_written))) goto fail;
       PyObject *pv = PyLong_FromLongLong(nv);
-      int bad = !pv || PyDict_SetItem(known, PyTuple_GET_ITEM(te, 1), pv) ||
-                PyDict_SetItem(written, PyTuple_GET_ITEM(te, 2), pv);
+      int bad = !pv || PyDict_SetItem(known, te->tid_obj, pv) ||
+                PyDict_SetItem(written, te->sid_obj, pv);
       Py_XDECREF(pv);
-      size_t k = (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 3)) + (size_t)PyBytes_GET_SIZE(PyTuple_GET_ITEM(te, 4)) +
+      size_t k = (size_t)te->fid_n + (size_t)te->fsid_n +
                  (nv > 0 ? 1 + varint_len((uint64_t)nv) : 0);
       bad = bad || buf_byte(&b, T.op_mutated) || buf_varint(&b, k) || put_ref(&b, te, nv);
       if (!bad) {   /* an output: not a constant any more */
-        PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(te, 1));
-        bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(te, 1)));
+        PyObject *cv = PyDict_GetItemWithError(r->const_, te->tid_obj);
+        bad = (!cv && PyErr_Occurred()) || (cv && PyDict_DelItem(r->const_, te->tid_obj));
       }
       if (bad) { Py_XDECREF(written); goto fail; }
     }
     Py_XDECREF(written);
     PyObject *pv = PyLong_FromLongLong(v);
-    if (!pv || PyDict_SetItem(known, PyTuple_GET_ITEM(e, 1), pv)) { Py_XDECREF(pv); goto fail; }
+    if (!pv || PyDict_SetItem(known, e->tid_obj, pv)) { Py_XDECREF(pv); goto fail; }
     Py_DECREF(pv);
-    PyObject *cv = PyDict_GetItemWithError(r->const_, PyTuple_GET_ITEM(e, 1));
+    PyObject *cv = PyDict_GET_SIZE(r->const_) ? PyDict_GetItemWithError(r->const_, e->tid_obj) : NULL;
     if (!cv && PyErr_Occurred()) goto fail;
-    if (cv && PyDict_DelItem(r->const_, PyTuple_GET_ITEM(e, 1))) goto fail;
+    if (cv && PyDict_DelItem(r->const_, e->tid_obj)) goto fail;
     if (nm && (buf_byte(&b, T.op_flags) || buf_varint(&b, T.inplace))) goto fail;   /* OpEvent.flags = INPLACE */
   }
   {
@@ -1007,23 +1551,32 @@ static PyObject *Rec_torch_function(Rec *r, PyObject *const *argv, Py_ssize_t na
       if (!pid) goto fail;
       Py_INCREF(pid);
       Py_XSETREF(r->last_ident_obj, pid);
+      Py_CLEAR(r->last_thread_field);
       r->last_ident = ident;
     }
-    PyObject *st = PyDict_GetItemWithError(r->scopes, pid);
-    if (st && PyList_Check(st) && PyList_GET_SIZE(st)) {
-      PyObject *top = PyList_GET_ITEM(st, PyList_GET_SIZE(st) - 1);
-      int on = PyObject_IsTrue(PyTuple_GET_ITEM(top, 2));
-      if (on < 0 || (on && buf_bytes_obj(&b, PyTuple_GET_ITEM(top, 4)))) { Py_DECREF(pid); goto fail; }
-    } else if (!st && PyErr_Occurred()) {
-      Py_DECREF(pid);
-      goto fail;
+    if (PyDict_GET_SIZE(r->scopes)) {   /* no module scope open anywhere: nothing to look up */
+      PyObject *st = PyDict_GetItemWithError(r->scopes, pid);
+      if (st && PyList_Check(st) && PyList_GET_SIZE(st)) {
+        PyObject *top = PyList_GET_ITEM(st, PyList_GET_SIZE(st) - 1);
+        int on = PyObject_IsTrue(PyTuple_GET_ITEM(top, 2));
+        if (on < 0 || (on && buf_bytes_obj(&b, PyTuple_GET_ITEM(top, 4)))) { Py_DECREF(pid); goto fail; }
+      } else if (!st && PyErr_Occurred()) {
+        Py_DECREF(pid);
+        goto fail;
+      }
     }
-    PyObject *tb = PyDict_GetItemWithError(r->threads, pid);
+    /* OpEvent.thread of this thread: _threads[ident], made once (a function of the ident) */
+    PyObject *tb = r->last_thread_field;
     if (!tb) {
-      if (PyErr_Occurred()) { Py_DECREF(pid); goto fail; }
-      tb = bytes_varint_field(T.op_thread, ident);
-      if (!tb || PyDict_SetItem(r->threads, pid, tb)) { Py_XDECREF(tb); Py_DECREF(pid); goto fail; }
-      Py_DECREF(tb);
+      tb = PyDict_GetItemWithError(r->threads, pid);
+      if (!tb) {
+        if (PyErr_Occurred()) { Py_DECREF(pid); goto fail; }
+        tb = bytes_varint_field(T.op_thread, ident);
+        if (!tb || PyDict_SetItem(r->threads, pid, tb)) { Py_XDECREF(tb); Py_DECREF(pid); goto fail; }
+        Py_DECREF(tb);
+      }
+      Py_INCREF(tb);
+      r->last_thread_field = tb;
     }
     Py_DECREF(pid);
     if (buf_bytes_obj(&b, tb) || buf_byte(&b, T.op_start_ns) || buf_varint(&b, (uint64_t)(start - r->t0)) ||
@@ -1068,7 +1621,7 @@ done:
   Py_XDECREF(uw_args);
   Py_XDECREF(uw_kwargs);
   Py_XDECREF(known);
-  Py_XDECREF(ins);
+  ins_free(&ins);
   Py_XDECREF(encode);
   Py_DECREF(info);
   buf_free(&b);
@@ -1106,6 +1659,11 @@ static int Rec_traverse(Rec *r, visitproc visit, void *arg) {
   Py_VISIT(r->internal); Py_VISIT(r->scopes); Py_VISIT(r->threads); Py_VISIT(r->sink);
   Py_VISIT(r->w); Py_VISIT(r->tensor_t); Py_VISIT(r->param_t); Py_VISIT(r->dtype_field); Py_VISIT(r->shapes);
   Py_VISIT(r->alias_ops); Py_VISIT(r->int_cache); Py_VISIT(r->shape_field); Py_VISIT(r->code_by_addr); Py_VISIT(r->known_of); Py_VISIT(r->known); Py_VISIT(r->last_ident_obj); Py_VISIT(r->last_thread_field);
+  for (int i = 0; i < REC_TAILS; ++i) { Py_VISIT(r->tail_dt[i]); Py_VISIT(r->tail_shape[i]); Py_VISIT(r->tail[i]); }
+  for (int i = 0; i < REC_INFOS; ++i) Py_VISIT(r->info_cache[i].info);
+  for (int i = 0; i < REC_CODES; ++i) {
+    Py_VISIT(r->code_cache[i].code); Py_VISIT(r->code_cache[i].lines); Py_VISIT(r->code_cache[i].fl[0]); Py_VISIT(r->code_cache[i].fl[1]);
+  }
   return 0;
 }
 
@@ -1114,6 +1672,11 @@ static int Rec_clear(Rec *r) {
   Py_CLEAR(r->internal); Py_CLEAR(r->scopes); Py_CLEAR(r->threads); Py_CLEAR(r->sink);
   Py_CLEAR(r->w); Py_CLEAR(r->tensor_t); Py_CLEAR(r->param_t); Py_CLEAR(r->dtype_field); Py_CLEAR(r->shapes);
   Py_CLEAR(r->alias_ops); Py_CLEAR(r->int_cache); Py_CLEAR(r->shape_field); Py_CLEAR(r->code_by_addr); Py_CLEAR(r->known_of); Py_CLEAR(r->known); Py_CLEAR(r->last_ident_obj); Py_CLEAR(r->last_thread_field);
+  for (int i = 0; i < REC_TAILS; ++i) { Py_CLEAR(r->tail_dt[i]); Py_CLEAR(r->tail_shape[i]); Py_CLEAR(r->tail[i]); }
+  for (int i = 0; i < REC_INFOS; ++i) Py_CLEAR(r->info_cache[i].info);
+  for (int i = 0; i < REC_CODES; ++i) {
+    Py_CLEAR(r->code_cache[i].code); Py_CLEAR(r->code_cache[i].lines); Py_CLEAR(r->code_cache[i].fl[0]); Py_CLEAR(r->code_cache[i].fl[1]);
+  }
   return 0;
 }
 
@@ -1140,6 +1703,9 @@ static PyMethodDef Rec_methods[] = {
     {"_speedups_setup", (PyCFunction)Rec_setup, METH_VARARGS, "Hand over the type tables."},
     {"_take_tid", (PyCFunction)Rec_take_tid, METH_NOARGS, "A new tensor id."},
     {"_c_ref_of", (PyCFunction)Rec_ref_of, METH_O, "ids entry of a tensor (TorchRecorder._ref_of)."},
+    {"_c_new_ref", (PyCFunction)Rec_new_ref, METH_VARARGS,
+     "_c_new_ref(t, sid): a new ids entry for t, a new tensor id on storage sid (TorchRecorder._alias_ref)."},
+    {"_c_sweep", (PyCFunction)Rec_sweep, METH_NOARGS, "Drop the ids entries of dead tensors (TorchRecorder._sweep)."},
     {NULL}};
 
 static PyMemberDef Rec_members[] = {
@@ -2248,7 +2814,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   S(s_ref_full, "_ref_full"); S(s_jknown, "_known"); S(s_jconst, "_const"); S(s_nbytes, "_nbytes");
   S(s_write_value, "_write_value"); S(s_check_sink, "_check_sink"); S(s_intern_attr, "_intern");
 #undef S
-  if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0) return NULL;
+  EntryType.tp_base = &_PyWeakref_RefType;
+  if (PyType_Ready(&SinkType) < 0 || PyType_Ready(&RecType) < 0 || PyType_Ready(&LocatorType) < 0 ||
+      PyType_Ready(&EntryType) < 0 || PyType_Ready(&IdsType) < 0)
+    return NULL;
   PyObject *m = PyModule_Create(&moddef);
   if (!m) return NULL;
   Py_INCREF(&SinkType);
@@ -2256,6 +2825,12 @@ PyMODINIT_FUNC PyInit__speedups(void) {
   Py_INCREF(&LocatorType);
   if (PyModule_AddObject(m, "Sink", (PyObject *)&SinkType) || PyModule_AddObject(m, "RecorderBase", (PyObject *)&RecType) ||
       PyModule_AddObject(m, "Locator", (PyObject *)&LocatorType)) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  Py_INCREF(&EntryType);
+  Py_INCREF(&IdsType);
+  if (PyModule_AddObject(m, "IdEntry", (PyObject *)&EntryType) || PyModule_AddObject(m, "TensorIds", (PyObject *)&IdsType)) {
     Py_DECREF(m);
     return NULL;
   }

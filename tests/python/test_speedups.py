@@ -202,3 +202,53 @@ def test_numpy_and_jax_c_paths_write_the_records_of_their_python_twins(tmp_path)
         assert len(fast_recs) == len(slow_recs), fast_path.name
         assert fast.strings == slow.strings
     assert foldable > 0
+
+
+def test_tensor_id_table_keeps_live_entries_and_sweeps_dead_ones():
+    """TorchRecorder's id table in C (_speedups.TensorIds of IdEntry): an entry reads as the
+    pure-Python recorder's 5-tuple (weakref, tensor id, storage id, TensorRef.id and .storage
+    fields), a tensor's entry is found by id(tensor) while it lives, a view gets its base's storage
+    id, the table survives many insertions and deletions (open addressing, backward-shift delete),
+    and a sweep drops exactly the entries of dead tensors."""
+    _speedups = pytest.importorskip("ivytrace._speedups")
+    torch = pytest.importorskip("torch")
+    from ivytrace.recorder import torch_recorder as tr
+    from ivytrace.recorder.encode import varint
+
+    ids = _speedups.TensorIds()
+    with pytest.raises(TypeError):
+        ids[1] = (None, 1, 1, b"", b"")   # only entries made in C go in
+
+    rec = tr.TorchRecorder.__new__(tr.TorchRecorder)   # the C base's tables only: no session
+    rec._ids = _speedups.TensorIds()
+    rec._next_tid = 7
+    base = torch.zeros(4)
+    view = base[1:]
+    e = rec._ref_of(view)
+    b = rec._ids.get(id(base))
+    assert e[0]() is view and b[0]() is base
+    assert (e[1], e[2]) == (7, 8) and (b[1], b[2]) == (8, 8)   # the view's storage is its base's
+    assert e[3] == tr._REF_ID + varint(7) and e[4] == tr._REF_STORAGE + varint(8)
+    assert len(e) == 5 and e[-1] == e[4]
+    assert rec._ref_of(view) is e and rec._ids[id(view)] is e and len(rec._ids) == 2
+    a = torch.zeros(1)
+    alias = rec._c_new_ref(a, b[2])
+    assert (alias[1], alias[2]) == (9, 8)
+
+    tensors = [torch.zeros(1) for _ in range(3000)]
+    entries = [rec._ref_of(t) for t in tensors]
+    assert [x[1] for x in entries] == list(range(10, 3010))
+    for t in tensors[::2]:
+        del rec._ids[id(t)]
+    assert all(rec._ids.get(id(t)) is None for t in tensors[::2])
+    assert all(rec._ids.get(id(t)) is x for t, x in zip(tensors[1::2], entries[1::2]))
+    with pytest.raises(KeyError):
+        del rec._ids[id(tensors[0])]
+    kept = tensors[1:200:2]
+    del tensors, a
+    alive_before = len(rec._ids)
+    rec._sweep()
+    # left: base, view and the odd tensors still held (the alias's and the other odd ones died)
+    assert alive_before == 2 + 1 + 1500 and len(rec._ids) == 2 + len(kept)
+    assert all(rec._ids.get(id(t))[0]() is t for t in kept)
+    assert sorted(k for k, _ in rec._ids.items()) == sorted([id(base), id(view)] + [id(t) for t in kept])

@@ -322,7 +322,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         self._prop_info = {}       # id(getset_descriptor) -> same, for property reads
         self._bodies = {}          # DESCEND function -> its body without the torch-function check
         self._descending = set()   # DESCEND functions whose body is running
-        self._ids = {}             # id(tensor) -> (weakref, tid, sid, id field, storage field)
+        self._ids = self._new_id_table()   # id(tensor) -> (weakref, tid, sid, id field, storage field)
         self._sweep_at = 4096
         self._next_tid = 1
         self._frame = _Frame()
@@ -443,6 +443,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
     # self._ids: id(tensor) -> (weakref, tensor id, storage id, TensorRef.id field, .storage field).
     # An entry is valid while its weakref still points at the tensor with that id(); entries of
     # dead tensors are swept when the table has doubled since the last sweep.
+
+    _new_id_table = dict
 
     def _ref_of(self, t):
         ids = self._ids
@@ -1194,9 +1196,21 @@ if _speedups is not None:
     class TorchRecorder(_PyTorchRecorder, _speedups.RecorderBase):
         """The recorder with its common call recorded in C (ivytrace/_speedups.c): the tables
         above are members of the C base, shared by both paths; every call the C path does not
-        finish itself goes on in the Python methods (handle, _in.encode, _finish, _raised)."""
+        finish itself goes on in the Python methods (handle, _in.encode, _finish, _raised).
+        The id table is a `_speedups.TensorIds` whose entries are `_speedups.IdEntry`s (weak
+        references carrying the ids, read as the 5-tuples above: e[0]() is the tensor, e[1]..e[4]
+        the tensor id, storage id and their TensorRef fields); they are made in C only."""
 
         __torch_function__ = _speedups.RecorderBase.__torch_function__
+        _new_id_table = _speedups.TensorIds
+        _ref_of = _speedups.RecorderBase._c_ref_of
+        _sweep = _speedups.RecorderBase._c_sweep
+
+        def _alias_ref(self, t, args):
+            src = args[0] if args else None
+            if not isinstance(src, _Tensor) or t._base is not None or t._version != src._version:
+                return self._ref_of(t)
+            return self._c_new_ref(t, self._ref_of(src)[2])
 
         def __init__(self, session):
             super().__init__(session)
