@@ -106,6 +106,34 @@ Status LowerLdexp(const Node& node, const BoundCall& call, LoweringContext& ctx)
   return Status::Ok();
 }
 
+namespace {
+
+// The beta and alpha of addr / addbmm: numbers, and whole numbers for integer tensors.
+Status BetaAlpha(const BoundCall& call, v1::DType d, double* beta, double* alpha) {
+  auto b = call.Double("beta"), a = call.Double("alpha");
+  if (!b || !a) return Status::Unsupported("beta and alpha are not numbers");
+  if (!IsFloating(d) && (*b != std::floor(*b) || *a != std::floor(*a))) {
+    return Status::Unsupported("a float beta or alpha for integer tensors");
+  }
+  *beta = *b;
+  *alpha = *a;
+  return Status::Ok();
+}
+
+// beta * input + alpha * product into `result`; beta == 0 ignores input (its NaNs too), as torch does.
+void EmitScaledSum(LoweringContext& ctx, std::string input, std::string product, double beta, double alpha,
+                   v1::DType d, ValueId result) {
+  if (alpha != 1.0) product = ctx.EmitTemp("Mul", {product, F(ctx, alpha, d)});
+  if (beta == 0.0) {
+    ctx.Emit("Identity", {product}, {ctx.Out(result)});
+    return;
+  }
+  if (beta != 1.0) input = ctx.EmitTemp("Mul", {input, F(ctx, beta, d)});
+  ctx.Emit("Add", {input, product}, {ctx.Out(result)});
+}
+
+}  // namespace
+
 // addr(input, vec1, vec2, beta, alpha) = beta * input + alpha * outer(vec1, vec2); beta == 0
 // ignores input (its NaNs too), as torch does.
 Status LowerAddr(const Node& node, const BoundCall& call, LoweringContext& ctx) {
@@ -117,19 +145,10 @@ Status LowerAddr(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "vec1", d, &p, &v1id));
   IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "vec2", d, &q, &v2id));
   if (ctx.Rank(v1id) != 1 || ctx.Rank(v2id) != 1) return Status::Unsupported("addr of operands that are not vectors");
-  auto beta = call.Double("beta"), alpha = call.Double("alpha");
-  if (!beta || !alpha) return Status::Unsupported("beta and alpha are not numbers");
-  if (!IsFloating(d) && (*beta != std::floor(*beta) || *alpha != std::floor(*alpha))) {
-    return Status::Unsupported("a float beta or alpha for integer tensors");
-  }
-  std::string outer = ctx.EmitTemp("Mul", {ctx.Unsqueeze(p, {1}), ctx.Unsqueeze(q, {0})});
-  if (*alpha != 1.0) outer = ctx.EmitTemp("Mul", {outer, F(ctx, *alpha, d)});
-  if (*beta == 0.0) {  // the result is (n, m), input broadcast to it
-    ctx.Emit("Identity", {outer}, {ctx.Out(result)});
-    return Status::Ok();
-  }
-  if (*beta != 1.0) c = ctx.EmitTemp("Mul", {c, F(ctx, *beta, d)});
-  ctx.Emit("Add", {c, outer}, {ctx.Out(result)});
+  double beta, alpha;
+  IVY_RETURN_IF_ERROR(BetaAlpha(call, d, &beta, &alpha));
+  // The result is (n, m), input broadcast to it.
+  EmitScaledSum(ctx, c, ctx.EmitTemp("Mul", {ctx.Unsqueeze(p, {1}), ctx.Unsqueeze(q, {0})}), beta, alpha, d, result);
   return Status::Ok();
 }
 
@@ -713,21 +732,11 @@ Status LowerAddbmm(const Node& node, const BoundCall& call, LoweringContext& ctx
   IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "batch1", d, &p, &b1));
   IVY_RETURN_IF_ERROR(TensorAs(ctx, call, "batch2", d, &q, &b2));
   if (ctx.Rank(b1) != 3 || ctx.Rank(b2) != 3) return Status::Unsupported("addbmm of batches that are not 3-D");
-  auto beta = call.Double("beta"), alpha = call.Double("alpha");
-  if (!beta || !alpha) return Status::Unsupported("beta and alpha are not numbers");
-  if (!IsFloating(d) && (*beta != std::floor(*beta) || *alpha != std::floor(*alpha))) {
-    return Status::Unsupported("a float beta or alpha for integer tensors");
-  }
+  double beta, alpha;
+  IVY_RETURN_IF_ERROR(BetaAlpha(call, d, &beta, &alpha));
   auto* e = ctx.Emit("Einsum", {p, q}, {ctx.Temp("sum")});
   SetAttr(e, "equation", std::string("bij,bjk->ik"));
-  std::string prod = e->output(0);
-  if (*alpha != 1.0) prod = ctx.EmitTemp("Mul", {prod, F(ctx, *alpha, d)});
-  if (*beta == 0.0) {
-    ctx.Emit("Identity", {prod}, {ctx.Out(result)});
-    return Status::Ok();
-  }
-  if (*beta != 1.0) c = ctx.EmitTemp("Mul", {c, F(ctx, *beta, d)});
-  ctx.Emit("Add", {c, prod}, {ctx.Out(result)});
+  EmitScaledSum(ctx, c, e->output(0), beta, alpha, d, result);
   return Status::Ok();
 }
 
