@@ -38,8 +38,15 @@ Progress PhaseProgress(const std::string& command, const std::string& input, boo
 }
 
 std::string Thousands(uint64_t n) {
-  std::string s = std::to_string(n);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  // Built forward rather than by insert(): GCC 12 warned (-Wrestrict, a false positive) on the
+  // inserts in every CI build.
+  const std::string digits = std::to_string(n);
+  std::string s;
+  s.reserve(digits.size() + digits.size() / 3);
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) s.push_back(',');
+    s.push_back(digits[i]);
+  }
   return s;
 }
 

@@ -736,6 +736,10 @@ def _torch_extra_cases():
     case("torch", "inner", lambda x, m, v: (torch.inner(x, m), x.inner(v), torch.inner(v, v), torch.inner(x, torch.tensor(2.0)),
                                             torch.inner(m[:, None], x)), X, f32(5, 4), f32(4))
     case("torch", "inner", lambda i, j: torch.inner(i, j), i64("B", 3, lo=-3), i64(2, 3), variant="int")
+    case("torch", "bilinear", lambda x, y, w, b: (F.bilinear(x, y, w, b), F.bilinear(x, y, w)),
+         f32("B", 4), f32("B", 5), f32(3, 4, 5), f32(3))
+    case("torch", "bilinear", lambda x, y, w: F.bilinear(x, y, w), f32("B", 2, 4), f32("B", 2, 5), f32(3, 4, 5),
+         variant="3d")
     case("torch", "dot", lambda a, b: (torch.vdot(a, b), a.vdot(b * 2)), f32(5), f32(5), variant="vdot")
     case("torch", "dot", lambda a, b: torch.vdot(a, b), i64(5, lo=-3), i64(5), variant="vdot_int")
     case("torch", "addmm", lambda m, v, c: (torch.addmv(c, m, v), c.addmv(m, v, beta=0.5, alpha=2), torch.addmv(c[0], m, v),

@@ -60,6 +60,7 @@ const CanonicalLowering kTable[] = {
     {"avg_pool3d",                   "AveragePool",                  LowerPool},
     {"bartlett",                      "Div+Where",                    LowerWindow},
     {"batch_norm",                   "BatchNormalization",           LowerBatchNorm},
+    {"bilinear",                     "Einsum+Add",                   LowerBilinear},
     {"binary_cross_entropy",        "Log+Max+Mul+Sub",              LowerLoss},
     {"binary_cross_entropy_with_logits", "Exp+Log+Max+Mul+Add",          LowerLoss},
     {"bincount",                     "Equal+ReduceSum",              LowerBincount},

@@ -810,6 +810,33 @@ Status LowerAdaptivePool(const Node& node, const BoundCall& call, LoweringContex
   return Status::Ok();
 }
 
+// F.bilinear(input1, input2, weight, bias) = input1[..., i] * weight[o, i, j] * input2[..., j] (+ bias[o]):
+// one Einsum over the leading dims (nn.Bilinear).
+Status LowerBilinear(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result, a, b, w;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input1", &a));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input2", &b));
+  IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &w));
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported(std::string("bilinear in ") + DTypeName(d));
+  if (ctx.Rank(w) != 3 || ctx.Rank(a) < 1 || ctx.Rank(a) != ctx.Rank(b)) {
+    return Status::Unsupported("bilinear of inputs of ranks " + std::to_string(ctx.Rank(a)) + " and " +
+                               std::to_string(ctx.Rank(b)) + " with a rank-" + std::to_string(ctx.Rank(w)) + " weight");
+  }
+  auto* e = ctx.Emit("Einsum", {ctx.CastTo(ctx.In(a), ctx.DType(a), d), ctx.CastTo(ctx.In(w), ctx.DType(w), d),
+                                ctx.CastTo(ctx.In(b), ctx.DType(b), d)}, {ctx.Temp("bilinear")});
+  SetAttr(e, "equation", std::string("...i,oij,...j->...o"));
+  if (call.IsNone("bias")) {
+    ctx.Emit("Identity", {e->output(0)}, {ctx.Out(result)});
+    return Status::Ok();
+  }
+  ValueId bias;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "bias", &bias));
+  ctx.Emit("Add", {e->output(0), ctx.CastTo(ctx.In(bias), ctx.DType(bias), d)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 // cummax / cummin of every framework: torch's (values, indices) through LowerCumExtreme, NumPy's
 // maximum.accumulate and lax.cummax_p/cummin_p (values only, JAX's `reverse`) through
 // LowerUfuncAccumulate (lowerings_ufunc_methods.cc).
