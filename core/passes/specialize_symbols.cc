@@ -204,6 +204,13 @@ std::set<std::pair<ValueId, int64_t>> DimsFixedByWeights(const Graph& g) {
   };
   static const std::set<std::string, std::less<>> kReorders = {
       "transpose", "permute", "swapaxes", "moveaxis", "movedim", "t", "rot90", "matrix_transpose", "flip"};
+  // Elementwise ops whose operands broadcast against each other (numpy's rules).
+  static const std::set<std::string, std::less<>> kBroadcasting = {
+      "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow", "maximum",
+      "minimum", "fmax", "fmin", "atan2", "hypot", "copysign", "logaddexp", "logaddexp2", "xlogy", "where",
+      "masked_fill", "select_n", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+      "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "addcmul",
+      "addcdiv", "lerp", "clamp", "heaviside", "nextafter", "ldexp"};
   for (const Node& n : g.nodes) {
     if (n.erased || n.inputs.empty()) continue;
     const std::string& c = n.canonical();
@@ -238,14 +245,19 @@ std::set<std::pair<ValueId, int64_t>> DimsFixedByWeights(const Graph& g) {
       }
     }
     if (!from) continue;
-    // A constant operand broadcast against the input: its sizes > 1 fix the aligned axes.
-    for (ValueId in : n.inputs) {
-      if (!is_const(in)) continue;
-      const auto& cs = g.values[in].shape;
-      if (cs.size() > out_shape.size()) continue;
-      const size_t off = out_shape.size() - cs.size();
-      for (size_t j = 0; j < cs.size(); ++j) {
-        if (cs[j] > 1 && (*from)[off + j]) fixed.insert(*(*from)[off + j]);
+    // A constant operand of an elementwise op, broadcast against the input: its sizes > 1 fix the
+    // aligned axes. Only elementwise ops broadcast their operands this way: a linear's weight has
+    // the result's rank too, but its (out, in) sizes are not aligned with the result's axes (a
+    // square 16x16 weight must not pin a sequence axis of the [b, 8, 16] result).
+    if (kBroadcasting.count(c)) {
+      for (ValueId in : n.inputs) {
+        if (!is_const(in)) continue;
+        const auto& cs = g.values[in].shape;
+        if (cs.size() > out_shape.size()) continue;
+        const size_t off = out_shape.size() - cs.size();
+        for (size_t j = 0; j < cs.size(); ++j) {
+          if (cs[j] > 1 && cs[j] == out_shape[off + j] && (*from)[off + j]) fixed.insert(*(*from)[off + j]);
+        }
       }
     }
     Origin copy = *from;

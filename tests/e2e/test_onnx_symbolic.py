@@ -177,6 +177,29 @@ def test_dims_the_program_reads_are_dynamic_and_the_others_static(cli, tmp_path)
     np.testing.assert_allclose(s2.run(None, {"x": x})[0], x.reshape(3, 7, 2, 5).sum(-1), rtol=RTOL, atol=ATOL)
 
 
+def test_a_square_weight_does_not_pin_a_sequence_dim(cli, tmp_path):
+    # diffusers' Transformer2DModel: a 16x16 linear over [b, 8, 16] text states. The weight fixes
+    # the features (16), not the length (8): only an elementwise op's constant operand broadcasts
+    # against the result's axes. A constant added elementwise does pin the axis it spans.
+    lin = torch.nn.Linear(16, 16)
+    bias = torch.randn(8, 16)
+
+    def proj(x):
+        return lin(x).relu()
+
+    def add_table(x):
+        return lin(x) + bias
+
+    with torch.no_grad():
+        s1 = _export(cli, proj, torch.randn(2, 8, 16), tmp_path / "proj.onnx")
+        s2 = _export(cli, add_table, torch.randn(2, 8, 16), tmp_path / "table.onnx")
+        x = torch.randn(3, 5, 16)
+        want = proj(x).numpy()
+    assert s1.get_inputs()[0].shape == ["batch", "x_dim1", 16]
+    assert s2.get_inputs()[0].shape == ["batch", 8, 16]
+    np.testing.assert_allclose(s1.run(None, {"x": x.numpy()})[0], want, rtol=RTOL, atol=ATOL)
+
+
 def test_outputs_are_named_by_the_returned_structure(cli, tmp_path):
     def fn(x):
         return {"logits": x * 2, "pair": (x + 1, x - 1)}
