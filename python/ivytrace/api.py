@@ -23,6 +23,7 @@ This module imports no framework: torch is looked up only when the program has i
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import logging
@@ -136,12 +137,30 @@ def _flatten(v, where="the result"):
         fields = [f.name for f in dataclasses.fields(v)]
         items = [_flatten(getattr(v, f), f"{where}.{f}") for f in fields]
         return {f: x for f, (x, _) in zip(fields, items)}, ("dataclass", t, fields, [s for _, s in items])
-    if _holds_array(v):
-        hint = " (a transformers model returns its cache unless called with use_cache=False)" \
-            if t.__name__.endswith("Cache") else ""
-        raise TypeError(f"ivytrace: {where} is a {t.__qualname__} holding arrays; the replay can rebuild "
-                        f"tuples, lists, dicts, namedtuples, dataclasses and transformers' ModelOutput{hint}")
+    if _holds_array(v) and not _is_torch_module(v):
+        # Any other object holding arrays in its attributes (a transformers cache, whose layers
+        # hold the keys and values): the replay returns a shallow copy of the traced object with
+        # those attributes rebuilt from its own results. The template keeps no traced array.
+        d = v.__dict__
+        keys = [a for a, x in d.items() if _holds_array(x)]
+        items = [_flatten(d[a], f"{where}.{a}") for a in keys]
+        template = copy.copy(v)
+        for a in keys:
+            template.__dict__[a] = None
+        return {a: x for a, (x, _) in zip(keys, items)}, ("object", template, keys, [s for _, s in items])
     return v, None   # any other Python value comes back as it was when traced
+
+
+def _leaves(v):
+    """The arrays of a flattened result tree (tuples, lists, dicts)."""
+    if isinstance(v, (tuple, list)):
+        for x in v:
+            yield from _leaves(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _leaves(x)
+    elif _is_array(v):
+        yield v
 
 
 def _holds_array(v, depth=0) -> bool:
@@ -172,6 +191,11 @@ def _rebuild(spec, v):
         return spec[1](**{k: _rebuild(s, v[k]) for k, s in zip(spec[2], spec[3])})
     if kind == "dataclass":
         return spec[1](**{f: _rebuild(s, v[f]) for f, s in zip(spec[2], spec[3])})
+    if kind == "object":
+        o = copy.copy(spec[1])
+        for a, s in zip(spec[2], spec[3]):
+            o.__dict__[a] = _rebuild(s, v[a])
+        return o
     cls, keys, subs = spec
     out = {k: _rebuild(s, v[k]) for k, s in zip(keys, subs)}
     return out if cls is dict else cls(out)
@@ -212,9 +236,7 @@ class _StateSlot:
         else:
             obj = kwargs[self.which[1]]
             path = self.which[2]
-        for i in path:
-            obj = obj[i]
-        return obj
+        return _follow(obj, path)
 
     def get(self, args, kwargs):
         if self.module_tensor and self.which[0] == "fixed":
@@ -253,20 +275,82 @@ def _stateful_objects(fn, args, kwargs, stateful, arg_idxs, kwarg_idxs):
         out.append((("fixed", obj), obj))
     for idx in arg_idxs or ():
         path = list(idx) if isinstance(idx, (list, tuple)) else [idx]
-        obj = args
-        for i in path:
-            obj = obj[i]
-        out.append((("arg", path), obj))
+        out.append((("arg", path), _follow(args, path)))
     for idx in kwarg_idxs or ():
         if isinstance(idx, (list, tuple)):
             name, path = idx[0], list(idx[1:])
         else:
             name, path = idx, []
-        obj = kwargs[name]
-        for i in path:
-            obj = obj[i]
-        out.append((("kwarg", name, path), obj))
+        out.append((("kwarg", name, path), _follow(kwargs[name], path)))
     return out
+
+
+def _holder(which, args, kwargs):
+    return _follow(args, which[1]) if which[0] == "arg" else _follow(kwargs[which[1]], which[2])
+
+
+def _holder_name(which, arg_names):
+    if which[0] == "arg":
+        head, path = which[1][0], which[1][1:]
+        head = arg_names[head] if isinstance(head, int) and head < len(arg_names) else f"argument {head}"
+    else:
+        head, path = which[1], which[2]
+    return head + "".join(f".{i}" if isinstance(i, _Attr) else f"[{i!r}]" for i in path)
+
+
+class _Attr(str):
+    """A step of a state path that reads an attribute (`cache.layers`), where the others index."""
+    __slots__ = ()
+
+
+def _follow(obj, path):
+    for i in path:
+        obj = getattr(obj, i) if isinstance(i, _Attr) else obj[i]
+    return obj
+
+
+_PLAIN_SCALARS = (bool, int, float, complex, str, bytes)
+
+
+def _argument_objects(args, kwargs, declared):
+    """The objects among the call's arguments whose attributes hold arrays (a dataclass of
+    tensors, a transformers cache's layers), as ("arg", path) / ("kwarg", name, path) holders.
+
+    The plan reads arrays from tuples, lists and dicts of its arguments; an array in an object's
+    attribute would otherwise be read once, when traced, and baked into the graph as a constant,
+    so a call with another object would silently compute with the traced one's values. These
+    objects are state the replay reads live (and writes back, as eager code mutates them: a
+    decoding step's `cache.update` assigns each layer's longer keys and values)."""
+    found = []
+    seen = set(declared)
+
+    def walk(v, which, path, depth):
+        if depth > 8 or _is_array(v) or v is None or type(v) in _PLAIN_SCALARS or isinstance(v, type) \
+                or _is_torch_module(v) or id(v) in seen:
+            return
+        if isinstance(v, (tuple, list)):
+            for i, x in enumerate(v):
+                walk(x, which, path + [i], depth + 1)
+            return
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, which, path + [k], depth + 1)
+            return
+        d = getattr(v, "__dict__", None)
+        if not isinstance(d, dict) or not _holds_array(v):
+            return
+        seen.add(id(v))
+        if any(_is_array(x) for x in d.values()):
+            found.append(which(path))
+        for a, x in d.items():
+            if not _is_array(x):
+                walk(x, which, path + [_Attr(a)], depth + 1)
+
+    for i, v in enumerate(args):
+        walk(v, lambda p: ("arg", p), [i], 0)
+    for k, v in kwargs.items():
+        walk(v, lambda p, k=k: ("kwarg", k, p), [], 0)
+    return found
 
 
 def _attrs(obj) -> dict:
@@ -866,7 +950,7 @@ def export(fn, path, args=None, kwargs=None, *, to: str = "onnx", allow_speciali
         # static: shapes are read as plain ints, so what follows only from them (positions, a
         # causal mask, rotary tables) is computed from constants and folded like them.
         r = _record_once(fn, args, kwargs, nums, names, symbolic_ints=symbolic_ints, freeze=True,
-                         symbolic_shapes=not static)
+                         symbolic_shapes=not static, for_export=True)
         try:
             run_cli("export", r.trace_path, "--to", to, "-o", path, *flags)
         except CLIError as e:
@@ -1107,8 +1191,10 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
 
 def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_ints, stateful=None,
                  arg_stateful_idxs=None, kwarg_stateful_idxs=None, freeze=False,
-                 symbolic_shapes=True) -> _Recorded:
-    """Record one call of `fn` into a trace in a new temporary directory (the caller owns it)."""
+                 symbolic_shapes=True, for_export=False) -> _Recorded:
+    """Record one call of `fn` into a trace in a new temporary directory (the caller owns it).
+    `for_export`: the trace becomes a file (export()), never replayed here: state the call wrote
+    that its result also returns (a decoding step's grown cache) is one output, not two."""
     name = _name_of(fn)
     is_module = _is_torch_module(fn)
     source = _source_framework(fn, args, kwargs)
@@ -1131,6 +1217,8 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                        buffer_bytes=1 << 20, symbolic_shapes=symbolic_shapes)
         state_in, state_out = [], []
         holders = _stateful_objects(fn, args, kwargs, stateful, arg_stateful_idxs, kwarg_stateful_idxs)
+        holders += [(which, _holder(which, args, kwargs))
+                    for which in _argument_objects(args, kwargs, {id(obj) for _, obj in holders})]
         before = [(which, obj, _attrs(obj)) for which, obj in holders]
         module_state = _module_state(fn) if is_module else []
         # Tensors a plain function reaches through its closure or globals (not inputs, not state
@@ -1176,11 +1264,23 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                     state_in.append(_StateSlot(("fixed", fn), qn, module_tensor=True))
                     extra.append((f"{'buffer' if is_buffer else 'param'}:{qn}", t))
             stand_ins = []   # (object, attribute, plain int) replaced by a symbolic input
+            used_names = set()
+
+            def state_name(which, a):
+                # An argument object's state is named by where it lives (`past.layers[0].keys`);
+                # a `stateful` object's by its attribute, numbered when two share one.
+                n = f"{_holder_name(which, arg_names)}.{a}" if which[0] != "fixed" else f"state:{a}"
+                k = 1
+                while n in used_names:
+                    k += 1
+                    n = f"state{k}:{a}" if which[0] == "fixed" else f"{n}#{k}"
+                used_names.add(n)
+                return n
             for (which, obj, attrs) in before:
                 for a, v in attrs.items():
                     if _is_array(v):
                         state_in.append(_StateSlot(which, a))
-                        extra.append((f"state:{a}", v))
+                        extra.append((state_name(which, a), v))
                     elif type(v) in (int, float) and host is not None:
                         # An int or float attribute is an input of the graph (`self.count += 1`
                         # then computes the new count from the live one on every replay).
@@ -1188,7 +1288,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                         setattr(obj, a, s)
                         stand_ins.append((obj, a, v, s))
                         state_in.append(_StateSlot(which, a))
-                        extra.append((f"state:{a}", s))
+                        extra.append((state_name(which, a), s))
             if is_module:
                 rec.add_root_module(fn)
             f = _user_level()[1]
@@ -1256,6 +1356,21 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                     if a not in new:
                         _warn_unreplayed_state(f"ivytrace: {name} deleted attribute {a!r} of a stateful object; "
                                                f"replays do not")
+            # Arrays the call stored into argument objects that held none when it began (an empty
+            # transformers cache it filled): the replay does not build those objects.
+            tracked = {id(obj) for _, obj in holders}
+            grown = [which for which in _argument_objects(args, kwargs, set())
+                     if id(_holder(which, args, kwargs)) not in tracked]
+            if grown:
+                where = ", ".join(_holder_name(which, arg_names) for which in grown[:3])
+                _warn_unreplayed_state(f"ivytrace: {name} stored arrays into objects among its arguments that held "
+                                       f"none when the call began ({where}); replays do not build them, so those "
+                                       f"objects stay as they were (trace with the object already holding its "
+                                       f"arrays, e.g. a prefilled cache, or return the object instead)")
+            if for_export and state_out:
+                returned = {id(x) for x in _leaves(plain)}
+                kept = [(slot, v) for slot, v in zip(state_out, state_values) if id(v) not in returned]
+                state_out, state_values = [s for s, _ in kept], [v for _, v in kept]
             result = (plain, state_values) if state_out else plain
             rec.region_end(rid, result)
             out = _plain_arrays(_unsym(out))

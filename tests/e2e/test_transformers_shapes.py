@@ -130,12 +130,20 @@ def test_resnet_output_keeps_logits_as_in_the_seeds_example():
         torch.testing.assert_close(traced_graph(**other).logits, eager(**other).logits, rtol=RTOL, atol=ATOL)
 
 
-def test_a_returned_cache_is_a_clear_error_when_tracing():
-    # GPT2Model returns its DynamicCache unless use_cache=False: tensors inside layer objects the
-    # replay cannot rebuild. Refused when tracing, naming the field and the way out (it was a
-    # PlanError about an "opaque value" in a temporary plan file).
+def test_a_returned_cache_is_rebuilt_by_the_replay():
+    # GPT2Model returns its DynamicCache unless use_cache=False: tensors inside layer objects. It
+    # was refused when tracing (a TypeError naming use_cache=False); the replay now returns a
+    # cache of the same type whose layers hold the replay's keys and values
+    # (tests/e2e/test_kv_cache.py has the decoding loops).
     model = _gpt2().transformer
-    with pytest.raises(TypeError, match=r"past_key_values is a DynamicCache holding arrays.*use_cache=False"):
-        ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(2, 8, 0)))
-    g = ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(2, 8, 0), use_cache=False))
-    assert g(input_ids=_ids(3, 5, 1), use_cache=False).last_hidden_state.shape == (3, 5, 32)
+    g = ivytrace.trace_graph(model, kwargs=dict(input_ids=_ids(2, 8, 0)))
+    ids = _ids(3, 5, 1)
+    got = g(input_ids=ids)
+    with torch.no_grad():
+        want = model(input_ids=ids)
+    assert type(got.past_key_values) is type(want.past_key_values)
+    torch.testing.assert_close(got.last_hidden_state, want.last_hidden_state, rtol=RTOL, atol=ATOL)
+    for a, b in zip(got.past_key_values.layers, want.past_key_values.layers):
+        torch.testing.assert_close(a.keys, b.keys, rtol=RTOL, atol=ATOL)
+        torch.testing.assert_close(a.values, b.values, rtol=RTOL, atol=ATOL)
+    assert got.past_key_values.get_seq_length() == 5

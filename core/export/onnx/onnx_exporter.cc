@@ -78,6 +78,13 @@ void CollectOutputNames(const v1::Arg& arg, const std::string& path, bool under_
 std::vector<std::string> OutputNames(const v1::Arg& outputs) {
   std::vector<std::string> names;
   CollectOutputNames(outputs, "", false, &names);
+  // Under a returned tuple the path starts with the item's index: `return logits, cache` names
+  // the cache's tensors "output.1.layers.0.keys", beside "output.0" (not "1.layers.0.keys").
+  if (outputs.kind_case() == v1::Arg::kTuple || outputs.kind_case() == v1::Arg::kList) {
+    for (auto& n : names) {
+      if (!n.empty()) n = "output." + n;
+    }
+  }
   return names;
 }
 

@@ -360,6 +360,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
             _sym.LEN_HOOKS[c] = self._len_hook
         _sym.hook_len()
         self._patch_seeding()
+        self._patch_bool_params()
         self.__enter__()
 
     # torch.manual_seed does not reach __torch_function__ (it takes no tensor): while recording it
@@ -404,6 +405,40 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
             setattr(owner, attr, prev)
         self._seed_patches = []
 
+    # torch's C argument parser refuses a symbolic bool for a `bool` parameter before
+    # __torch_function__ runs, so the recorder never sees the call. transformers' SDPA attention
+    # passes `is_causal = q_len > 1 and mask is None and ...`, which is the symbolic `q_len > 1`
+    # itself when it is False (a decoding step of one token). While recording, these builtins
+    # are wrapped: a symbolic bool argument is read as a plain bool (a guard on its value, so a
+    # replay where it differs traces again), and the call then reaches the recorder as usual.
+    _BOOL_PARAM_BUILTINS = (("torch.nn.functional", "scaled_dot_product_attention"),)
+
+    def _patch_bool_params(self):
+        self._bool_patches = []
+        for owner_name, attr in self._BOOL_PARAM_BUILTINS:
+            owner = sys.modules.get(owner_name)
+            orig = getattr(owner, attr, None) if owner is not None else None
+            if orig is None:
+                continue
+            orig = getattr(orig, "__ivytrace_original__", orig)
+
+            def with_plain_bools(*args, _orig=orig, **kwargs):
+                if any(isinstance(a, _sym.SymBool) for a in args) or \
+                        any(isinstance(v, _sym.SymBool) for v in kwargs.values()):
+                    args = tuple(bool(a) if isinstance(a, _sym.SymBool) else a for a in args)
+                    kwargs = {k: bool(v) if isinstance(v, _sym.SymBool) else v for k, v in kwargs.items()}
+                return _orig(*args, **kwargs)
+            with_plain_bools.__ivytrace_original__ = orig
+            with_plain_bools.__name__ = orig.__name__
+            with_plain_bools.__doc__ = orig.__doc__
+            self._bool_patches.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, with_plain_bools)
+
+    def _unpatch_bool_params(self):
+        for owner, attr, prev in reversed(getattr(self, "_bool_patches", [])):
+            setattr(owner, attr, prev)
+        self._bool_patches = []
+
     def _records_seeding(self) -> bool:
         """Whether a seeding call now is the program's own: recording, on the recorded thread,
         and not made from inside a recorded call (torch pops the mode while the call runs)."""
@@ -420,6 +455,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
             return
         self._active = False
         self._unpatch_seeding()
+        self._unpatch_bool_params()
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
