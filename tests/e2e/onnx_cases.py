@@ -1488,6 +1488,16 @@ def _jax_extra_cases():
     case("jax", "clz", lambda x: (lax.clz(x), lax.clz(x >> 20), lax.clz(x * 0), lax.clz(x.astype(jnp.int8))), I)
     case("jax", "reduce_xor", lambda a: (lax.reduce_xor(a, (1,)) if hasattr(lax, "reduce_xor") else
                                          lax.reduce_xor_p.bind(a, axes=(1,)), lax.reduce_xor_p.bind(a, axes=(0, 1))), boolean("B", 5))
+    # lax.sort: jnp.sort/argsort (ties kept in index order: rounded values; NaN last whatever its sign;
+    # -0.0 equal to 0.0), over the batch axis, several operands sorted by two keys, int and bool keys.
+    def ties(x):
+        return jnp.where(x > 1.5, jnp.nan, jnp.where(x < -1.5, -jnp.nan, jnp.round(x * 2) / 2 * jnp.sign(x)))
+    case("jax", "lax_sort", lambda x: (jnp.sort(x, axis=1), jnp.argsort(ties(x), axis=-1), jnp.sort(ties(x), axis=2),
+                                       jnp.argsort(x, axis=0), jnp.sort(x.astype(jnp.float16), axis=1)), X)
+    case("jax", "lax_sort", lambda x, i, b: (lax.sort((jnp.round(x), i, x), dimension=2, num_keys=2),
+                                             lax.sort((i, x), dimension=1, num_keys=1, is_stable=False),
+                                             jnp.argsort(b, axis=1), jnp.sort(i.astype(jnp.int8), axis=2)),
+         X, i32("B", 3, 4, lo=-3, hi=3), boolean("B", 3, 4), variant="keys")
 
 
 def build(fw):

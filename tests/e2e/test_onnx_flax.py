@@ -96,3 +96,35 @@ def test_flax_nnx_conv_attention_model_follows_batch_and_image_size(cli, tmp_pat
     for shape in shapes:
         x = rs.randn(*shape).astype(np.float32)
         np.testing.assert_allclose(sess.run(None, {"x": x})[0], np.asarray(forward(jnp.asarray(x))), rtol=1e-4, atol=1e-5)
+
+
+class StridedSame(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        x = nn.relu(nn.Conv(4, (3, 3), strides=(2, 2), padding="SAME")(x))
+        x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME") + nn.avg_pool(x, (2, 3), strides=(2, 2), padding="SAME")
+        x = nn.Conv(6, (4, 4), strides=(3, 3), padding="SAME")(x)
+        return nn.Conv(2, (3, 3), padding=((1, 0), (2, 1)))(x)
+
+
+def test_strided_same_padding_follows_the_image_size(tmp_path):
+    # flax's "SAME" with a stride pads by the size's remainder: over a symbolic height and width
+    # the (lo, hi) pairs are computed in the graph (they were refused: "padding is not (lo, hi)
+    # pairs"), an explicit Pad before the Conv (and before the max and average pools, whose
+    # reduce_window padding is computed the same way).
+    module = StridedSame()
+    x = jnp.asarray(np.random.RandomState(0).randn(2, 17, 19, 3).astype(np.float32))
+    params = module.init(jax.random.PRNGKey(0), x)
+
+    def forward(x):
+        return module.apply(params, x)
+
+    path = ivytrace.export(forward, tmp_path / "same.onnx", args=(x,))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert sess.get_inputs()[0].shape == ["batch", "x_dim1", "x_dim2", 3]
+    for shape in ((2, 17, 19, 3), (3, 16, 7, 3), (1, 16, 16, 3), (1, 21, 23, 3)):
+        xs = np.random.RandomState(sum(shape)).randn(*shape).astype(np.float32)
+        (got,) = sess.run(None, {"x": xs})
+        want = np.asarray(forward(jnp.asarray(xs)))
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)

@@ -217,6 +217,7 @@ const CanonicalLowering kTable[] = {
     {"kl_div",                      "Log+Mul+Sub+Where",            LowerLoss},
     {"kron",                          "Unsqueeze+Mul+Reshape",        LowerKron},
     {"l1_loss",                     "Sub+Abs+ReduceMean|ReduceSum", LowerLoss},
+    {"lax_sort",                      "TopK+GatherElements",          LowerLaxSort},
     {"layer_norm",                   "LayerNormalization",           LowerLayerNorm},
     {"ldexp",                       "Pow+Mul",                      LowerLdexp},
     {"leaky_relu",                   "LeakyRelu",                    LowerActivation},

@@ -165,6 +165,7 @@ IVY_LOWERING(LowerSelectScatter);
 IVY_LOWERING(LowerSliceScatter);
 IVY_LOWERING(LowerCumExtreme);
 IVY_LOWERING(LowerCummaxCummin);
+IVY_LOWERING(LowerLaxSort);  // lowerings_jax_extra.cc
 IVY_LOWERING(LowerBilinear);
 IVY_LOWERING(LowerInnerTorch);
 IVY_LOWERING(LowerInnerByFramework);

@@ -3,6 +3,7 @@
 // as their unsigned bit patterns), and reduce_xor of bools. cbrt and cummax/cummin share the
 // NumPy lowerings (lowerings_numpy_extra.cc, lowerings_ufunc_methods.cc).
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/export/onnx/lowerings.h"
@@ -258,6 +259,100 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
     SetAttr(t, "perm", inv);
   }
   ctx.Emit("Identity", {ctx.CastTo(out, work, d)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+}  // namespace onnx_export
+}  // namespace ivytrace
+
+namespace ivytrace {
+namespace onnx_export {
+
+// lax.sort_p(*operands, dimension, is_stable, num_keys): every operand permuted by the
+// lexicographic order of the first num_keys operands along `dimension` (jnp.sort is one operand;
+// jnp.argsort sorts (x, iota) and keeps the second). jax on CPU orders NaN after every number
+// (whatever its sign bit), takes -0.0 and 0.0 as equal, and keeps equal keys in index order (its
+// unstable sort gives that order too). ONNX TopK orders equal values by index (the spec's
+// tie-break), so each key is a stable ascending TopK; several keys (and a float key's NaN flag,
+// which ONNX TopK does not place) are stable passes from the least significant key to the
+// most significant, each composed with the permutation so far.
+Status LowerLaxSort(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const v1::Arg* ops = call.Get("tensors");
+  auto items = ops ? SequenceItems(*ops) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported("lax.sort without operands");
+  std::vector<ValueId> operands;
+  for (const v1::Arg* a : *items) {
+    if (a->kind_case() != v1::Arg::kTensor) return Status::Unsupported("lax.sort of an operand that is not an array");
+    operands.push_back(a->tensor().value());
+  }
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (results.size() != operands.size()) return Status::Unsupported("lax.sort results do not match its operands");
+  const int rank = ctx.Rank(operands[0]);
+  if (rank == 0) return Status::Unsupported("lax.sort of a 0-d array");
+  for (ValueId v : operands) {
+    if (ctx.Shape(v) != ctx.Shape(operands[0])) return Status::Unsupported("lax.sort of operands of different shapes");
+  }
+  auto dim = call.Int("dim");
+  auto keys = call.Int("num_keys");
+  if (!dim || !keys) return Status::Unsupported("lax.sort dimension or num_keys is not an int");
+  call.Get("stable");  // equal keys keep index order either way (above)
+  if (*keys < 1 || *keys > static_cast<int64_t>(operands.size())) return Status::Unsupported("lax.sort num_keys out of range");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*dim, rank, &axis));
+
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {ctx.In(operands[0])}), ctx.Int64s({axis})}, &g);
+  SetAttr(g, "axis", int64_t{0});
+  // The permutation that sorts `key` (ascending, equal items in index order).
+  auto argsort = [&](const std::string& key) {
+    onnx::NodeProto* t = nullptr;
+    ctx.EmitTemp("TopK", {key, n}, &t);
+    const std::string indices = ctx.Temp("order");
+    t->add_output(indices);
+    SetAttr(t, "axis", axis);
+    SetAttr(t, "largest", int64_t{0});
+    SetAttr(t, "sorted", int64_t{1});
+    return indices;
+  };
+  auto permute = [&](const std::string& x, const std::string& perm) {
+    onnx::NodeProto* ge = nullptr;
+    const std::string out = ctx.EmitTemp("GatherElements", {x, perm}, &ge);
+    SetAttr(ge, "axis", axis);
+    return out;
+  };
+  // The sort keys, least significant first, each a dtype TopK takes.
+  std::vector<std::string> passes;
+  for (int64_t k = *keys - 1; k >= 0; --k) {
+    const ValueId key = operands[k];
+    const v1::DType d = ctx.DType(key);
+    const std::string in = ctx.In(key);
+    if (IsFloating(d)) {
+      const std::string kd = d == v1::FLOAT64 ? in : ctx.CastTo(in, d, v1::FLOAT32);  // float16 keys exactly in float32
+      const v1::DType kt = d == v1::FLOAT64 ? v1::FLOAT64 : v1::FLOAT32;
+      const std::string nan = ctx.EmitTemp("IsNaN", {kd});
+      passes.push_back(ctx.EmitTemp("Where", {nan, ctx.Scalar(Number::Float(std::numeric_limits<double>::infinity()), kt), kd}));
+      passes.push_back(ctx.CastTo(nan, v1::BOOL, v1::INT32));  // NaN after everything
+    } else if (d == v1::BOOL || d == v1::INT8 || d == v1::INT16 || d == v1::UINT8 || d == v1::UINT16) {
+      passes.push_back(ctx.CastTo(in, d, v1::INT32));
+    } else if (d == v1::INT32 || d == v1::INT64 || d == v1::UINT32) {
+      passes.push_back(d == v1::UINT32 ? ctx.CastTo(in, d, v1::INT64) : in);
+    } else {
+      return Status::Unsupported(std::string("lax.sort by a key of ") + DTypeName(d));
+    }
+  }
+  std::string perm;
+  for (const std::string& key : passes) {
+    if (perm.empty()) {
+      perm = argsort(key);
+    } else {
+      perm = permute(perm, argsort(permute(key, perm)));
+    }
+  }
+  for (size_t i = 0; i < operands.size(); ++i) {
+    auto* ge = ctx.Emit("GatherElements", {ctx.In(operands[i]), perm}, {ctx.Out(results[i])});
+    SetAttr(ge, "axis", axis);
+  }
   return Status::Ok();
 }
 

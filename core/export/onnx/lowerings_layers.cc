@@ -326,6 +326,58 @@ static Status RefuseEmptyWindowResult(LoweringContext& ctx, ValueId result, cons
   return Status::Ok();
 }
 
+// lax's `padding`, one (lo, hi) pair per dim: ints, or 0-d ints the graph computes from the
+// input's size (flax's "SAME" with a stride over a symbolic size follows the size's remainder).
+// A computed amount is in `dyn` (a 1-element int64 tensor name, at i for dim i's lo and at
+// count + i for its hi), its `pads` entry 0. ONNX's pads attributes are static, so such padding
+// is an explicit Pad whose amounts the model computes (a negative one crops, as in lax).
+static Status PadPairs(const BoundCall& call, LoweringContext& ctx, int count, std::vector<int64_t>* pads,
+                       std::vector<std::string>* dyn) {
+  const v1::ArgList* padding = Items(call.Get("padding"));
+  if (!padding || padding->items_size() != count) {
+    return Status::Unsupported("padding is not one (lo, hi) pair per dim: " + ArgToString(*call.Get("padding"), true));
+  }
+  pads->assign(2 * count, 0);
+  dyn->assign(2 * count, "");
+  for (int i = 0; i < count; ++i) {
+    auto items = SequenceItems(padding->items(i));
+    if (!items || items->size() != 2) {
+      return Status::Unsupported("padding is not (lo, hi) pairs: " + ArgToString(*call.Get("padding"), true));
+    }
+    for (int side = 0; side < 2; ++side) {
+      const v1::Arg& a = *(*items)[side];
+      if (a.kind_case() != v1::Arg::kTensor) {
+        auto v = AsInt(a);
+        if (!v) return Status::Unsupported("padding is not (lo, hi) pairs of ints: " + ArgToString(*call.Get("padding"), true));
+        (*pads)[i + side * count] = *v;
+        continue;
+      }
+      const ValueId v = a.tensor().value();
+      if (ctx.Rank(v) != 0 || IsFloating(ctx.DType(v)) || ctx.DType(v) == v1::BOOL) {
+        return Status::Unsupported("padding is not (lo, hi) pairs of ints: " + ArgToString(*call.Get("padding"), true));
+      }
+      (*dyn)[i + side * count] = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.In(v), ctx.DType(v), v1::INT64), ctx.Int64s({1})});
+    }
+  }
+  return Status::Ok();
+}
+
+static bool AnyDynamic(const std::vector<std::string>& dyn) {
+  return std::any_of(dyn.begin(), dyn.end(), [](const std::string& s) { return !s.empty(); });
+}
+
+// `in` padded by `pads` (begins, then ends, over its rank), each amount static or from `dyn`, with
+// `value` (a 0-d initializer; "" for zeros).
+static std::string PadBy(LoweringContext& ctx, const std::string& in, const std::vector<int64_t>& pads,
+                         const std::vector<std::string>& dyn, const std::string& value = "") {
+  std::vector<std::string> amounts;
+  for (size_t i = 0; i < pads.size(); ++i) amounts.push_back(dyn[i].empty() ? ctx.Int64s({pads[i]}) : dyn[i]);
+  onnx::NodeProto* cat = nullptr;
+  const std::string all = ctx.EmitTemp("Concat", amounts, &cat);
+  SetAttr(cat, "axis", int64_t{0});
+  return value.empty() ? ctx.EmitTemp("Pad", {in, all}) : ctx.EmitTemp("Pad", {in, all, value});
+}
+
 Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
@@ -339,22 +391,17 @@ Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContex
       return Status::Unsupported(std::string(p) + " other than 1");
     }
   }
-  std::vector<int64_t> lo(rank, 0), hi(rank, 0);
-  if (const v1::ArgList* pads = Items(call.Get("padding"))) {
-    if (pads->items_size() != rank) return Status::Unsupported("padding does not list every dim");
-    for (int i = 0; i < rank; ++i) {
-      auto p = AsIntList(pads->items(i));
-      if (!p || p->size() != 2) return Status::Unsupported("padding is not (lo, hi) pairs");
-      lo[i] = (*p)[0];
-      hi[i] = (*p)[1];
-    }
-  } else {
-    return Status::Unsupported("padding " + ArgToString(*call.Get("padding"), true));
-  }
+  std::vector<int64_t> all_pads;
+  std::vector<std::string> dyn;
+  IVY_RETURN_IF_ERROR(PadPairs(call, ctx, rank, &all_pads, &dyn));
+  std::vector<int64_t> lo(all_pads.begin(), all_pads.begin() + rank), hi(all_pads.begin() + rank, all_pads.end());
   std::vector<int64_t> spatial, other;
   for (int i = 0; i < rank; ++i) {
-    if ((*window)[i] != 1 || (*strides)[i] != 1 || lo[i] != 0 || hi[i] != 0) spatial.push_back(i);
-    else other.push_back(i);
+    if ((*window)[i] != 1 || (*strides)[i] != 1 || lo[i] != 0 || hi[i] != 0 || !dyn[i].empty() || !dyn[i + rank].empty()) {
+      spatial.push_back(i);
+    } else {
+      other.push_back(i);
+    }
   }
   if (spatial.empty() || spatial.size() > 3) return Status::Unsupported("reduce_window over " + std::to_string(spatial.size()) + " dims");
   const auto& shape = ctx.Shape(x);
@@ -365,8 +412,38 @@ Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContex
   onnx::NodeProto* t = nullptr;
   cur = ctx.EmitTemp("Transpose", {cur}, &t);
   SetAttr(t, "perm", perm);
+  const bool is_max = ctx.canonical() == "reduce_window_max";
+  const v1::DType d = ctx.DType(x);
+  if (AnyDynamic(dyn)) {
+    // Padded in the transposed order with the reduction's identity (lax pads with init_value:
+    // -inf or the dtype's least value for max, 0 for sum); the pool then pads nothing.
+    std::vector<int64_t> p2(2 * rank, 0);
+    std::vector<std::string> d2(2 * rank);
+    for (int i = 0; i < rank; ++i) {
+      p2[i] = lo[perm[i]];
+      p2[i + rank] = hi[perm[i]];
+      d2[i] = dyn[perm[i]];
+      d2[i + rank] = dyn[perm[i] + rank];
+    }
+    std::string fill;
+    if (is_max) {
+      if (IsFloating(d)) {
+        fill = ctx.Scalar(Number::Float(-std::numeric_limits<double>::infinity()), d);
+      } else if (d == v1::INT32) {
+        fill = ctx.Scalar(Number::Int(std::numeric_limits<int32_t>::min()), d);
+      } else if (d == v1::INT64) {
+        fill = ctx.Scalar(Number::Int(std::numeric_limits<int64_t>::min()), d);
+      } else {
+        return Status::Unsupported(std::string("reduce_window_max of ") + DTypeName(d) + " with computed padding");
+      }
+    }
+    cur = PadBy(ctx, cur, p2, d2, fill);
+    std::fill(lo.begin(), lo.end(), 0);
+    std::fill(hi.begin(), hi.end(), 0);
+  }
   {
     std::vector<int64_t> need(static_cast<size_t>(rank), 0);
+
     for (size_t j = 0; j < spatial.size(); ++j) {
       const int64_t d = spatial[j];
       need[other.size() + j] = (*window)[d] - lo[d] - hi[d];
@@ -387,8 +464,6 @@ Status LowerReduceWindow(const Node& node, const BoundCall& call, LoweringContex
   // Two non-pooled dims (NHWC, NCHW...) are ONNX's (N, C) as they are; others fold into C.
   const bool fold = other.size() != 2;
   if (fold) cur = ctx.EmitTemp("Reshape", {cur, ctx.Int64s(pooled_shape)});
-  const bool is_max = ctx.canonical() == "reduce_window_max";
-  const v1::DType d = ctx.DType(x);
   onnx::NodeProto* p = nullptr;
   std::vector<int64_t> pads = pads_begin;
   pads.insert(pads.end(), pads_end.begin(), pads_end.end());
@@ -467,15 +542,9 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
   if (call.Int("batch_group_count").value_or(1) != 1) return Status::Unsupported("batch_group_count other than 1");
   auto strides = call.IntList("window_strides"), dil = call.IntList("rhs_dilation");
   if (!strides || !dil) return Status::Unsupported("window_strides/rhs_dilation are not ints");
-  std::vector<int64_t> pads(2 * n, 0);
-  const v1::ArgList* padding = Items(call.Get("padding"));
-  if (!padding || padding->items_size() != n) return Status::Unsupported("padding is not (lo, hi) per spatial dim");
-  for (int i = 0; i < n; ++i) {
-    auto p = AsIntList(padding->items(i));
-    if (!p || p->size() != 2) return Status::Unsupported("padding is not (lo, hi) pairs");
-    pads[i] = (*p)[0];
-    pads[i + n] = (*p)[1];
-  }
+  std::vector<int64_t> pads;
+  std::vector<std::string> dynamic_pads;
+  IVY_RETURN_IF_ERROR(PadPairs(call, ctx, n, &pads, &dynamic_pads));
   const auto& wshape = ctx.Shape(w);
   std::vector<int64_t> kernel;
   for (int i = 0; i < n; ++i) kernel.push_back(wshape[rhs_spec[2 + i]]);
@@ -491,6 +560,19 @@ Status LowerConvGeneralDilated(const Node& node, const BoundCall& call, Lowering
     return out;
   };
   std::string xin = transpose(ctx.In(x), lhs_spec);
+  if (AnyDynamic(dynamic_pads)) {
+    // (N, C) unpadded, then the spatial dims' amounts; the Conv then pads nothing.
+    std::vector<int64_t> p2(2 * (n + 2), 0);
+    std::vector<std::string> d2(2 * (n + 2));
+    for (int i = 0; i < n; ++i) {
+      p2[2 + i] = pads[i];
+      p2[n + 4 + i] = pads[i + n];
+      d2[2 + i] = dynamic_pads[i];
+      d2[n + 4 + i] = dynamic_pads[i + n];
+    }
+    xin = PadBy(ctx, xin, p2, d2);
+    std::fill(pads.begin(), pads.end(), 0);
+  }
   {
     std::vector<int64_t> need(static_cast<size_t>(rank), 0);
     for (int i = 0; i < n; ++i) {

@@ -154,6 +154,7 @@ const std::vector<Rename>& Renames() {
       {"jax", "unbind", "unbind", {{"axis", "dim"}}},
       {"jax", "tile", "tile", {{"reps", "repeats"}}},
       {"jax", "top_k", "top_k", {{"axis", "dim"}}},
+      {"jax", "sort", "lax_sort", {{"operands", "tensors"}, {"dimension", "dim"}, {"is_stable", "stable"}}},
       {"jax", "all", "all", {{"axes", "dim"}}},
       {"jax", "any", "any", {{"axes", "dim"}}},
       {"jax", "cummax", "cummax", {{"axis", "dim"}}},
