@@ -298,6 +298,31 @@ def _holder_name(which, arg_names):
     return head + "".join(f".{i}" if isinstance(i, _Attr) else f"[{i!r}]" for i in path)
 
 
+def _argument_modules(args, kwargs, fn):
+    """(holder, module) for each torch module among the call's arguments, at the top level or in
+    tuples, lists and dicts of them (not the traced module itself)."""
+    found = []
+
+    def walk(v, which, path, depth):
+        if depth > 4:
+            return
+        if _is_torch_module(v):
+            if v is not fn:
+                found.append((which(path), v))
+        elif isinstance(v, (tuple, list)):
+            for i, x in enumerate(v):
+                walk(x, which, path + [i], depth + 1)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, which, path + [k], depth + 1)
+
+    for i, v in enumerate(args):
+        walk(v, lambda p: ("arg", p), [i], 0)
+    for k, v in kwargs.items():
+        walk(v, lambda p, k=k: ("kwarg", k, p), [], 0)
+    return found
+
+
 class _Attr(str):
     """A step of a state path that reads an attribute (`cache.layers`), where the others index."""
     __slots__ = ()
@@ -1263,6 +1288,16 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                 if not freeze or (is_buffer and fn.training):
                     state_in.append(_StateSlot(("fixed", fn), qn, module_tensor=True))
                     extra.append((f"{'buffer' if is_buffer else 'param'}:{qn}", t))
+            # A module among the arguments (`fn(x, model)`): its parameters and buffers are read on
+            # every replay like a traced module's (they were baked in when traced, so another
+            # module, or this one after an optimizer step, silently gave the traced weights).
+            arg_module_state = []
+            for which, m in _argument_modules(args, kwargs, fn):
+                for qn, t, is_buffer in _module_state(m):
+                    if not freeze or (is_buffer and m.training):
+                        state_in.append(_StateSlot(which, qn, module_tensor=True))
+                        extra.append((f"{_holder_name(which, arg_names)}.{qn}", t))
+                        arg_module_state.append((which, qn, t, t._version))
             stand_ins = []   # (object, attribute, plain int) replaced by a symbolic input
             used_names = set()
 
@@ -1311,6 +1346,10 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             plain, out_spec = _flatten(out)
             state_values = []
             assigned = _put_back_plain_ints(stand_ins)
+            for which, qn, t, version in arg_module_state:
+                if t._version != version:   # a BatchNorm's running stats in train mode
+                    state_out.append(_StateSlot(which, qn, module_tensor=True))
+                    state_values.append(t)
             for qn, t, is_buffer in module_state:
                 if t._version != versions[qn]:
                     if is_buffer and fn.training or _holds(state_in, qn):

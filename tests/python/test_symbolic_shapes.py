@@ -354,6 +354,33 @@ def test_an_object_holding_arrays_is_rebuilt_by_the_replay():
 
 
 # -- state -------------------------------------------------------------------------------------------
+def test_a_module_among_the_arguments_is_read_on_every_call():
+    # fn(x, model): the module's weights were baked in when traced, so another module, or this
+    # one after an update, silently gave the traced weights (off by 1.7 on a Linear).
+    torch.manual_seed(0)
+
+    def f(x, layers):
+        return layers[1](layers[0](x).relu())
+
+    a = [torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)]
+    b = [torch.nn.Linear(3, 4), torch.nn.Linear(4, 2)]
+    g = ivytrace.trace_graph(f, args=(torch.randn(2, 3), a))
+    x = torch.randn(5, 3)
+    with torch.no_grad():
+        assert torch.allclose(g(x, b), f(x, b), rtol=RTOL, atol=ATOL)
+        a[0].weight.mul_(-2)
+        assert torch.allclose(g(x, a), f(x, a), rtol=RTOL, atol=ATOL)
+    # A BatchNorm argument in train mode: its running stats are written back as eager does.
+    traced_bn, eager_bn = torch.nn.BatchNorm1d(3).train(), torch.nn.BatchNorm1d(3).train()
+    h = ivytrace.trace_graph(lambda x, bn: bn(x) * 2, args=(torch.randn(6, 3), traced_bn))
+    traced_bn.load_state_dict(eager_bn.state_dict())
+    for i in range(2):
+        x = torch.randn(6 + i, 3)
+        assert torch.allclose(h(x, traced_bn), eager_bn(x) * 2, rtol=RTOL, atol=ATOL)
+    assert torch.allclose(traced_bn.running_mean, eager_bn.running_mean, rtol=RTOL, atol=ATOL)
+    assert int(traced_bn.num_batches_tracked) == int(eager_bn.num_batches_tracked)
+
+
 def test_batchnorm_in_train_mode_updates_running_stats_like_eager():
     torch.manual_seed(0)
     traced_bn, eager_bn = torch.nn.BatchNorm1d(4).train(), torch.nn.BatchNorm1d(4).train()
