@@ -404,6 +404,10 @@ class _Specialization:
         # decide Python control flow the recorder does not see (dropout, BatchNorm), so the
         # replay checks them like any other guard.
         self.modes = modes
+        # [(kind, holder, key, object, version, label)]: the tensors the function reached through
+        # its closure, globals or `self` (with the modules holding them), baked into the graph
+        # as the values they had when traced; checked on every call (_captured_checks).
+        self.captured = None
         self.fn = plan._fn               # the replay, or the backend's compiled replay
         self.backend = None              # "torch.compile" / "jax.jit" when return_backend_traced_fn
 
@@ -414,6 +418,17 @@ class _Specialization:
                 where = f"submodule {qn!r}" if qn else "the module"
                 raise _ModeGuardError(f"ivytrace: {where} was in {was} mode when traced and is in {now} mode now "
                                  f"(module.train()/.eval() decide what forward does); trace again in this mode")
+
+    def check_captured(self):
+        for kind, holder, key, obj, version, label in self.captured:
+            cur = holder.get(key) if kind == 0 else getattr(holder, key, None)
+            if cur is obj and (version is None or cur._version == version):
+                continue
+            how = "was written in place" if cur is obj else "is another object now"
+            raise GuardError(f"ivytrace: {label}, which the function reaches through its closure or globals, {how} "
+                             f"since it was traced; the graph holds its traced value (array caching). Trace again "
+                             f"(retrace=True does), or pass it as an argument, whose tensors and modules are read "
+                             f"on every call")
 
     def _positional(self, sig) -> bool:
         """Whether a call with exactly len(arg_names) positional arguments and no keywords binds
@@ -444,6 +459,8 @@ class _Specialization:
             values = [v for _, v in bound]
         if self.modes:
             self.check_modes()
+        if self.captured:
+            self.check_captured()
         if self.state_in:
             values += [s.get(args, kwargs) for s in self.state_in]
         raw = self.fn(*values)
@@ -545,7 +562,7 @@ class Graph:
 
     def _update_fast(self):
         spec = self._specs[0] if self._specs else None
-        ok = spec is not None and not spec.modes and not spec.state_in and not spec.state_out and \
+        ok = spec is not None and not spec.modes and not spec.state_in and not spec.state_out and not spec.captured and \
             spec._positional(self._sig)
         self._fast = (spec.fn, len(spec.arg_names), spec.out_spec) if ok else None
 
@@ -1206,6 +1223,7 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
             raise
         spec = _Specialization(_load(plan_path, to, source), r.trace_path, plan_path, r.arg_names, r.state_in,
                                r.state_out, r.out_spec, r.modes)
+        spec.captured = None if freeze else r.captured_checks
         if return_backend_traced_fn:
             _compile_backend(spec, target, r.static_positions, r.sym_positions)
         return spec, r.out, r.workdir
@@ -1412,10 +1430,13 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                 state_out, state_values = [s for s, _ in kept], [v for _, v in kept]
             result = (plain, state_values) if state_out else plain
             rec.region_end(rid, result)
+            in_graph = {id(v) for _, v in inputs + extra} | {id(v) for v in state_values}
+            captured_checks = [] if is_module else [c for c in _captured_checks(fn) if id(c[3]) not in in_graph]
             out = _plain_arrays(_unsym(out))
         finally:
             rec.stop()
         return _Recorded(workdir=workdir, trace_path=trace_path, out=out, sym_args=sym_args, arg_names=arg_names,
+                         captured_checks=captured_checks,
                          state_in=state_in, state_out=state_out, out_spec=out_spec, modes=modes,
                          static_positions=static_positions, sym_positions=sym_positions)
     except BaseException:
@@ -1481,6 +1502,54 @@ def _captured_tensors(fn):
             out += [(f"{n}.{qn}", t) for qn, t in v.named_parameters()]
             out += [(f"{n}.{qn}", t) for qn, t in v.named_buffers()]
     return out
+
+
+def _captured_checks(fn):
+    """What makes the tensors a plain function reaches through its closure cells, the globals
+    its code names, or a bound method's `self` the ones it was traced with: (kind, holder, key,
+    object, version, label) for each link from the cell or global to each torch tensor, through
+    a module's submodules, parameters and buffers (kind 0: holder.get(key); 1: getattr). A
+    weight written in place (an optimizer step) or reassigned, a submodule replaced, a global
+    rebound: the baked value is stale, and the replay must not pass it in silence."""
+    torch = sys.modules.get("torch")
+    f = getattr(fn, "__func__", fn)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return []
+    roots = []   # (kind, holder, key, label)
+    owner = getattr(fn, "__self__", None)
+    if torch is not None and isinstance(owner, torch.nn.Module):
+        roots.append((1, fn, "__self__", "self"))
+    for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
+        roots.append((1, cell, "cell_contents", n))
+    g = getattr(f, "__globals__", None)
+    if isinstance(g, dict):
+        roots += [(0, g, n, n) for n in code.co_names if n in g]
+    checks, seen = [], set()
+    for kind, holder, key, label in roots:
+        try:
+            v = holder.get(key) if kind == 0 else getattr(holder, key)
+        except ValueError:   # an empty cell
+            continue
+        if torch is not None and isinstance(v, torch.Tensor):
+            checks.append((kind, holder, key, v, v._version, f"tensor {label!r}"))
+        elif _is_array(v):   # a NumPy or JAX array: rebinding is seen (a NumPy write in place is not)
+            checks.append((kind, holder, key, v, None, f"array {label!r}"))
+        elif torch is not None and isinstance(v, torch.nn.Module) and id(v) not in seen:
+            checks.append((kind, holder, key, v, None, f"module {label!r}"))
+            for qn, m in v.named_modules():
+                if id(m) in seen:
+                    continue
+                seen.add(id(m))
+                prefix = f"{label}.{qn}" if qn else label
+                for name, child in m._modules.items():
+                    if child is not None:
+                        checks.append((0, m._modules, name, child, None, f"submodule {prefix}.{name}"))
+                for table in (m._parameters, m._buffers):
+                    for name, t in table.items():
+                        if t is not None:
+                            checks.append((0, table, name, t, t._version, f"{prefix}.{name}"))
+    return checks
 
 
 def _holds(slots, qn) -> bool:
