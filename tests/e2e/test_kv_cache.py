@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 
 import numpy as np
@@ -202,3 +203,70 @@ def test_a_symbolic_is_causal_is_a_guard_not_a_type_error():
         q4 = torch.randn(2, 2, 4, 8)
         torch.testing.assert_close(lazy(q4), attend(q4))
         assert ivytrace.graph_of(lazy).traces == 2
+
+
+# Other cache layouts: GPT-2's own attention, Mistral's sliding-window layers (an int state per
+# layer beside the keys and values), T5's encoder-decoder cache (self- and cross-attention).
+_ARCHS = {
+    "gpt2": ("GPT2LMHeadModel", "GPT2Config", dict(n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                                                   bos_token_id=0, eos_token_id=0)),
+    "mistral_sliding": ("MistralForCausalLM", "MistralConfig",
+                        dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                             intermediate_size=64, sliding_window=4)),
+    "t5": ("T5ForConditionalGeneration", "T5Config",
+           dict(d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4, decoder_start_token_id=0)),
+}
+
+
+@pytest.mark.parametrize("arch", list(_ARCHS))
+def test_other_cache_layouts_decode_and_export(arch, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    cls, cfg_cls, kw = _ARCHS[arch]
+    torch.manual_seed(0)
+    model = getattr(transformers, cls)(getattr(transformers, cfg_cls)(vocab_size=100, **kw)).eval()
+    seq2seq = arch == "t5"
+
+    def prefill(b, t, seed):
+        x = _ids(b, t, seed)
+        with torch.no_grad():
+            if seq2seq:
+                out = model(input_ids=x, decoder_input_ids=x[:, :3], use_cache=True)
+                return out.past_key_values, (out.encoder_last_hidden_state,)
+            return model(input_ids=x, use_cache=True).past_key_values, ()
+
+    def step(tok, past, *enc):
+        if seq2seq:
+            out = model(encoder_outputs=enc, decoder_input_ids=tok, past_key_values=past, use_cache=True)
+        else:
+            out = model(input_ids=tok, past_key_values=past, use_cache=True)
+        return out.logits, out.past_key_values
+
+    past, enc = prefill(2, 6, 0)
+    with torch.no_grad():
+        g = ivytrace.trace_graph(lambda tok, past, *enc: step(tok, past, *enc)[0], args=(_ids(2, 1, 1), past, *enc))
+        for b, t in ((2, 6), (3, 9)):   # past 9 > the sliding window: the layers crop
+            (mine, enc_a), (theirs, enc_b) = prefill(b, t, 7), prefill(b, t, 7)
+            x = y = _ids(b, 1, 8)
+            for _ in range(3):
+                got, want = g(x, mine, *enc_a), step(y, theirs, *enc_b)[0]
+                torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
+                x, y = got[:, -1:].argmax(-1), want[:, -1:].argmax(-1)
+        path = ivytrace.export(step, tmp_path / f"{arch}.onnx", args=(_ids(2, 1, 1), past, *enc))
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for b, t in ((2, 6), (3, 9)):
+        past, enc = prefill(b, t, 5)
+        x = _ids(b, 1, 6)
+        feeds = {}
+        for i in sess.get_inputs():
+            if i.name == "tok":
+                feeds[i.name] = x.numpy()
+            elif i.name.startswith("enc"):
+                feeds[i.name] = enc[0].numpy()
+            else:   # past.layers[0].keys, past.self_attention_cache.layers[0].values, ...
+                obj = past
+                for attr, index in re.findall(r"\.(\w+)|\[(\d+)\]", i.name[len("past"):]):
+                    obj = getattr(obj, attr) if attr else obj[int(index)]
+                feeds[i.name] = obj.numpy() if hasattr(obj, "numpy") else np.asarray(obj, np.int64)
+        with torch.no_grad():
+            want = step(x, prefill(b, t, 5)[0], *enc)[0]
+        np.testing.assert_allclose(sess.run(None, feeds)[0], want.numpy(), rtol=RTOL, atol=ATOL)
