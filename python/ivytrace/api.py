@@ -23,8 +23,10 @@ This module imports no framework: torch is looked up only when the program has i
 """
 from __future__ import annotations
 
+import collections.abc
 import copy
 import dataclasses
+import dis
 import inspect
 import logging
 import os
@@ -421,14 +423,27 @@ class _Specialization:
 
     def check_captured(self):
         for kind, holder, key, obj, version, label in self.captured:
-            cur = holder.get(key) if kind == 0 else getattr(holder, key, None)
-            if cur is obj and (version is None or cur._version == version):
+            if kind == 0:
+                cur = holder.get(key, _BY_VALUE)
+            elif kind == 1:
+                cur = getattr(holder, key, _BY_VALUE)
+            else:
+                try:
+                    cur = holder[key]
+                except (KeyError, IndexError):
+                    cur = _BY_VALUE
+            if version is _BY_VALUE:
+                if type(cur) is type(obj) and (cur == obj or cur != cur and obj != obj):
+                    continue
+                how = f"is {cur!r} now" if cur is not _BY_VALUE else "is gone"
+            elif cur is obj and (version is None or cur._version == version):
                 continue
-            how = "was written in place" if cur is obj else "is another object now"
+            else:
+                how = "was written in place" if cur is obj else "is another object now"
             raise GuardError(f"ivytrace: {label}, which the function reaches through its closure or globals, {how} "
-                             f"since it was traced; the graph holds its traced value (array caching). Trace again "
-                             f"(retrace=True does), or pass it as an argument, whose tensors and modules are read "
-                             f"on every call")
+                             f"since it was traced; the graph holds its traced value. Trace again (retrace=True "
+                             f"does), or pass it as an argument, whose tensors, modules and numbers are read on "
+                             f"every call")
 
     def _positional(self, sig) -> bool:
         """Whether a call with exactly len(arg_names) positional arguments and no keywords binds
@@ -1504,37 +1519,89 @@ def _captured_tensors(fn):
     return out
 
 
+_BY_VALUE = object()   # a _captured_checks entry compared by value (a Python number or string)
+
+
+def _global_names(code, depth=0):
+    """The names `code` (and the functions, lambdas and comprehensions it defines) loads as globals."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname == "LOAD_GLOBAL"}
+    if depth < 4:
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                names |= _global_names(c, depth + 1)
+    return names
+
+
+def _is_user_function(v) -> bool:
+    """A Python function of the program (not of an installed library, the standard library or
+    ivytrace): what it reads through its own closure and globals is read by the traced one."""
+    code = getattr(v, "__code__", None)
+    if not isinstance(v, types.FunctionType) or code is None:
+        return False
+    path = code.co_filename
+    return not (path.startswith("<") and path != "<stdin>" and not path.startswith("<ipython")) and \
+        "site-packages" not in path and "dist-packages" not in path and not path.startswith(_PACKAGE_DIR) and \
+        not path.startswith(_STDLIB_DIR)
+
+
+_STDLIB_DIR = os.path.dirname(os.__file__) + os.sep
+
+
 def _captured_checks(fn):
-    """What makes the tensors a plain function reaches through its closure cells, the globals
-    its code names, or a bound method's `self` the ones it was traced with: (kind, holder, key,
-    object, version, label) for each link from the cell or global to each torch tensor, through
-    a module's submodules, parameters and buffers (kind 0: holder.get(key); 1: getattr). A
-    weight written in place (an optimizer step) or reassigned, a submodule replaced, a global
-    rebound: the baked value is stale, and the replay must not pass it in silence."""
+    """What makes the values a plain function reaches through its closure cells, the globals it
+    loads, or a bound method's `self` the ones it was traced with (and, the same way, the
+    values of the program's own functions it calls): (kind, holder, key, object, version, label)
+    for each link from a cell or global to each torch tensor, through a module's submodules,
+    parameters and buffers; for NumPy/JAX arrays, the program's functions and the dicts, lists and
+    tuples holding arrays (and each item), the same object;
+    for Python numbers, bools and strings, the same value (kind 0: holder.get(key); 1: getattr;
+    2: holder[key]).
+    A weight written in place (an optimizer step) or reassigned, a submodule replaced, a global
+    rebound, a number changed: the graph baked the traced value, and the replay must not pass a
+    changed one in silence."""
     torch = sys.modules.get("torch")
-    f = getattr(fn, "__func__", fn)
-    code = getattr(f, "__code__", None)
-    if code is None:
-        return []
-    roots = []   # (kind, holder, key, label)
-    owner = getattr(fn, "__self__", None)
-    if torch is not None and isinstance(owner, torch.nn.Module):
-        roots.append((1, fn, "__self__", "self"))
-    for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
-        roots.append((1, cell, "cell_contents", n))
-    g = getattr(f, "__globals__", None)
-    if isinstance(g, dict):
-        roots += [(0, g, n, n) for n in code.co_names if n in g]
-    checks, seen = [], set()
-    for kind, holder, key, label in roots:
+    checks, seen, visited = [], set(), set()
+
+    def roots_of(f, prefix, depth):
+        f_self = getattr(f, "__self__", None)
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in visited:
+            return []
+        visited.add(id(f))
+        out = []   # (kind, holder, key, label, depth)
+        if torch is not None and isinstance(f_self, torch.nn.Module):
+            out.append((1, fn, "__self__", "self", depth))
+        for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
+            out.append((1, cell, "cell_contents", prefix + n, depth))
+        g = getattr(f, "__globals__", None)
+        if isinstance(g, dict):
+            out += [(0, g, n, prefix + n, depth) for n in sorted(_global_names(code)) if n in g]
+        return out
+
+    roots = roots_of(fn, "", 0)
+    while roots:
+        kind, holder, key, label, depth = roots.pop(0)
         try:
-            v = holder.get(key) if kind == 0 else getattr(holder, key)
+            v = holder.get(key) if kind == 0 else getattr(holder, key) if kind == 1 else holder[key]
         except ValueError:   # an empty cell
             continue
         if torch is not None and isinstance(v, torch.Tensor):
             checks.append((kind, holder, key, v, v._version, f"tensor {label!r}"))
         elif _is_array(v):   # a NumPy or JAX array: rebinding is seen (a NumPy write in place is not)
             checks.append((kind, holder, key, v, None, f"array {label!r}"))
+        elif type(v) in (bool, int, float, str):
+            checks.append((kind, holder, key, v, _BY_VALUE, f"{type(v).__name__} {label!r} (traced as {v!r})"))
+        elif isinstance(v, (collections.abc.Mapping, list, tuple)) and depth < 6 and _holds_array(v):
+            # A params pytree (`lambda x: model.apply(params, x)`): rebinding it (`params =
+            # update(params, grads)`) or replacing an item is seen; the arrays in it as above.
+            checks.append((kind, holder, key, v, None, f"{type(v).__name__} {label!r}"))
+            items = v.items() if isinstance(v, collections.abc.Mapping) else enumerate(v)
+            roots += [(2, v, k, f"{label}[{k!r}]", depth + 1) for k, _ in items]
+        elif _is_user_function(v) and v is not getattr(fn, "__func__", fn):
+            checks.append((kind, holder, key, v, None, f"function {label!r}"))
+            if depth < 3:
+                roots += roots_of(v, f"{label}.", depth + 1)
         elif torch is not None and isinstance(v, torch.nn.Module) and id(v) not in seen:
             checks.append((kind, holder, key, v, None, f"module {label!r}"))
             for qn, m in v.named_modules():

@@ -382,10 +382,19 @@ def test_a_module_among_the_arguments_is_read_on_every_call():
 
 
 _GLOBAL_SCALE = torch.ones(3)
+_GLOBAL_FACTOR = 2.0
 
 
 def _scaled(x):
     return x * _GLOBAL_SCALE
+
+
+def _helper(x):
+    return x * _GLOBAL_FACTOR
+
+
+def _calls_helper(x):
+    return _helper(x) + 1
 
 
 def test_captured_weights_that_changed_since_tracing_are_a_guard_not_stale():
@@ -429,6 +438,24 @@ def test_captured_weights_that_changed_since_tracing_are_a_guard_not_stale():
             h(torch.ones(3))
     finally:
         _GLOBAL_SCALE = saved
+
+
+def test_a_python_number_a_called_function_reads_from_its_globals_is_checked():
+    # _calls_helper -> _helper reads the global _GLOBAL_FACTOR: 2.0 is baked into the graph.
+    global _GLOBAL_FACTOR
+    g = ivytrace.trace_graph(_calls_helper, args=(torch.ones(2),))
+    assert torch.equal(g(torch.ones(2)), torch.full((2,), 3.0))
+    try:
+        _GLOBAL_FACTOR = 5.0
+        with pytest.raises(ivytrace.GuardError, match=r"float '_helper._GLOBAL_FACTOR' \(traced as 2.0\).*is 5.0 now"):
+            g(torch.ones(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ivytrace.RetraceWarning)
+            r = ivytrace.trace_graph(_calls_helper, args=(torch.ones(2),), retrace=True)
+            _GLOBAL_FACTOR = 7.0
+            assert torch.equal(r(torch.ones(2)), torch.full((2,), 8.0))
+    finally:
+        _GLOBAL_FACTOR = 2.0
 
 
 def test_batchnorm_in_train_mode_updates_running_stats_like_eager():
