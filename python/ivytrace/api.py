@@ -410,6 +410,8 @@ class _Specialization:
         # its closure, globals or `self` (with the modules holding them), baked into the graph
         # as the values they had when traced; checked on every call (_captured_checks).
         self.captured = None
+        # [(holder, qualified name, training flag)] of the modules among the call's arguments.
+        self.arg_modes = None
         self.fn = plan._fn               # the replay, or the backend's compiled replay
         self.backend = None              # "torch.compile" / "jax.jit" when return_backend_traced_fn
 
@@ -476,6 +478,15 @@ class _Specialization:
             self.check_modes()
         if self.captured:
             self.check_captured()
+        if self.arg_modes:
+            for which, qn, flag in self.arg_modes:
+                sub = _holder(which, args, kwargs)
+                sub = sub.get_submodule(qn) if qn else sub
+                if sub.training is not flag:
+                    was, now = ("train", "eval") if flag else ("eval", "train")
+                    raise _ModeGuardError(f"ivytrace: argument {_holder_name(which, self.arg_names)}"
+                                          f"{'.' + qn if qn else ''} was in {was} mode when traced and is in {now} "
+                                          f"mode now (module.train()/.eval() decide what forward does); trace again")
         if self.state_in:
             values += [s.get(args, kwargs) for s in self.state_in]
         raw = self.fn(*values)
@@ -510,6 +521,14 @@ class Graph:
         self.__wrapped__ = self._call    # inspect.signature(graph) shows the traced signature
         self.__doc__ = getattr(self._call, "__doc__", None)
         self._saved_forward = None       # a module's own `forward` attribute before trace_graph set it
+
+    def __get__(self, instance, owner=None):
+        # A graph made by decorating a method (`@ivytrace.trace_graph` on `def forward(self, x)`):
+        # read through an instance it binds like the function it replaces, so `self` is the first
+        # argument (a module's parameters are then state read on every call, whichever instance).
+        if instance is None:
+            return self
+        return types.MethodType(self, instance)
 
     def _eager(self, *args, **kwargs):
         """Call the original function (a module's own forward, not the replay installed on it)."""
@@ -578,6 +597,7 @@ class Graph:
     def _update_fast(self):
         spec = self._specs[0] if self._specs else None
         ok = spec is not None and not spec.modes and not spec.state_in and not spec.state_out and not spec.captured and \
+            not spec.arg_modes and \
             spec._positional(self._sig)
         self._fast = (spec.fn, len(spec.arg_names), spec.out_spec) if ok else None
 
@@ -1239,6 +1259,7 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         spec = _Specialization(_load(plan_path, to, source), r.trace_path, plan_path, r.arg_names, r.state_in,
                                r.state_out, r.out_spec, r.modes)
         spec.captured = None if freeze else r.captured_checks
+        spec.arg_modes = r.arg_modes or None
         if return_backend_traced_fn:
             _compile_backend(spec, target, r.static_positions, r.sym_positions)
         return spec, r.out, r.workdir
@@ -1274,6 +1295,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         rec = Recorder(trace_path, frameworks=frameworks or ("numpy",), warn_guards=True, argv=sys.argv,
                        buffer_bytes=1 << 20, symbolic_shapes=symbolic_shapes)
         state_in, state_out = [], []
+        arg_modes = []   # (holder, qualified name, training flag) of modules among the arguments
         holders = _stateful_objects(fn, args, kwargs, stateful, arg_stateful_idxs, kwarg_stateful_idxs)
         holders += [(which, _holder(which, args, kwargs))
                     for which in _argument_objects(args, kwargs, {id(obj) for _, obj in holders})]
@@ -1326,6 +1348,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             # module, or this one after an optimizer step, silently gave the traced weights).
             arg_module_state = []
             for which, m in _argument_modules(args, kwargs, fn):
+                arg_modes.extend((which, qn, sub.training) for qn, sub in m.named_modules())
                 for qn, t, is_buffer in _module_state(m):
                     if not freeze or (is_buffer and m.training):
                         state_in.append(_StateSlot(which, qn, module_tensor=True))
@@ -1451,7 +1474,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         finally:
             rec.stop()
         return _Recorded(workdir=workdir, trace_path=trace_path, out=out, sym_args=sym_args, arg_names=arg_names,
-                         captured_checks=captured_checks,
+                         captured_checks=captured_checks, arg_modes=arg_modes,
                          state_in=state_in, state_out=state_out, out_spec=out_spec, modes=modes,
                          static_positions=static_positions, sym_positions=sym_positions)
     except BaseException:

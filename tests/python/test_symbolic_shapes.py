@@ -458,6 +458,45 @@ def test_a_python_number_a_called_function_reads_from_its_globals_is_checked():
         _GLOBAL_FACTOR = 2.0
 
 
+class _DecoratedNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 2)
+
+    @ivytrace.trace_graph
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+def test_a_decorated_method_binds_self_and_reads_each_instances_weights():
+    # `@ivytrace.trace_graph` on a method: the graph was called without `self` (a TypeError when
+    # tracing); it binds like the function it replaces, and one trace serves every instance.
+    torch.manual_seed(0)
+    a, b = _DecoratedNet(), _DecoratedNet()
+    x = torch.randn(4, 3)
+    with torch.no_grad():
+        assert torch.allclose(a(x), a.lin(x).relu(), rtol=RTOL, atol=ATOL)
+        assert torch.allclose(b(x), b.lin(x).relu(), rtol=RTOL, atol=ATOL)
+        a.lin.weight.mul_(-3)
+        assert torch.allclose(a(x), a.lin(x).relu(), rtol=RTOL, atol=ATOL)
+    assert ivytrace.graph_of(_DecoratedNet.forward).traces == 1
+
+
+def test_an_argument_modules_train_eval_mode_is_guarded():
+    def f(x, net):
+        return torch.nn.functional.dropout(net(x), 0.5, net.training)
+
+    net = torch.nn.Linear(3, 2).eval()
+    x = torch.randn(4, 3)
+    with torch.no_grad():
+        g = ivytrace.trace_graph(f, args=(x, net))
+        assert torch.allclose(g(x, net), net(x), rtol=RTOL, atol=ATOL)
+        net.train()
+        with pytest.warns(ivytrace.RetraceWarning, match="train mode now"):
+            out = g(x, net)   # traced again in train mode: dropout zeroes about half
+        assert ((out == 0) | torch.isclose(out, net(x) * 2, rtol=RTOL, atol=ATOL)).all()
+
+
 def test_batchnorm_in_train_mode_updates_running_stats_like_eager():
     torch.manual_seed(0)
     traced_bn, eager_bn = torch.nn.BatchNorm1d(4).train(), torch.nn.BatchNorm1d(4).train()
