@@ -359,6 +359,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         for c in self._len_prev:
             _sym.LEN_HOOKS[c] = self._len_hook
         _sym.hook_len()
+        self._patches = []
         self._patch_seeding()
         self._patch_bool_params()
         self.__enter__()
@@ -368,17 +369,32 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
     # op with a side effect (schemas/torch.textproto), so the replay seeds before its draws.
     _SEEDING_OWNERS = (("torch", "manual_seed"), ("torch.random", "manual_seed"))
 
-    def _patch_seeding(self):
-        self._seed_patches = []
-        rec_ref = _weakref(self)
-        for owner_name, attr in self._SEEDING_OWNERS:
+    def _patch(self, owners, make):
+        """Replace each (module name, attribute) in `owners` by make(original) while recording
+        (an original, never a wrapper left by an earlier recorder); undone by _unpatch."""
+        for owner_name, attr in owners:
             owner = sys.modules.get(owner_name)
             orig = getattr(owner, attr, None) if owner is not None else None
             if orig is None:
                 continue
             orig = getattr(orig, "__ivytrace_original__", orig)
+            wrapper = make(orig)
+            wrapper.__ivytrace_original__ = orig
+            wrapper.__name__ = orig.__name__
+            wrapper.__doc__ = orig.__doc__
+            self._patches.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, wrapper)
 
-            def manual_seed(seed, _orig=orig):
+    def _unpatch(self):
+        for owner, attr, prev in reversed(getattr(self, "_patches", [])):
+            setattr(owner, attr, prev)
+        self._patches = []
+
+    def _patch_seeding(self):
+        rec_ref = _weakref(self)
+
+        def make(_orig):
+            def manual_seed(seed):
                 rec = rec_ref()
                 if rec is None or not rec._records_seeding():
                     return _orig(seed)
@@ -394,16 +410,8 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
                     return None   # the Generator itself is not a value of the graph
                 _PyTorchRecorder.handle(rec, _orig, (), (seed,), {}, invoke)
                 return made[0]
-            manual_seed.__ivytrace_original__ = orig
-            manual_seed.__name__ = orig.__name__
-            manual_seed.__doc__ = orig.__doc__
-            self._seed_patches.append((owner, attr, getattr(owner, attr)))
-            setattr(owner, attr, manual_seed)
-
-    def _unpatch_seeding(self):
-        for owner, attr, prev in reversed(getattr(self, "_seed_patches", [])):
-            setattr(owner, attr, prev)
-        self._seed_patches = []
+            return manual_seed
+        self._patch(self._SEEDING_OWNERS, make)
 
     # torch's C argument parser refuses a symbolic bool for a `bool` parameter before
     # __torch_function__ runs, so the recorder never sees the call. transformers' SDPA attention
@@ -414,30 +422,15 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
     _BOOL_PARAM_BUILTINS = (("torch.nn.functional", "scaled_dot_product_attention"),)
 
     def _patch_bool_params(self):
-        self._bool_patches = []
-        for owner_name, attr in self._BOOL_PARAM_BUILTINS:
-            owner = sys.modules.get(owner_name)
-            orig = getattr(owner, attr, None) if owner is not None else None
-            if orig is None:
-                continue
-            orig = getattr(orig, "__ivytrace_original__", orig)
-
-            def with_plain_bools(*args, _orig=orig, **kwargs):
+        def make(_orig):
+            def with_plain_bools(*args, **kwargs):
                 if any(isinstance(a, _sym.SymBool) for a in args) or \
                         any(isinstance(v, _sym.SymBool) for v in kwargs.values()):
                     args = tuple(bool(a) if isinstance(a, _sym.SymBool) else a for a in args)
                     kwargs = {k: bool(v) if isinstance(v, _sym.SymBool) else v for k, v in kwargs.items()}
                 return _orig(*args, **kwargs)
-            with_plain_bools.__ivytrace_original__ = orig
-            with_plain_bools.__name__ = orig.__name__
-            with_plain_bools.__doc__ = orig.__doc__
-            self._bool_patches.append((owner, attr, getattr(owner, attr)))
-            setattr(owner, attr, with_plain_bools)
-
-    def _unpatch_bool_params(self):
-        for owner, attr, prev in reversed(getattr(self, "_bool_patches", [])):
-            setattr(owner, attr, prev)
-        self._bool_patches = []
+            return with_plain_bools
+        self._patch(self._BOOL_PARAM_BUILTINS, make)
 
     def _records_seeding(self) -> bool:
         """Whether a seeding call now is the program's own: recording, on the recorded thread,
@@ -454,8 +447,7 @@ class _PyTorchRecorder(TorchFunctionMode, _sym.SymHost, RegionFraming):
         if not self._active:
             return
         self._active = False
-        self._unpatch_seeding()
-        self._unpatch_bool_params()
+        self._unpatch()
         for h in self._hooks:
             h.remove()
         self._hooks.clear()
