@@ -220,9 +220,14 @@ Status LowerMaxUnpool(const Node& node, const BoundCall& call, LoweringContext& 
   }
   std::string out_sizes;
   if (!call.IsNone("output_size")) {
-    auto os = call.IntList("output_size");
-    if (!os || static_cast<int>(os->size()) < n) return Status::Unsupported("output_size is not ints");
-    out_sizes = ctx.Int64s(std::vector<int64_t>(os->end() - n, os->end()));
+    // Ints, or sizes read from shapes (output_size=x.shape[-2:]): the last n items.
+    const v1::Arg* os = call.Get("output_size");
+    auto items = SequenceItems(*os);
+    if (!items || static_cast<int>(items->size()) < n) return Status::Unsupported("output_size is not a list of sizes");
+    std::string all;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *os, &all));
+    const int64_t k = static_cast<int64_t>(items->size());
+    out_sizes = ctx.EmitTemp("Slice", {all, ctx.Int64s({k - n}), ctx.Int64s({k})});
   } else {
     std::vector<int64_t> kk(n), ss(n);
     for (int k = 0; k < n; ++k) {
