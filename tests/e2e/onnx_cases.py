@@ -1719,7 +1719,11 @@ def _np_copyto(x, i):
     np.copyto(b, 2.5)
     c = x.copy()
     np.copyto(c, x[:, :1] * 2)
-    return a, b, c
+    d = x.copy()
+    np.copyto(d, -x, where=x > 0.5)
+    e = x.copy()
+    np.copyto(e, 3.0, where=(x[0, 0] > 0))   # a mask broadcast to dst
+    return a, b, c, d, e
 
 
 def _np_fill(x):

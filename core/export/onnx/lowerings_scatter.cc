@@ -384,7 +384,16 @@ Status LowerCopy(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   } else {
     IVY_RETURN_IF_ERROR(ValuesOperand(ctx, *src, d, &s));
   }
-  ctx.Emit("Expand", {s, ctx.EmitTemp("Shape", {ctx.In(x)})}, {ctx.Out(result)});
+  const std::string shape = ctx.EmitTemp("Shape", {ctx.In(x)});
+  if (const v1::Arg* w = call.Get("where"); w && !IsNone(*w) && AsBool(*w) != true) {
+    // np.copyto(..., where=mask): mask broadcast to dst; False keeps dst.
+    if (w->kind_case() != v1::Arg::kTensor) return Status::Unsupported("copyto where= that is neither True nor an array");
+    const ValueId m = w->tensor().value();
+    const std::string mask = ctx.EmitTemp("Expand", {ctx.CastTo(ctx.In(m), ctx.DType(m), v1::BOOL), shape});
+    EmitWhere(ctx, mask, ctx.EmitTemp("Expand", {s, shape}), ctx.In(x), d, ctx.Out(result));
+    return Status::Ok();
+  }
+  ctx.Emit("Expand", {s, shape}, {ctx.Out(result)});
   return Status::Ok();
 }
 
