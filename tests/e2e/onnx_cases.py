@@ -1515,7 +1515,11 @@ def _torch_scatpool_cases():
     case("torch", "aten_convolution", lambda x, w: torch.convolution(x, w, None, [1, 2], [1, 0], [1, 1], False, [0, 0], 1),
          f32("B", 2, 6, 5), f32(4, 2, 3, 3), variant="2d")
     case("torch", "aten_grid_sampler", lambda x, g: (torch.grid_sampler(x, g, 0, 0, False), torch.grid_sampler(x, g * 1.2, 0, 1, True),
-                                                     torch.grid_sampler(x, g * 1.3, 2, 2, False)),
+                                                     torch.grid_sampler(x, g * 1.3, 2, 2, False), torch.grid_sampler(x, g * 1.1, 1, 2, True),
+                                                     F.grid_sample(x, g * 1.2, mode="nearest", align_corners=False),
+                                                     # halfway positions (x = k + 0.5): rounded to even in both
+                                                     F.grid_sample(x, (torch.arange(-1, 13).reshape(1, 1, 14, 1).float() / 6 - 1).expand(x.shape[0], 3, 14, 2),
+                                                                   mode="nearest", padding_mode="border", align_corners=False)),
          f32("B", 2, 5, 6), ("float32", ("B", 3, 4, 2), -1.0, 1.0))
     case("torch", "aten_loss", lambda x, y, p, a, b: (
         torch.kl_div(F.log_softmax(x, -1), F.softmax(y, -1), 1), torch.kl_div(x, y, 0, log_target=True), torch.kl_div(x, p, 2),

@@ -1171,7 +1171,8 @@ Status LowerGridSample(const Node& node, const BoundCall& call, LoweringContext&
   const v1::Arg* pad = call.Get("padding_mode");
   const std::string m = mode && mode->kind_case() == v1::Arg::kS ? mode->s() : "bilinear";
   const std::string p = pad && pad->kind_case() == v1::Arg::kS ? pad->s() : "zeros";
-  if (m != "bilinear" && m != "bicubic") return Status::Unsupported("grid_sample mode '" + m + "'");
+  // nearest: onnxruntime rounds half to even (nearbyint), as torch (checked at k + 0.5 positions).
+  if (m != "bilinear" && m != "bicubic" && m != "nearest") return Status::Unsupported("grid_sample mode '" + m + "'");
   if (p != "zeros" && p != "border" && p != "reflection") return Status::Unsupported("grid_sample padding '" + p + "'");
   auto* n = ctx.Emit("GridSample", {ctx.In(x), ctx.CastTo(ctx.In(grid), ctx.DType(grid), ctx.DType(x))},
                      {ctx.Out(result)});
