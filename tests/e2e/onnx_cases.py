@@ -1605,6 +1605,12 @@ def _torch_scatpool_cases():
         out.append(x.scatter_reduce(0, idx[:1, :, :4] % 2, s, "mean", include_self=False))
         return out
     case("torch", "scatter_reduce", scatter_reduce, X, f32("B", 3, 6), i64("B", 3, 6, hi=4))
+    def nan_reduce(x, s, idx):  # NaN in the tensor or the source: amax/amin/prod/mean propagate it, as torch
+        x = torch.where(x > 1.5, float("nan"), x)
+        s = torch.where(s < -1.5, float("nan"), s)
+        return ([x.scatter_reduce(2, idx, s, r, include_self=i) for r in ("amax", "amin", "prod", "mean") for i in (True, False)]
+                + [x.index_reduce(2, idx[0, 0, :4] % 4, s[:, :, :4], "amax")])
+    case("torch", "scatter_reduce", nan_reduce, X, f32("B", 3, 6), i64("B", 3, 6, hi=4), variant="nan")
     case("torch", "scatter_reduce", lambda x, s, idx: (x.scatter_reduce(1, idx, s, "sum"), x.scatter_reduce(1, idx, s, "amin", include_self=False),
                                                       x.scatter_reduce(1, idx, s, "prod")),
          i64("B", 4, lo=-5, hi=5), i64("B", 6, lo=-5, hi=5), i64("B", 6, hi=4), variant="int")
