@@ -1646,6 +1646,9 @@ def _torch_scatpool_cases():
                                                         F.max_pool2d_with_indices(x, 3, 1, 1, 2), F.max_pool2d(x, 2, return_indices=True),
                                                         F.max_pool2d_with_indices(x[0], 2, ceil_mode=True)),
          f32("B", 2, 7, 6))
+    case("torch", "max_pool2d_with_indices", lambda x: (F.max_pool2d_with_indices(torch.where(x > 1.0, float("nan"), x), 2),
+                                                        F.max_pool2d_with_indices(torch.where(x > 1.2, float("nan"), torch.where(x < -1.5, float("inf"), x)), 3, 1, 1)),
+         f32("B", 2, 7, 6), variant="nan")
     case("torch", "max_pool3d_with_indices", lambda x: (F.max_pool3d_with_indices(x, 2), F.max_pool3d_with_indices(x, 3, 2, 1)),
          f32("B", 2, 5, 4, 6))
     case("torch", "adaptive_max_pool1d_with_indices", lambda x: (F.adaptive_max_pool1d_with_indices(x, 4), torch.adaptive_max_pool1d(x, 2),

@@ -73,21 +73,46 @@ std::string ReduceAttr(LoweringContext& ctx, const char* op, const std::string& 
   return o;
 }
 
-// Emits MaxPool with its Indices output on batched `in`; returns (values, torch's per-plane indices).
-void EmitMaxPoolWithIndices(LoweringContext& ctx, const std::string& in, int n, const std::vector<int64_t>& kernel,
+// Emits MaxPool with its Indices output on batched `in` of float dtype `d`; returns (values,
+// torch's per-plane indices). onnxruntime's MaxPool skips NaN; torch takes a NaN as the window's
+// max (the last one it visits, in row-major order): NaN is pooled as +inf, and where a window holds
+// a NaN the value is NaN and the index the largest NaN position (a second MaxPool over the NaN
+// positions, as float32: exact up to 2^24 items per plane).
+void EmitMaxPoolWithIndices(LoweringContext& ctx, const std::string& in, v1::DType d, int n, const std::vector<int64_t>& kernel,
                             const std::vector<int64_t>& stride, const std::vector<int64_t>& pads,
                             const std::vector<int64_t>& dilation, bool ceil_mode, std::string* values, std::string* indices) {
-  *values = ctx.Temp("pool");
-  const std::string flat = ctx.Temp("pool_idx");
-  auto* p = ctx.Emit("MaxPool", {in}, {*values, flat});
-  SetAttr(p, "kernel_shape", kernel);
-  SetAttr(p, "strides", stride);
-  SetAttr(p, "pads", pads);
-  SetAttr(p, "dilations", dilation);
-  SetAttr(p, "ceil_mode", int64_t{ceil_mode ? 1 : 0});
+  auto pool = [&](const std::string& x, std::string* v, std::string* i) {
+    *v = ctx.Temp("pool");
+    std::vector<std::string> outs = {*v};
+    if (i) {
+      *i = ctx.Temp("pool_idx");
+      outs.push_back(*i);
+    }
+    auto* p = ctx.Emit("MaxPool", {x}, outs);
+    SetAttr(p, "kernel_shape", kernel);
+    SetAttr(p, "strides", stride);
+    SetAttr(p, "pads", pads);
+    SetAttr(p, "dilations", dilation);
+    SetAttr(p, "ceil_mode", int64_t{ceil_mode ? 1 : 0});
+  };
+  const std::string nan = ctx.EmitTemp("IsNaN", {in});
+  const std::string no_nan = ctx.EmitTemp("Where", {nan, F(ctx, std::numeric_limits<double>::infinity(), d), in});
+  std::string v, flat;
+  pool(no_nan, &v, &flat);
   // ONNX: ((n * C + c) * plane + position in the plane); torch: the position in the plane.
-  const std::string plane = ctx.EmitTemp("ReduceProd", {ShapeSlice(ctx, in, 2, 2 + n)});
-  *indices = ctx.EmitTemp("Mod", {flat, plane});
+  const std::string spatial = ShapeSlice(ctx, in, 2, 2 + n);
+  const std::string plane = ctx.EmitTemp("ReduceProd", {spatial});
+  const std::string idx = ctx.EmitTemp("Mod", {flat, plane});
+  // The last NaN of each window: the max over Where(NaN, position, -1).
+  const std::string pos = ctx.EmitTemp("Expand", {ctx.EmitTemp("Reshape", {ctx.EmitTemp("Range", {I64(ctx, 0), ctx.EmitTemp("Squeeze", {plane}), I64(ctx, 1)}),
+                                                                          spatial}),
+                                                  ctx.EmitTemp("Shape", {in})});
+  const std::string marked = ctx.EmitTemp("Where", {nan, ctx.CastTo(pos, v1::INT64, v1::FLOAT32), F(ctx, -1.0, v1::FLOAT32)});
+  std::string last;
+  pool(marked, &last, nullptr);
+  const std::string has_nan = ctx.EmitTemp("GreaterOrEqual", {last, F(ctx, 0.0, v1::FLOAT32)});
+  *values = ctx.EmitTemp("Where", {has_nan, F(ctx, std::nan(""), d), v});
+  *indices = ctx.EmitTemp("Where", {has_nan, ctx.CastTo(last, v1::FLOAT32, v1::INT64), idx});
 }
 
 }  // namespace
@@ -167,7 +192,7 @@ Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, Lowering
   std::vector<int64_t> pads = padding;
   pads.insert(pads.end(), padding.begin(), padding.end());
   std::string values, indices;
-  EmitMaxPoolWithIndices(ctx, in, n, kernel, stride, pads, dilation, ceil_mode, &values, &indices);
+  EmitMaxPoolWithIndices(ctx, in, d, n, kernel, stride, pads, dilation, ceil_mode, &values, &indices);
   if (unbatched) {
     values = ctx.Squeeze(values, {0});
     indices = ctx.Squeeze(indices, {0});
