@@ -1678,6 +1678,8 @@ def _torch_scatpool_cases():
                                                 F.affine_grid(t3, [2, 1, 2, 3, 4], align_corners=False),
                                                 torch.affine_grid_generator(t, [2, 3, 1, 4], False)),
          f32(2, 2, 3), f32(2, 3, 4), static=True)
+    case("torch", "affine_grid", lambda x, t: F.grid_sample(x, F.affine_grid(t.expand(x.shape[0], 2, 3), x.size(), align_corners=False),
+                                                            align_corners=False), f32("B", 2, 5, 6), f32(1, 2, 3), variant="sizes_from_shape")
     case("torch", "pdist", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, 0), F.pdist(x, float("inf")), F.pdist(x, 3.5)),
          f32("B", 5))
     case("torch", "unravel_index", lambda i: (torch.unravel_index(i, (3, 4, 5)), torch.unravel_index(i - 60, (6, 10)),

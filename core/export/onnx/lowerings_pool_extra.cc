@@ -12,6 +12,7 @@
 
 #include "core/export/onnx/lowerings.h"
 #include "core/ir/arg.h"
+#include "core/passes/recorded_values.h"
 
 namespace ivytrace {
 namespace onnx_export {
@@ -523,8 +524,27 @@ Status LowerAffineGrid(const Node& node, const BoundCall& call, LoweringContext&
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::DType d = ctx.DType(theta);
   if (d != v1::FLOAT32 && d != v1::FLOAT64) return Status::Unsupported("affine_grid of a " + std::string(DTypeName(d)) + " theta");
-  auto size = call.IntList("size");
-  if (!size || (size->size() != 4 && size->size() != 5)) return Status::Unsupported("size is not 4 or 5 constant ints");
+  // size: ints, or sizes read from shapes (F.affine_grid(theta, x.size())): the grid is built for
+  // the recorded spatial sizes, and the model checks that they are the run-time ones.
+  const v1::Arg* size_arg = call.Get("size");
+  auto items = size_arg ? SequenceItems(*size_arg) : std::nullopt;
+  if (!items || (items->size() != 4 && items->size() != 5)) return Status::Unsupported("size is not 4 or 5 sizes");
+  std::vector<int64_t> size_v;
+  bool symbolic_spatial = false;
+  for (size_t k = 0; k < items->size(); ++k) {
+    const v1::Arg& it = *(*items)[k];
+    if (auto i = AsInt(it)) {
+      size_v.push_back(*i);
+    } else if (it.kind_case() == v1::Arg::kTensor && ctx.DType(it.tensor().value()) == v1::SYM_INT) {
+      auto r = RecordedScalar(ctx.graph(), it.tensor().value());
+      if (!r) return Status::Unsupported("a size read from a shape without a recorded value");
+      size_v.push_back(*r);
+      symbolic_spatial = symbolic_spatial || k >= 2;
+    } else {
+      return Status::Unsupported("size " + ArgToString(*size_arg, true));
+    }
+  }
+  const std::vector<int64_t>* size = &size_v;
   const bool align = call.Bool("align_corners").value_or(false);
   const int nd = static_cast<int>(size->size()) - 2;  // 2: (H, W); 3: (D, H, W)
   // linspace(-1, 1, n) as ATen computes it in the dtype, then * (n - 1) / n; a size of 1 is [0].
@@ -583,7 +603,22 @@ Status LowerAffineGrid(const Node& node, const BoundCall& call, LoweringContext&
   IVY_RETURN_IF_ERROR(EncodeNumbers(grid, d, &raw));
   base.set_raw_data(raw);
   const std::string b = ctx.AddInitializer(std::move(base), "affine_base");
-  const std::string th = ctx.CastTo(ctx.In(theta), ctx.DType(theta), d);
+  std::string th = ctx.CastTo(ctx.In(theta), ctx.DType(theta), d);
+  if (symbolic_spatial) {
+    std::string all;
+    IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size_arg, &all));
+    const int64_t k = static_cast<int64_t>(size->size());
+    const std::string now = ctx.EmitTemp("Slice", {all, ctx.Int64s({2}), ctx.Int64s({k})});
+    onnx::NodeProto* rmin = nullptr;
+    const std::string same = ctx.EmitTemp("ReduceMin", {ctx.CastTo(ctx.EmitTemp("Equal", {now, ctx.Int64s(spatial)}), v1::BOOL, v1::INT32)}, &rmin);
+    SetAttr(rmin, "keepdims", int64_t{0});
+    const std::string to = ctx.EmitTemp("Where", {ctx.CastTo(same, v1::INT32, v1::BOOL), ctx.EmitTemp("Shape", {th}), ctx.Int64s({-2, -2, -2})});
+    onnx::NodeProto* chk = nullptr;
+    th = ctx.EmitTemp("Reshape", {th, to}, &chk);
+    chk->set_name("ivytrace guard (affine_grid size) " + ctx.Temp("check") + ": " + node.op + " at " +
+                  (node.loc.file().empty() ? std::string("an unknown line") : node.loc.file() + ":" + std::to_string(node.loc.line())) +
+                  ": the grid was built for the recorded spatial sizes");
+  }
   const std::string prod = ctx.EmitTemp("MatMul", {b, Transpose(ctx, th, {0, 2, 1})});  // [N, points, nd]
   std::vector<int64_t> out_shape = {0};
   out_shape.insert(out_shape.end(), spatial.begin(), spatial.end());
