@@ -1549,7 +1549,8 @@ def _torch_scatpool_cases():
     case("torch", "linspace", lambda x: (x[:, :1, :1] + torch.linspace(-1.5, 2.0, 7), torch.linspace(0, 10, 5), torch.linspace(3, -2, 8),
                                          torch.linspace(0.1, 0.9, 1), torch.linspace(0, 10, 4, dtype=torch.int64),
                                          torch.linspace(-1, 1, 9, dtype=torch.float64)), X)
-    case("torch", "sum_to_size", lambda x: (x.sum_to_size(3, 1), x.sum_to_size(1, 4), x.sum_to_size(3, 4), x.sum_to_size(1, 1, 1)), X)
+    case("torch", "sum_to_size", lambda x: (x.sum_to_size(3, 1), x.sum_to_size(1, 4), x.sum_to_size(3, 4), x.sum_to_size(1, 1, 1),
+                                             x.sum_to_size(x.shape[0], 1, 4), x.sum_to_size(x[:1].shape), x.sum_to_size(x[:, :1].shape[1:])), X)
     case("torch", "rrelu", lambda x: (torch.rrelu(x), F.rrelu(x, 0.1, 0.4), F.rrelu(x, training=False)), X)
     case("torch", "aten_dropout", lambda x: (torch.alpha_dropout(x, 0.3, False), torch.feature_alpha_dropout(x, 0.5, False),
                                              torch.feature_dropout(x, 0.2, train=False)), X)

@@ -275,19 +275,41 @@ Status LowerSliceCopy(const Node& node, const BoundCall& call, LoweringContext& 
 
 // Tensor.sum_to_size(*size): the sum over the leading dims size lacks and over the dims where size
 // is 1 (a ReduceSum over a dim that is already 1 changes nothing, so no recorded size is trusted).
+// A size read from a shape (x.sum_to_size(y.shape)) is 1 or the dim's own size when the model
+// runs: Where(size == 1, the sum broadcast back, x), then sliced to the size.
 Status LowerSumToSize(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
-  auto size = call.IntList("size");
-  if (!size) return Status::Unsupported("sum_to_size with a size that is not constant ints");
+  const v1::Arg* size_arg = call.Get("size");
+  auto items = size_arg ? SequenceItems(*size_arg) : std::nullopt;
+  if (!items) return Status::Unsupported("sum_to_size without a list of sizes");
   const int rank = ctx.Rank(x);
-  const int lead = rank - static_cast<int>(size->size());
+  const int lead = rank - static_cast<int>(items->size());
   if (lead < 0) return Status::Unsupported("sum_to_size to more dims than the tensor has");
   std::string v = ctx.In(x);
   std::vector<int64_t> ones;
-  for (size_t i = 0; i < size->size(); ++i) {
-    if ((*size)[i] == 1) ones.push_back(lead + static_cast<int64_t>(i));
+  std::string dyn;  // the sizes as 1-D int64, when one is read from a shape
+  for (size_t i = 0; i < items->size(); ++i) {
+    const v1::Arg& it = *(*items)[i];
+    const int64_t axis = lead + static_cast<int64_t>(i);
+    if (auto c = AsInt(it)) {
+      if (*c == 1) ones.push_back(axis);
+      continue;
+    }
+    if (it.kind_case() != v1::Arg::kTensor || ctx.DType(it.tensor().value()) != v1::SYM_INT) {
+      return Status::Unsupported("sum_to_size size " + ArgToString(*size_arg, true));
+    }
+    if (dyn.empty()) IVY_RETURN_IF_ERROR(DynamicInts(ctx, *size_arg, &dyn));
+    onnx::NodeProto* g = nullptr;
+    const std::string target = ctx.EmitTemp("Gather", {dyn, I64(ctx, static_cast<int64_t>(i))}, &g);
+    SetAttr(g, "axis", int64_t{0});
+    onnx::NodeProto* r = nullptr;
+    const std::string summed = ctx.EmitTemp("ReduceSum", {v, ctx.Int64s({axis})}, &r);
+    SetAttr(r, "keepdims", int64_t{1});
+    const std::string picked = ctx.EmitTemp("Where", {ctx.EmitTemp("Equal", {target, I64(ctx, 1)}),
+                                                      ctx.EmitTemp("Expand", {summed, ctx.EmitTemp("Shape", {v})}), v});
+    v = ctx.EmitTemp("Slice", {picked, ctx.Int64s({0}), ctx.Unsqueeze(target, {0}), ctx.Int64s({axis})});
   }
   if (!ones.empty()) {
     onnx::NodeProto* r = nullptr;
