@@ -1611,6 +1611,9 @@ def _torch_scatpool_cases():
         s = torch.where(s < -1.5, float("nan"), s)
         return ([x.scatter_reduce(2, idx, s, r, include_self=i) for r in ("amax", "amin", "prod", "mean") for i in (True, False)]
                 + [x.index_reduce(2, idx[0, 0, :4] % 4, s[:, :, :4], "amax")])
+    case("torch", "scatter_elements", lambda x, s, idx: (x.clone().scatter_(2, idx, s, reduce="add"), x.clone().scatter_(2, idx, s, reduce="multiply"),
+                                                        x.clone().scatter_(1, idx[:, :, :2] % 3, 0.5, reduce="multiply")),
+         X, f32("B", 3, 6), i64("B", 3, 6, hi=4), variant="reduce")
     case("torch", "scatter_reduce", nan_reduce, X, f32("B", 3, 6), i64("B", 3, 6, hi=4), variant="nan")
     case("torch", "scatter_reduce", lambda x, s, idx: (x.scatter_reduce(1, idx, s, "sum"), x.scatter_reduce(1, idx, s, "amin", include_self=False),
                                                       x.scatter_reduce(1, idx, s, "prod")),

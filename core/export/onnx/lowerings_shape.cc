@@ -1105,7 +1105,16 @@ Status LowerScatterElements(const Node& node, const BoundCall& call, LoweringCon
   IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const bool add = ctx.canonical() == "scatter_elements_add";
-  if (!add && !call.IsNone("reduce")) return Status::Unsupported("scatter with reduce=");
+  // scatter(..., reduce='add' | 'multiply'): ScatterElements' reduction add / mul (duplicates
+  // accumulate, as torch's).
+  std::string reduction = add ? "add" : "";
+  if (!add && !call.IsNone("reduce")) {
+    const v1::Arg* r = call.Get("reduce");
+    if (r->kind_case() != v1::Arg::kS || (r->s() != "add" && r->s() != "multiply")) {
+      return Status::Unsupported("scatter with reduce=" + ArgToString(*r, true));
+    }
+    reduction = r->s() == "add" ? "add" : "mul";
+  }
   if (add && ctx.opset() < 16) return Status::Unsupported("scatter_add needs opset 16 (ScatterElements reduction)");
   const int rank = ctx.Rank(x);
   if (rank == 0 || ctx.Rank(index) != rank) return Status::Unsupported("scatter of a 0-d input or an index of another rank");
@@ -1133,7 +1142,7 @@ Status LowerScatterElements(const Node& node, const BoundCall& call, LoweringCon
   }
   auto* n = ctx.Emit("ScatterElements", {ctx.In(x), idx, updates}, {ctx.Out(result)});
   SetAttr(n, "axis", axis);
-  if (add) SetAttr(n, "reduction", std::string("add"));
+  if (!reduction.empty()) SetAttr(n, "reduction", reduction);
   return Status::Ok();
 }
 
