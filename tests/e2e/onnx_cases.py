@@ -1589,7 +1589,11 @@ def _torch_scatpool_cases():
         d = x.index_put((x > 0.5,), torch.tensor(9.0))
         e = x.clone().index_put_((x < 0,), torch.tensor(1.0), True)
         f = x.index_put((i[:1], ), torch.tensor(-1.0))
-        return a, b, c, d, e, f
+        g = x.index_put((x > 0,), x[x > 0] * 3)                  # one value per True, in mask order
+        h = x.clone().index_put_((x < 0,), x[x < 0], accumulate=True)
+        k = x.clone()
+        k[k > 0.5] = x[x > 0.5].flip(0)                          # __setitem__ with a mask and a tensor
+        return a, b, c, d, e, f, g, h, k
     case("torch", "index_put", lambda x, s, v: index_put(x.permute(1, 0, 2), torch.argsort(s)[:2], v.permute(1, 0, 2)[:2]),
          X, f32(3), f32("B", 3, 4))
 
@@ -1717,6 +1721,14 @@ def _numpy_scatpool_cases():
         np.place(b, b < 0, v)
         return a, b
     case("numpy", "place", place, X, f32(3))
+
+    def mask_values(x):
+        a = x.copy()
+        a[a > 0.5] = x[x > 0.5] * 2      # one value per True, in mask order
+        b = x.copy()
+        b[b < 0] = np.float32(7.0)
+        return a, b
+    case("numpy", "setitem", mask_values, X, variant="mask_values")
     case("numpy", "putmask", lambda x: _np_putmask(x), X)
     case("numpy", "copyto", lambda x, i: _np_copyto(x, i), X, i64("B", 3, 4))
     case("numpy", "fill", lambda x: _np_fill(x), X)

@@ -277,6 +277,9 @@ IVY_LOWERING(LowerScatterReduce);
 IVY_LOWERING(LowerIndexReduce);
 IVY_LOWERING(LowerFillDiagonal);
 IVY_LOWERING(LowerDiagonalScatter);
+// in[mask] = values in mask order (lowerings_scatter.cc; LowerSetitem's x[mask] = tensor).
+void EmitMaskedPut(LoweringContext& ctx, const std::string& in, const std::string& mask, const std::string& values,
+                   v1::DType d, bool accumulate, const std::string& out);
 // lowerings_pool_extra.cc: max pooling with indices, max_unpool, fold, embedding_bag, affine_grid,
 // pdist, unravel_index, multi_margin_loss, multilabel_margin_loss
 IVY_LOWERING(LowerMaxPoolWithIndices);

@@ -497,11 +497,9 @@ Status LowerIndexPut(const Node& node, const BoundCall& call, LoweringContext& c
     const ValueId m = (*items)[0]->tensor().value();
     if (ctx.Shape(m) != ctx.Shape(x)) return Status::Unsupported("a bool mask of another shape than the tensor");
     if (values->kind_case() == v1::Arg::kTensor && ctx.Rank(values->tensor().value()) > 0) {
-      const auto& vs = ctx.Shape(values->tensor().value());
-      int64_t numel = 1;
-      for (int64_t s : vs) numel *= s;
-      if (numel != 1) return Status::Unsupported("x[mask] = tensor (the values are consumed in mask order)");
-      v = ctx.EmitTemp("Reshape", {v, ctx.Int64s({})});
+      // One value per True, in mask order.
+      EmitMaskedPut(ctx, in, ctx.In(m), v, d, *acc, ctx.Out(result));
+      return Status::Ok();
     }
     const std::string nv = *acc ? ctx.EmitTemp("Add", {in, v}) : v;
     EmitWhere(ctx, ctx.In(m), nv, in, d, ctx.Out(result));
@@ -543,6 +541,21 @@ Status LowerIndexPut(const Node& node, const BoundCall& call, LoweringContext& c
   auto* sc = ctx.Emit("ScatterND", {in, coords, ctx.EmitTemp("Expand", {v, ushape})}, {ctx.Out(result)});
   if (*acc) SetAttr(sc, "reduction", std::string("add"));
   return Status::Ok();
+}
+
+// in[mask] = values (or += with accumulate), mask a bool of in's shape, values read in mask order:
+// the k-th True takes values.flatten()[k] (a one-item values broadcasts), k from a CumSum of the
+// mask. Shared with x[mask] = tensor (LowerSetitem).
+void EmitMaskedPut(LoweringContext& ctx, const std::string& in, const std::string& mask, const std::string& values,
+                   v1::DType d, bool accumulate, const std::string& out) {
+  const std::string vf = Flat(ctx, values);
+  const std::string mf = Flat(ctx, mask);
+  std::string pos = ctx.EmitTemp("Sub", {ctx.EmitTemp("CumSum", {ctx.CastTo(mf, v1::BOOL, v1::INT64), I64(ctx, 0)}), I64(ctx, 1)});
+  pos = ctx.EmitTemp("Max", {pos, I64(ctx, 0)});
+  pos = ctx.EmitTemp("Min", {pos, ctx.EmitTemp("Sub", {ctx.EmitTemp("Size", {vf}), I64(ctx, 1)})});
+  std::string picked = ctx.EmitTemp("Reshape", {ctx.EmitTemp("Gather", {vf, pos}), ctx.EmitTemp("Shape", {in})});
+  if (accumulate) picked = ctx.EmitTemp("Add", {in, picked});
+  EmitWhere(ctx, mask, picked, in, d, out);
 }
 
 // masked_scatter(_)(mask, source): the positions where mask (broadcast to the tensor) is True
