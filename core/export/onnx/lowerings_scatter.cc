@@ -651,11 +651,10 @@ Status EmitScatterReduce(LoweringContext& ctx, const std::string& x, const std::
   }
   if (reduce == "amax" || reduce == "amin") {
     const bool is_max = reduce == "amax";
-    // src' [.., 1(n), .., m] along a new axis after `axis`... built as: positions p in [0, n) of
-    // x's axis against idx's entries: mask[.., p, .., j] = idx[.., j, ..] == p, for x's shape
-    // along `axis` and idx's other dims (which are within x's: torch requires index.size(d) <=
-    // x.size(d) for d != axis; x is sliced to idx's shape there and the rest stays x).
-    // Work with the axis moved last: X' [..., n], I' [..., m], S' [..., m].
+    // With the axis moved last (x [..., n], idx and src [..., m]): hit[..., p, j] = idx[..., j] == p
+    // for each position p of x's axis; the reduction of src over the hits of p is p's new value.
+    // idx's other dims may be smaller than x's (torch requires index.size(d) <= x.size(d)): the
+    // box of x they cover is reduced, the rest of x is kept.
     std::vector<int64_t> perm;
     for (int i = 0; i < rank; ++i) if (i != axis) perm.push_back(i);
     perm.push_back(axis);
