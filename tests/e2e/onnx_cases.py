@@ -1663,6 +1663,12 @@ def _torch_scatpool_cases():
                                                                  F.adaptive_max_pool1d(x, 1, return_indices=True)), f32("B", 3, 8))
     case("torch", "adaptive_max_pool2d_with_indices", lambda x: (F.adaptive_max_pool2d_with_indices(x, (3, 2)), F.adaptive_max_pool2d_with_indices(x, (None, 1))),
          f32("B", 2, 6, 4))
+    case("torch", "adaptive_max_pool2d_with_indices", lambda x: (F.adaptive_max_pool2d_with_indices(x, (4, 3)), F.adaptive_max_pool2d(x, (5, 3)),
+                                                                 F.adaptive_max_pool2d(torch.where(x > 1.2, float("nan"), x), 4, return_indices=True),
+                                                                 F.adaptive_max_pool2d_with_indices(x[0], (None, 3))),
+         f32("B", 2, 7, 5), variant="varying")
+    case("torch", "adaptive_max_pool1d_with_indices", lambda x: (F.adaptive_max_pool1d(x, 5), F.adaptive_max_pool1d_with_indices(x, 3)),
+         f32("B", 3, 7), variant="varying")
     case("torch", "adaptive_max_pool3d_with_indices", lambda x: F.adaptive_max_pool3d_with_indices(x, (2, 1, 3)), f32("B", 2, 4, 3, 6))
     case("torch", "max_unpool1d", lambda x: (F.max_unpool1d(*F.max_pool1d(x, 2, return_indices=True), 2),
                                              F.max_unpool1d(*F.max_pool1d(x, 3, 2, 1, return_indices=True), 3, 2, 1, output_size=[9])),

@@ -1,7 +1,7 @@
 // Lowerings of torch's pooling with indices and its neighbours (issue 11): max_pool{1,2,3}d with
 // indices (ONNX MaxPool's Indices are flat over N x C x spatial: torch's index is the position in
-// its own plane, the remainder by the plane's size), adaptive max pooling with indices where the
-// windows are disjoint, max_unpool{1,2,3}d (ScatterElements into zeros), F.fold (col2im: a
+// its own plane, the remainder by the plane's size), adaptive max pooling with indices (and
+// without, where the windows vary in size), max_unpool{1,2,3}d (ScatterElements into zeros), F.fold (col2im: a
 // ScatterElements-add of every column item to its place), F.affine_grid, F.pdist,
 // torch.unravel_index, F.multi_margin_loss, F.multilabel_margin_loss and F.embedding_bag.
 #include <algorithm>
@@ -119,8 +119,9 @@ void EmitMaxPoolWithIndices(LoweringContext& ctx, const std::string& in, v1::DTy
 }  // namespace
 
 // F.max_pool{1,2,3}d_with_indices / torch.max_pool1d_with_indices (values, indices) and
-// F.adaptive_max_pool{1,2,3}d_with_indices / torch.adaptive_max_pool1d where every output size
-// divides the input's (disjoint windows; the model checks the recorded spatial sizes).
+// F.adaptive_max_pool{1,2,3}d_with_indices / torch.adaptive_max_pool1d: disjoint windows (every
+// output size divides the input's) as one MaxPool, else one Slice per window; the model checks
+// the recorded spatial sizes the windows were computed from.
 Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   const std::string& c = ctx.canonical();
   const bool adaptive = c.rfind("adaptive", 0) == 0;
@@ -129,7 +130,8 @@ Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, Lowering
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   const std::vector<ValueId> res = Results(node);
-  if (res.size() != 2) return Status::Unsupported(c + " without its (values, indices) results");
+  // (values only: F.adaptive_max_pool*d with windows of varying size, LowerMaxPoolMaybeIndices.)
+  if (res.size() != 2 && !(adaptive && res.size() == 1)) return Status::Unsupported(c + " without its (values, indices) results");
   const v1::DType d = ctx.DType(x);
   if (!IsFloating(d)) return Status::Unsupported(c + " of a " + std::string(DTypeName(d)) + " tensor");
   call.Get("return_indices");  // the _with_indices functions return them whatever it says
@@ -156,16 +158,10 @@ Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, Lowering
     } else {
       return Status::Unsupported("output_size " + ArgToString(*os, true));
     }
-    kernel.resize(n);
     for (int k = 0; k < n; ++k) {
-      if (target[k] <= 0 || spatial[k] <= 0 || spatial[k] % target[k] != 0) {
-        return Status::Unsupported(c + ": an output size that does not divide the input's (" + std::to_string(spatial[k]) +
-                                   " to " + std::to_string(target[k]) + "): overlapping windows of varying size");
-      }
-      kernel[k] = spatial[k] / target[k];
+      if (target[k] <= 0 || spatial[k] <= 0) return Status::Unsupported(c + ": an empty input or output size");
     }
-    stride = kernel;
-    // The windows were computed from the recorded spatial sizes: the model checks them.
+    // The windows are computed from the recorded spatial sizes: the model checks them.
     const std::string sh = ctx.EmitTemp("Shape", {in});
     const std::string sizes = ShapeSlice(ctx, in, 2, 2 + n);
     const std::string same = ReduceAttr(ctx, "ReduceMin", ctx.CastTo(ctx.EmitTemp("Equal", {sizes, ctx.Int64s(spatial)}), v1::BOOL, v1::INT32), {0}, false);
@@ -175,6 +171,73 @@ Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, Lowering
     chk->set_name("ivytrace guard (" + c + " input size) " + ctx.Temp("check") + ": " + node.op + " at " +
                   (node.loc.file().empty() ? std::string("an unknown line") : node.loc.file() + ":" + std::to_string(node.loc.line())) +
                   ": the pooling windows were computed for the recorded spatial sizes");
+    bool divisible = true;
+    for (int k = 0; k < n; ++k) divisible = divisible && spatial[k] % target[k] == 0;
+    if (!divisible) {
+      // Windows of varying size (ATen: [floor(i * in / out), ceil((i + 1) * in / out))), one per
+      // output item: each a Slice, its max (ReduceMax) and first max (ArgMax, as torch's strict >),
+      // NaN handled as in EmitMaxPoolWithIndices; the items concatenated in row-major order.
+      int64_t cells = 1, plane = 1;
+      for (int k = 0; k < n; ++k) {
+        cells *= target[k];
+        plane *= spatial[k];
+      }
+      if (cells > 1024) return Status::Unsupported(c + " to more than 1024 windows of varying size");
+      if (plane > (int64_t{1} << 24)) return Status::Unsupported(c + " of a plane larger than 2^24 items");
+      std::vector<int64_t> pos_shape = {1, 1};
+      pos_shape.insert(pos_shape.end(), spatial.begin(), spatial.end());
+      const std::string pos = ctx.EmitTemp("Reshape", {ctx.CastTo(ctx.EmitTemp("Range", {I64(ctx, 0), I64(ctx, plane), I64(ctx, 1)}), v1::INT64, v1::FLOAT32),
+                                                       ctx.Int64s(pos_shape)});
+      const std::string nan = ctx.EmitTemp("IsNaN", {in});
+      const std::string no_nan = ctx.EmitTemp("Where", {nan, F(ctx, std::numeric_limits<double>::infinity(), d), in});
+      const std::string marked = ctx.EmitTemp("Where", {nan, pos, F(ctx, -1.0, v1::FLOAT32)});
+      std::vector<int64_t> axes;
+      for (int k = 0; k < n; ++k) axes.push_back(2 + k);
+      std::vector<std::string> vals, idxs;
+      for (int64_t cell = 0; cell < cells; ++cell) {
+        std::vector<int64_t> starts(n), ends(n);
+        int64_t rest = cell;
+        for (int k = n - 1; k >= 0; --k) {
+          const int64_t o = rest % target[k];
+          rest /= target[k];
+          starts[k] = (o * spatial[k]) / target[k];
+          ends[k] = ((o + 1) * spatial[k] + target[k] - 1) / target[k];
+        }
+        auto window = [&](const std::string& v) {
+          return ctx.EmitTemp("Reshape", {ctx.EmitTemp("Slice", {v, ctx.Int64s(starts), ctx.Int64s(ends), ctx.Int64s(axes)}), ctx.Int64s({0, 0, -1})});
+        };
+        const std::string w = window(no_nan);
+        std::string v = ReduceAttr(ctx, "ReduceMax", w, {2}, true);
+        onnx::NodeProto* am = nullptr;
+        const std::string first = ctx.EmitTemp("ArgMax", {w}, &am);
+        SetAttr(am, "axis", int64_t{2});
+        SetAttr(am, "keepdims", int64_t{1});
+        const std::string wpos = ctx.EmitTemp("Reshape", {window(pos), ctx.Int64s({-1})});
+        std::string i = ctx.EmitTemp("Gather", {wpos, first});  // the plane position of the first max
+        const std::string last = ReduceAttr(ctx, "ReduceMax", window(marked), {2}, true);
+        const std::string has_nan = ctx.EmitTemp("GreaterOrEqual", {last, F(ctx, 0.0, v1::FLOAT32)});
+        vals.push_back(ctx.EmitTemp("Where", {has_nan, F(ctx, std::nan(""), d), v}));
+        idxs.push_back(ctx.CastTo(ctx.EmitTemp("Where", {has_nan, last, i}), v1::FLOAT32, v1::INT64));
+      }
+      std::vector<int64_t> out_shape = {0, 0};
+      out_shape.insert(out_shape.end(), target.begin(), target.end());
+      auto gather_cells = [&](const std::vector<std::string>& parts) {
+        std::string all = parts[0];
+        if (parts.size() > 1) {
+          onnx::NodeProto* cc = nullptr;
+          all = ctx.EmitTemp("Concat", parts, &cc);
+          SetAttr(cc, "axis", int64_t{2});
+        }
+        std::string r = ctx.EmitTemp("Reshape", {all, ctx.Int64s(out_shape)});
+        return unbatched ? ctx.Squeeze(r, {0}) : r;
+      };
+      ctx.Emit("Identity", {gather_cells(vals)}, {ctx.Out(res[0])});
+      if (res.size() > 1) ctx.Emit("Identity", {ctx.CastTo(gather_cells(idxs), v1::INT64, ctx.DType(res[1]))}, {ctx.Out(res[1])});
+      return Status::Ok();
+    }
+    kernel.resize(n);
+    for (int k = 0; k < n; ++k) kernel[k] = spatial[k] / target[k];
+    stride = kernel;
   } else {
     IVY_RETURN_IF_ERROR(IntsN(call, "kernel_size", n, &kernel));
     const v1::Arg* s = call.Get("stride");
@@ -199,7 +262,7 @@ Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, Lowering
     indices = ctx.Squeeze(indices, {0});
   }
   ctx.Emit("Identity", {values}, {ctx.Out(res[0])});
-  ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(res[1]))}, {ctx.Out(res[1])});
+  if (res.size() > 1) ctx.Emit("Identity", {ctx.CastTo(indices, v1::INT64, ctx.DType(res[1]))}, {ctx.Out(res[1])});
   return Status::Ok();
 }
 
@@ -211,7 +274,27 @@ Status LowerMaxPoolMaybeIndices(const Node& node, const BoundCall& call, Lowerin
     ctx.SetCanonical(c + "_with_indices");
     return LowerMaxPoolWithIndices(node, call, ctx);
   }
-  return c.rfind("adaptive", 0) == 0 ? LowerAdaptivePool(node, call, ctx) : LowerPool(node, call, ctx);
+  if (c.rfind("adaptive", 0) != 0) return LowerPool(node, call, ctx);
+  // Adaptive: windows of varying size (an output size that does not divide the input's) go to the
+  // pooling above (values only); disjoint windows to LowerAdaptivePool.
+  const int n = SpatialRankOf(c);
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  const auto& shape = ctx.Shape(x);
+  const v1::Arg* os = call.Get("output_size");
+  bool varying = false;
+  if (os && n > 0 && static_cast<int>(shape.size()) >= n) {
+    auto items = SequenceItems(*os);
+    for (int k = 0; k < n; ++k) {
+      const int64_t in = shape[shape.size() - n + k];
+      std::optional<int64_t> t = AsInt(*os);
+      if (items && static_cast<int>(items->size()) == n) t = IsNone(*(*items)[k]) ? std::optional<int64_t>(in) : AsInt(*(*items)[k]);
+      if (t && *t > 0 && in > 0 && in % *t != 0) varying = true;
+    }
+  }
+  if (!varying) return LowerAdaptivePool(node, call, ctx);
+  ctx.SetCanonical(c + "_with_indices");
+  return LowerMaxPoolWithIndices(node, call, ctx);
 }
 
 // F.max_unpool{1,2,3}d(input, indices, kernel_size, stride, padding, output_size): zeros of the
