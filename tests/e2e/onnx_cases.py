@@ -1500,14 +1500,307 @@ def _jax_extra_cases():
          X, i32("B", 3, 4, lo=-3, hi=3), boolean("B", 3, 4), variant="keys")
 
 
+def _torch_scatpool_cases():
+    """Writes into tensors, ATen spellings, pooling with indices and friends (issue 11,
+    lowerings_scatter.cc and lowerings_pool_extra.cc)."""
+    import torch
+    import torch.nn.functional as F
+    X = f32("B", 3, 4)
+
+    def sign(y):
+        return torch.where(y > 0, 1.0, -1.0)
+    # ATen spellings of ops that lower.
+    case("torch", "threshold", lambda x: (torch.threshold(x, 0.1, 2.0), torch.threshold(x, -0.5, value=0)), X, variant="aten")
+    case("torch", "selu", lambda x: torch.selu(x), X, variant="aten")
+    case("torch", "celu", lambda x: (torch.celu(x), torch.celu(x, 0.5)), X, variant="aten")
+    case("torch", "aten_embedding", lambda w, i: (torch.embedding(w, i), torch.embedding(w, i, 0), torch.embedding(w, i[0], padding_idx=-1)),
+         f32(6, 4), i64("B", 3, hi=6), static=True)
+    case("torch", "aten_embedding", lambda i, w: torch.embedding(w, i), i64("B", 3, hi=6), f32(6, 4), variant="batch")
+    case("torch", "constant_pad_nd", lambda x: (torch.constant_pad_nd(x, [1, 2]), torch.constant_pad_nd(x, [0, 1, 2, 1], 0.5),
+                                                torch.constant_pad_nd(x, (1, 1), value=-1.0)), X)
+    case("torch", "aten_convolution", lambda x, w, b, w2: (torch.convolution(x, w, b, [1], [1], [1], False, [0], 1),
+                                                           torch.convolution(x, w, None, [2], [0], [2], False, [0], 1),
+                                                           torch.convolution(x, w2, None, [2], [1], [1], True, [1], 1)),
+         f32("B", 3, 8), f32(5, 3, 3), f32(5), f32(3, 2, 3))
+    case("torch", "aten_convolution", lambda x, w: torch.convolution(x, w, None, [1, 2], [1, 0], [1, 1], False, [0, 0], 1),
+         f32("B", 2, 6, 5), f32(4, 2, 3, 3), variant="2d")
+    case("torch", "aten_grid_sampler", lambda x, g: (torch.grid_sampler(x, g, 0, 0, False), torch.grid_sampler(x, g * 1.2, 0, 1, True),
+                                                     torch.grid_sampler(x, g * 1.3, 2, 2, False), torch.grid_sampler(x, g * 1.1, 1, 2, True),
+                                                     F.grid_sample(x, g * 1.2, mode="nearest", align_corners=False),
+                                                     # halfway positions (x = k + 0.5): rounded to even in both
+                                                     F.grid_sample(x, (torch.arange(-1, 13).reshape(1, 1, 14, 1).float() / 6 - 1).expand(x.shape[0], 3, 14, 2),
+                                                                   mode="nearest", padding_mode="border", align_corners=False)),
+         f32("B", 2, 5, 6), ("float32", ("B", 3, 4, 2), -1.0, 1.0))
+    case("torch", "aten_loss", lambda x, y, p, a, b: (
+        torch.kl_div(F.log_softmax(x, -1), F.softmax(y, -1), 1), torch.kl_div(x, y, 0, log_target=True), torch.kl_div(x, p, 2),
+        torch.cosine_embedding_loss(a, b, sign(a[:, 0]), 0.2, 1), torch.cosine_embedding_loss(a, b, sign(b[:, 1]), reduction=0),
+        torch.margin_ranking_loss(a, b, sign(a), 0.5, 2), torch.margin_ranking_loss(a, b, sign(b)),
+        torch.hinge_embedding_loss(x, sign(y), 0.7, 0), torch.hinge_embedding_loss(x, sign(y)),
+        torch.poisson_nll_loss(x, p, True, False, 1e-8, 1), torch.poisson_nll_loss(p, y.abs().round(), False, True, 1e-4, 2),
+        torch.triplet_margin_loss(a, b, a * 0.5, 1.0, 2.0, 1e-6, False, 1), torch.triplet_margin_loss(a, b, b + 1, 0.5, 1, 1e-3, True, 0),
+        torch.binary_cross_entropy_with_logits(x, p / 3, None, None, 1), torch.binary_cross_entropy_with_logits(x, p / 3, p, p * 2, 0)),
+         X, f32("B", 3, 4), pos("B", 3, 4), f32("B", 5), f32("B", 5))
+    case("torch", "identity", lambda x: (torch.alias_copy(x), torch.detach_copy(x) * 2), X, variant="aten_copy")
+    case("torch", "transpose", lambda x: (torch.t_copy(x[0]), torch.transpose_copy(x, 0, 2)), X, variant="aten_copy")
+    case("torch", "permute_dims", lambda x: torch.permute_copy(x, (2, 0, 1)), X, variant="aten_copy")
+    case("torch", "select", lambda x: (torch.select_copy(x, 1, 2), torch.select_copy(x, 2, -1)), X, variant="aten_copy")
+    case("torch", "expand_dims", lambda x: torch.unsqueeze_copy(x, 1), X, variant="aten_copy")
+    case("torch", "broadcast_to", lambda x: torch.expand_copy(x[:, :1], [-1, 3, 4]), X, variant="aten_copy")
+    case("torch", "diagonal", lambda x: (torch.diagonal_copy(x, 1, 1, 2), torch.diagonal_copy(x, -1, 2, 1)), X, variant="aten_copy")
+    case("torch", "split", lambda x: torch.split_with_sizes_copy(x, [1, 3], 2), X, variant="aten_copy")
+    case("torch", "unbind", lambda x: torch.unbind_copy(x, 1), X, variant="aten_copy")
+    case("torch", "unfold_windows", lambda x: torch.unfold_copy(x, 2, 2, 1), X, variant="aten_copy")
+    case("torch", "view_copy", lambda x: (torch.view_copy(x, [-1, 4]), torch.view_copy(x, (x.shape[0], 12))), X)
+    case("torch", "slice_copy", lambda x: (torch.slice_copy(x, 2, 1, 3), torch.slice_copy(x, 1, -2), torch.slice_copy(x, 2, None, None, 2),
+                                           torch.slice_copy(x, 2, -5, 100), torch.slice_copy(x)), X)
+    case("torch", "split_copy", lambda x: (torch.split_copy(x, 3, 2), torch.split_copy(x, 2, dim=1)), X)
+    case("torch", "atleast_nd", lambda x: (torch.atleast_1d(x[0, 0, 0]), torch.atleast_2d(x[0, 0]), torch.atleast_3d(x[0]),
+                                           torch.atleast_3d(x[0, 0]), torch.atleast_2d((x[0, 0, 0], x))), X, variant="torch")
+    case("torch", "linspace", lambda x: (x[:, :1, :1] + torch.linspace(-1.5, 2.0, 7), torch.linspace(0, 10, 5), torch.linspace(3, -2, 8),
+                                         torch.linspace(0.1, 0.9, 1), torch.linspace(0, 10, 4, dtype=torch.int64),
+                                         torch.linspace(-1, 1, 9, dtype=torch.float64)), X)
+    case("torch", "sum_to_size", lambda x: (x.sum_to_size(3, 1), x.sum_to_size(1, 4), x.sum_to_size(3, 4), x.sum_to_size(1, 1, 1),
+                                             x.sum_to_size(x.shape[0], 1, 4), x.sum_to_size(x[:1].shape), x.sum_to_size(x[:, :1].shape[1:])), X)
+    case("torch", "rrelu", lambda x: (torch.rrelu(x), F.rrelu(x, 0.1, 0.4), F.rrelu(x, training=False)), X)
+    case("torch", "aten_dropout", lambda x: (torch.alpha_dropout(x, 0.3, False), torch.feature_alpha_dropout(x, 0.5, False),
+                                             torch.feature_dropout(x, 0.2, train=False)), X)
+
+    # Writes.
+    def copy_(x, s, i):
+        a = x.clone()
+        a.copy_(s)            # broadcast
+        b = x.clone()
+        b[:, 1].copy_(s)      # through a view
+        c = x.clone()
+        c.copy_(i)            # int64 -> float32
+        d = i.clone()
+        d.copy_(x * 3)        # float32 -> int64 (truncation)
+        return a, b, c, d
+    case("torch", "copy", copy_, X, f32(4), i64("B", 3, 4, lo=-5, hi=5))
+
+    def init_constant(x):
+        a = x.clone()
+        torch.nn.init.constant_(a, 0.75)
+        return a
+    case("torch", "fill", init_constant, X)
+
+    def put(x, s):
+        perm = torch.argsort(s.flatten())[:5]         # distinct positions
+        a = torch.put(x, perm, s.flatten()[:5])
+        b = x.put(perm - x.numel(), s.flatten()[5:10])  # negative indices
+        c = x.clone().put_(perm % 3, s.flatten()[:5], accumulate=True)  # repeated, summed
+        return a, b, c
+    case("torch", "put", put, X, X)
+
+    def index_put(x, i, v):
+        a = x.index_put((i,), v)                                        # rows (i distinct: argsort)
+        b = x.index_put((i, -(i % 2) - 1), v[:, 0], accumulate=False)   # points, negative indices
+        c = x.clone().index_put_((i % 2, i % 3 - 1), v[:, 0], accumulate=True)  # repeated, summed
+        d = x.index_put((x > 0.5,), torch.tensor(9.0))
+        e = x.clone().index_put_((x < 0,), torch.tensor(1.0), True)
+        f = x.index_put((i[:1], ), torch.tensor(-1.0))
+        g = x.index_put((x > 0,), x[x > 0] * 3)                  # one value per True, in mask order
+        h = x.clone().index_put_((x < 0,), x[x < 0], accumulate=True)
+        k = x.clone()
+        k[k > 0.5] = x[x > 0.5].flip(0)                          # __setitem__ with a mask and a tensor
+        return a, b, c, d, e, f, g, h, k
+    case("torch", "index_put", lambda x, s, v: index_put(x.permute(1, 0, 2), torch.argsort(s)[:2], v.permute(1, 0, 2)[:2]),
+         X, f32(3), f32("B", 3, 4))
+
+    def masked_scatter(x, m, s):
+        return (x.masked_scatter(m, s), torch.masked_scatter(x, m[0, 0], s * 2), x.clone().masked_scatter_(m > 2, s))
+    case("torch", "masked_scatter", lambda x, m, s: masked_scatter(x, m > 0, s), X, f32("B", 3, 4), f32("B", 3, 5))
+
+    def scatter_reduce(x, s, idx):
+        out = []
+        for r in ("sum", "prod", "mean", "amax", "amin"):
+            out.append(x.scatter_reduce(2, idx, s, r))
+            out.append(torch.scatter_reduce(x, 2, idx, s, reduce=r, include_self=False))
+        out.append(x.clone().scatter_reduce_(1, idx[:, :2, :3] % 3, s, "amax"))
+        out.append(x.scatter_reduce(0, idx[:1, :, :4] % 2, s, "mean", include_self=False))
+        return out
+    case("torch", "scatter_reduce", scatter_reduce, X, f32("B", 3, 6), i64("B", 3, 6, hi=4))
+    def nan_reduce(x, s, idx):  # NaN in the tensor or the source: amax/amin/prod/mean propagate it, as torch
+        x = torch.where(x > 1.5, float("nan"), x)
+        s = torch.where(s < -1.5, float("nan"), s)
+        return ([x.scatter_reduce(2, idx, s, r, include_self=i) for r in ("amax", "amin", "prod", "mean") for i in (True, False)]
+                + [x.index_reduce(2, idx[0, 0, :4] % 4, s[:, :, :4], "amax")])
+    case("torch", "scatter_elements", lambda x, s, idx: (x.clone().scatter_(2, idx, s, reduce="add"), x.clone().scatter_(2, idx, s, reduce="multiply"),
+                                                        x.clone().scatter_(1, idx[:, :, :2] % 3, 0.5, reduce="multiply")),
+         X, f32("B", 3, 6), i64("B", 3, 6, hi=4), variant="reduce")
+    case("torch", "scatter_reduce", nan_reduce, X, f32("B", 3, 6), i64("B", 3, 6, hi=4), variant="nan")
+    case("torch", "scatter_reduce", lambda x, s, idx: (x.scatter_reduce(1, idx, s, "sum"), x.scatter_reduce(1, idx, s, "amin", include_self=False),
+                                                      x.scatter_reduce(1, idx, s, "prod")),
+         i64("B", 4, lo=-5, hi=5), i64("B", 6, lo=-5, hi=5), i64("B", 6, hi=4), variant="int")
+
+    def index_reduce(x, s, i):
+        out = []
+        for r in ("prod", "mean", "amax", "amin"):
+            out.append(x.index_reduce(1, i, s, r))
+            out.append(torch.index_reduce(x, 1, i, s, r, include_self=False))
+        out.append(x.clone().index_reduce_(2, i[:3], s[:, :3, :3] * 2, "amax"))
+        return out
+    case("torch", "index_reduce", index_reduce, X, f32("B", 5, 4), i64(5, hi=3), variant="", static=False)
+
+    def fill_diag(x, t, c):
+        a = x[:, :3].clone().fill_diagonal_(5.0)
+        b = x.clone().fill_diagonal_(-1.0)          # wide
+        e = t.clone().fill_diagonal_(2.0)           # tall, no wrap
+        f = t.clone().fill_diagonal_(2.0, wrap=True)
+        g = c.clone().fill_diagonal_(7.0)
+        return a, b, e, f, g
+    case("torch", "fill_diagonal", lambda x, t, c: fill_diag(x[0], t, c), X, f32(9, 3), f32(3, 3, 3))
+
+    case("torch", "diagonal_scatter", lambda x, s: (torch.diagonal_scatter(x, s[:, :3], 0, 1, 2), x.diagonal_scatter(s[:, :3], 1, 1, 2),
+                                                    torch.diagonal_scatter(x, s[:, :2], -1, 1, 2), torch.diagonal_scatter(x, s[:, :3], offset=-1, dim1=2, dim2=1),
+                                                    torch.diagonal_scatter(x[0], s[0, :3])),
+         X, f32("B", 4))
+
+    # Pooling with indices and friends.
+    case("torch", "max_pool1d_with_indices", lambda x: (F.max_pool1d_with_indices(x, 3), F.max_pool1d_with_indices(x, 3, 2, 1, ceil_mode=True),
+                                                        torch.max_pool1d_with_indices(x, [2], [], [1], [2]), F.max_pool1d_with_indices(x[0], 2)),
+         f32("B", 3, 9))
+    case("torch", "max_pool2d_with_indices", lambda x: (F.max_pool2d_with_indices(x, 2), F.max_pool2d_with_indices(x, (3, 2), (2, 1), (1, 0)),
+                                                        F.max_pool2d_with_indices(x, 3, 1, 1, 2), F.max_pool2d(x, 2, return_indices=True),
+                                                        F.max_pool2d_with_indices(x[0], 2, ceil_mode=True)),
+         f32("B", 2, 7, 6))
+    case("torch", "max_pool2d_with_indices", lambda x: (F.max_pool2d_with_indices(torch.where(x > 1.0, float("nan"), x), 2),
+                                                        F.max_pool2d_with_indices(torch.where(x > 1.2, float("nan"), torch.where(x < -1.5, float("inf"), x)), 3, 1, 1)),
+         f32("B", 2, 7, 6), variant="nan")
+    case("torch", "max_pool3d_with_indices", lambda x: (F.max_pool3d_with_indices(x, 2), F.max_pool3d_with_indices(x, 3, 2, 1)),
+         f32("B", 2, 5, 4, 6))
+    case("torch", "adaptive_max_pool1d_with_indices", lambda x: (F.adaptive_max_pool1d_with_indices(x, 4), torch.adaptive_max_pool1d(x, 2),
+                                                                 F.adaptive_max_pool1d(x, 1, return_indices=True)), f32("B", 3, 8))
+    case("torch", "adaptive_max_pool2d_with_indices", lambda x: (F.adaptive_max_pool2d_with_indices(x, (3, 2)), F.adaptive_max_pool2d_with_indices(x, (None, 1))),
+         f32("B", 2, 6, 4))
+    case("torch", "adaptive_max_pool2d_with_indices", lambda x: (F.adaptive_max_pool2d_with_indices(x, (4, 3)), F.adaptive_max_pool2d(x, (5, 3)),
+                                                                 F.adaptive_max_pool2d(torch.where(x > 1.2, float("nan"), x), 4, return_indices=True),
+                                                                 F.adaptive_max_pool2d_with_indices(x[0], (None, 3))),
+         f32("B", 2, 7, 5), variant="varying")
+    case("torch", "adaptive_max_pool1d_with_indices", lambda x: (F.adaptive_max_pool1d(x, 5), F.adaptive_max_pool1d_with_indices(x, 3)),
+         f32("B", 3, 7), variant="varying")
+    case("torch", "adaptive_max_pool3d_with_indices", lambda x: F.adaptive_max_pool3d_with_indices(x, (2, 1, 3)), f32("B", 2, 4, 3, 6))
+    case("torch", "max_unpool1d", lambda x: (F.max_unpool1d(*F.max_pool1d(x, 2, return_indices=True), 2),
+                                             F.max_unpool1d(*F.max_pool1d(x, 3, 2, 1, return_indices=True), 3, 2, 1, output_size=[9])),
+         f32("B", 3, 9))
+    case("torch", "max_unpool2d", lambda x: (F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2),
+                                             F.max_unpool2d(*F.max_pool2d(x, 3, 2, 1, return_indices=True), 3, 2, 1, output_size=x.shape[-2:]),
+                                             F.max_unpool2d(*F.max_pool2d(x[0], 2, return_indices=True), (2, 2), stride=2)),
+         f32("B", 2, 6, 8))
+    case("torch", "max_unpool3d", lambda x: F.max_unpool3d(*F.max_pool3d(x, 2, return_indices=True), 2), f32("B", 2, 4, 4, 6))
+    case("torch", "col2im", lambda c, c2: (F.fold(c, (4, 5), 2), F.fold(c2, (5, 6), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+                                           F.fold(c[0], (4, 5), (2, 2))),
+         f32("B", 12, 12), f32("B", 18, 12))
+    case("torch", "embedding_bag", lambda i, w, p, o: (
+        F.embedding_bag(i, w), F.embedding_bag(i, w, mode="sum"), F.embedding_bag(i, w, mode="max"),
+        F.embedding_bag(i, w, mode="sum", per_sample_weights=p), F.embedding_bag(i, w, padding_idx=2),
+        F.embedding_bag(i.flatten(), w, torch.tensor([0, 2, 2, 5]), mode="mean"),
+        F.embedding_bag(i.flatten(), w, torch.tensor([0, 1, 4]), mode="max", include_last_offset=True),
+        F.embedding_bag(i.flatten(), w, torch.tensor([0, 3]), mode="sum", per_sample_weights=p.flatten(), padding_idx=1)),
+         i64("B", 3, hi=6), f32(6, 4), pos("B", 3), i64(1), static=True)
+    case("torch", "affine_grid", lambda t, t3: (F.affine_grid(t, [2, 3, 4, 5], align_corners=False), F.affine_grid(t, (2, 1, 3, 3), align_corners=True),
+                                                F.affine_grid(t3, [2, 1, 2, 3, 4], align_corners=False),
+                                                torch.affine_grid_generator(t, [2, 3, 1, 4], False)),
+         f32(2, 2, 3), f32(2, 3, 4), static=True)
+    case("torch", "affine_grid", lambda x, t: F.grid_sample(x, F.affine_grid(t.expand(x.shape[0], 2, 3), x.size(), align_corners=False),
+                                                            align_corners=False), f32("B", 2, 5, 6), f32(1, 2, 3), variant="sizes_from_shape")
+    case("torch", "pdist", lambda x: (F.pdist(x), F.pdist(x, 1), F.pdist(x, 0), F.pdist(x, float("inf")), F.pdist(x, 3.5)),
+         f32("B", 5))
+    case("torch", "unravel_index", lambda i: (torch.unravel_index(i, (3, 4, 5)), torch.unravel_index(i - 60, (6, 10)),
+                                              torch.unravel_index(i[0], (60,))), i64("B", 4, hi=60))
+    case("torch", "multi_margin_loss", lambda x, t, w: (F.multi_margin_loss(x, t), F.multi_margin_loss(x, t, p=2, margin=0.5, reduction="sum"),
+                                                        F.multi_margin_loss(x, t, weight=w, reduction="none"), F.multi_margin_loss(x[0], t[0])),
+         f32("B", 5), i64("B", hi=5), pos(5))
+    case("torch", "multilabel_margin_loss", lambda x, t: (F.multilabel_margin_loss(x, t), F.multilabel_margin_loss(x, t, reduction="none"),
+                                                          F.multilabel_margin_loss(x, t, reduction="sum"), F.multilabel_margin_loss(x[0], t[0])),
+         f32("B", 5), i64("B", 5, lo=-1, hi=5))
+
+
+def _numpy_scatpool_cases():
+    """NumPy's in-place writes (issue 11, lowerings_scatter.cc)."""
+    X = f32("B", 3, 4)
+
+    def put(x, i):
+        a = x.copy()
+        np.put(a, [0, 5, -1], [9.0, 8.0, 7.0])
+        b = x.copy()
+        np.put(b, i, [1.5, 2.5], mode="wrap")   # values repeated
+        c = x.copy()
+        np.put(c, i * 7 - 20, -3.0, mode="clip")
+        return a, b, c
+    case("numpy", "put", put, X, i64(5, hi=40))
+
+    def place(x, v):
+        a = x.copy()
+        np.place(a, a > 0.5, [1.0, 2.0, 3.0])
+        b = x.copy()
+        np.place(b, b < 0, v)
+        return a, b
+    case("numpy", "place", place, X, f32(3))
+
+    def mask_values(x):
+        a = x.copy()
+        a[a > 0.5] = x[x > 0.5] * 2      # one value per True, in mask order
+        b = x.copy()
+        b[b < 0] = np.float32(7.0)
+        return a, b
+    case("numpy", "setitem", mask_values, X, variant="mask_values")
+    case("numpy", "putmask", lambda x: _np_putmask(x), X)
+    case("numpy", "copyto", lambda x, i: _np_copyto(x, i), X, i64("B", 3, 4))
+    case("numpy", "fill", lambda x: _np_fill(x), X)
+    case("numpy", "fill_diagonal", lambda x, c: _np_fill_diagonal(x, c), X, f32(3, 3, 3), static=True)
+
+
+def _np_putmask(x):
+    a = x.copy()
+    np.putmask(a, a > 0, [10.0, 20.0, 30.0])
+    b = x.copy()
+    np.putmask(b, b < 0, x[:, :1] * 2)
+    return a, b
+
+
+def _np_copyto(x, i):
+    a = x.copy()
+    np.copyto(a, i, casting="unsafe")
+    b = x.copy()
+    np.copyto(b, 2.5)
+    c = x.copy()
+    np.copyto(c, x[:, :1] * 2)
+    d = x.copy()
+    np.copyto(d, -x, where=x > 0.5)
+    e = x.copy()
+    np.copyto(e, 3.0, where=(x[0, 0] > 0))   # a mask broadcast to dst
+    return a, b, c, d, e
+
+
+def _np_fill(x):
+    a = x.copy()
+    a.fill(-1)
+    return a
+
+
+def _np_fill_diagonal(x, c):
+    a = x[0].copy()
+    np.fill_diagonal(a, -2.0)
+    b = c.copy()
+    np.fill_diagonal(b, 5.0)
+    f = np.zeros((7, 3), dtype=x.dtype)
+    np.fill_diagonal(f, 1.5, wrap=True)
+    g = np.ones((7, 3), dtype=x.dtype)
+    np.fill_diagonal(g, 1.5)
+    return a, b, f, g
+
+
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
     if fw == "torch":
         _torch_extra_cases()
         _torch_rnn_cases()
+        _torch_scatpool_cases()
     if fw == "jax":
         _jax_extra_cases()
     if fw == "numpy":
+        _numpy_scatpool_cases()
         case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
              f32("B", 3, 4), variant="numpy")
         case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),

@@ -38,8 +38,24 @@ PROGRAMS = {
                                    + np.sort(np.partition(_b(x), 1, axis=1), axis=1) + np.sort(np.argpartition(_b(x), 2, axis=1), axis=1)),
     "canonical_aliases": lambda x: (np.arccos(np.clip(_b(x), -0.9, 0.9)) + np.isinf(_b(x) / (_b(x) > 0)) + np.trunc(3 * _b(x))
                                     + np.fmod(_b(x), 0.3) + np.logical_xor(_b(x) > 0, _b(x) > 1) + np.fix(-2.5 * _b(x))),
+    "in_place_writes": lambda x: _writes(_b(x)),
     "polynomials": lambda x: np.polyval(np.polyder([1.0, -2.0, 0.5, 3.0]), _b(x)) + np.polyval(np.polyfit(W, W ** 2, 2), _b(x)),
 }
+
+
+def _writes(x):
+    # np.put / place / putmask / copyto / fill / fill_diagonal write their first argument (session 15:
+    # they have ONNX lowerings now); the copies keep x itself unchanged.
+    a = x.copy()
+    np.put(a, [0, -1], [5.0, 6.0])
+    np.place(a, a < -1, W[:3])
+    np.putmask(a, a > 1, W)
+    b = np.empty_like(x)
+    np.copyto(b, x[:1] * 2)
+    c = x[:, :3].copy()
+    c.fill(0.5)
+    np.fill_diagonal(c, -1.0, wrap=True)
+    return np.concatenate([a, b, np.pad(c, ((0, 0), (0, 1)))], axis=1)
 
 
 def _inputs(b, seed):

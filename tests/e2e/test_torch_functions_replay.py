@@ -80,6 +80,21 @@ PROGRAMS = {
     + torch.linalg.vecdot(x, x.flip(2))[:, :, None],
     "fft_complex": lambda x: torch.fft.irfft(torch.fft.rfft(x), n=6) + torch.fft.fftshift(torch.fft.fft(x)).angle()
     + torch.view_as_real(torch.complex(x, 2 * x))[..., 1] + torch.fft.ifft(torch.fft.fft(x)).real,
+    # Session 15: ATen spellings (int reductions, ATen parameter orders), the *_copy ops, writes
+    # (put, index_put, masked_scatter, scatter_reduce, index_reduce, diagonal_scatter) and pooling
+    # with indices / unpooling, now with canonical ops and ONNX lowerings.
+    "aten_spellings_copies": lambda x: (torch.kl_div(x, x.flip(0), 1, log_target=True), torch.margin_ranking_loss(x, x.flip(0), x.sign(), 0.5, 0),
+                                        torch.embedding(W.reshape(3, 2), (x.abs() * 2).long().clamp(max=2)), torch.constant_pad_nd(x, [1, 0], 0.5),
+                                        torch.convolution(x, torch.ones(2, 4, 3), None, [1], [1], [1], False, [0], 1),
+                                        torch.slice_copy(x, 2, 1, None, 2), torch.view_copy(x, [-1, 6]), torch.split_copy(x, 4, 2)[1],
+                                        torch.select_copy(x, 1, -1), torch.threshold(x, 0.1, 2.0), torch.selu(x)),
+    "writes_pooling_with_indices": lambda x: (x.put(torch.tensor([0, 5]), torch.tensor([1.0, 2.0])),
+                                              x.index_put((torch.tensor([0]), torch.tensor([1, 1])), torch.tensor(3.0), accumulate=True),
+                                              x.masked_scatter(x > 0, x.flip(0) * 2), x.scatter_reduce(2, (x.abs() * 3).long().clamp(max=5), x, "amax"),
+                                              x.index_reduce(1, torch.tensor([0, 0, 2, 3]), x * 2, "mean", include_self=False),
+                                              torch.diagonal_scatter(x, x[:, 0, :4], 0, 1, 2),
+                                              F.max_unpool1d(*F.max_pool1d(x, 2, return_indices=True), 2),
+                                              F.adaptive_max_pool1d(x, 3, return_indices=True)[1], F.pdist(x[:, 0])),
     "tile_shifts": lambda x: x.tile(1, 1, 2)[:, :, 3:9] + ((x * 10).long() << 2) + (1 & (x * 10).long())
     + ((x * 10).long() >> 1),
 }

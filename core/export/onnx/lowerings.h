@@ -257,6 +257,42 @@ IVY_LOWERING(LowerLaxScatter);
 IVY_LOWERING(LowerSymSize);
 IVY_LOWERING(LowerSymNumel);
 IVY_LOWERING(LowerSymArith);
+// lowerings_scatter.cc: writes into tensors (copy_, put, index_put, masked_scatter, scatter_reduce,
+// index_reduce, fill_diagonal, diagonal_scatter, NumPy's in-place writes) and torch's ATen spellings
+IVY_LOWERING(LowerAtenLoss);
+IVY_LOWERING(LowerRrelu);
+IVY_LOWERING(LowerAtenDropout);
+IVY_LOWERING(LowerAtenEmbedding);
+IVY_LOWERING(LowerAtenConvolution);
+IVY_LOWERING(LowerAtenGridSampler);
+IVY_LOWERING(LowerConstantPadNd);
+IVY_LOWERING(LowerAtenCopyOf);
+IVY_LOWERING(LowerSliceCopy);
+IVY_LOWERING(LowerSumToSize);
+IVY_LOWERING(LowerTorchLinspace);
+IVY_LOWERING(LowerCopy);
+IVY_LOWERING(LowerPut);
+IVY_LOWERING(LowerIndexPut);
+IVY_LOWERING(LowerMaskedScatter);
+IVY_LOWERING(LowerScatterReduce);
+IVY_LOWERING(LowerIndexReduce);
+IVY_LOWERING(LowerFillDiagonal);
+IVY_LOWERING(LowerDiagonalScatter);
+// in[mask] = values in mask order (lowerings_scatter.cc; LowerSetitem's x[mask] = tensor).
+void EmitMaskedPut(LoweringContext& ctx, const std::string& in, const std::string& mask, const std::string& values,
+                   v1::DType d, bool accumulate, const std::string& out);
+// lowerings_pool_extra.cc: max pooling with indices, max_unpool, fold, embedding_bag, affine_grid,
+// pdist, unravel_index, multi_margin_loss, multilabel_margin_loss
+IVY_LOWERING(LowerMaxPoolWithIndices);
+IVY_LOWERING(LowerMaxPoolMaybeIndices);
+IVY_LOWERING(LowerMaxUnpool);
+IVY_LOWERING(LowerCol2im);
+IVY_LOWERING(LowerUnravelIndex);
+IVY_LOWERING(LowerPdist);
+IVY_LOWERING(LowerMultiMarginLoss);
+IVY_LOWERING(LowerMultilabelMarginLoss);
+IVY_LOWERING(LowerAffineGrid);
+IVY_LOWERING(LowerEmbeddingBag);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the

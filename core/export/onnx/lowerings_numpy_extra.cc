@@ -520,11 +520,12 @@ Status LowerDiag(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 // 1-D [n] -> [1, n], [1, n, 1]; 2-D [m, n] -> [m, n, 1] for 3d); one result per array.
 Status LowerAtleastNd(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   int nd = 0;
-  if (node.op == "numpy.atleast_1d") nd = 1;
-  else if (node.op == "numpy.atleast_2d") nd = 2;
-  else if (node.op == "numpy.atleast_3d") nd = 3;
+  // torch.atleast_1d/2d/3d reshape as NumPy does.
+  if (node.op == "numpy.atleast_1d" || node.op == "torch.atleast_1d") nd = 1;
+  else if (node.op == "numpy.atleast_2d" || node.op == "torch.atleast_2d") nd = 2;
+  else if (node.op == "numpy.atleast_3d" || node.op == "torch.atleast_3d") nd = 3;
   else return Status::Unsupported("atleast_nd of " + node.op);
-  const v1::Arg* arys = call.Get("arys");
+  const v1::Arg* arys = call.Get(call.Has("arys") ? "arys" : "tensors");
   auto items = arys ? SequenceItems(*arys) : std::nullopt;
   if (!items) return Status::Unsupported("arys is not a list of arrays");
   std::vector<ValueId> results;

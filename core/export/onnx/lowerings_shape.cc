@@ -1105,7 +1105,16 @@ Status LowerScatterElements(const Node& node, const BoundCall& call, LoweringCon
   IVY_RETURN_IF_ERROR(TensorParam(call, "index", &index));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const bool add = ctx.canonical() == "scatter_elements_add";
-  if (!add && !call.IsNone("reduce")) return Status::Unsupported("scatter with reduce=");
+  // scatter(..., reduce='add' | 'multiply'): ScatterElements' reduction add / mul (duplicates
+  // accumulate, as torch's).
+  std::string reduction = add ? "add" : "";
+  if (!add && !call.IsNone("reduce")) {
+    const v1::Arg* r = call.Get("reduce");
+    if (r->kind_case() != v1::Arg::kS || (r->s() != "add" && r->s() != "multiply")) {
+      return Status::Unsupported("scatter with reduce=" + ArgToString(*r, true));
+    }
+    reduction = r->s() == "add" ? "add" : "mul";
+  }
   if (add && ctx.opset() < 16) return Status::Unsupported("scatter_add needs opset 16 (ScatterElements reduction)");
   const int rank = ctx.Rank(x);
   if (rank == 0 || ctx.Rank(index) != rank) return Status::Unsupported("scatter of a 0-d input or an index of another rank");
@@ -1133,7 +1142,7 @@ Status LowerScatterElements(const Node& node, const BoundCall& call, LoweringCon
   }
   auto* n = ctx.Emit("ScatterElements", {ctx.In(x), idx, updates}, {ctx.Out(result)});
   SetAttr(n, "axis", axis);
-  if (add) SetAttr(n, "reduction", std::string("add"));
+  if (!reduction.empty()) SetAttr(n, "reduction", reduction);
   return Status::Ok();
 }
 
@@ -1171,7 +1180,8 @@ Status LowerGridSample(const Node& node, const BoundCall& call, LoweringContext&
   const v1::Arg* pad = call.Get("padding_mode");
   const std::string m = mode && mode->kind_case() == v1::Arg::kS ? mode->s() : "bilinear";
   const std::string p = pad && pad->kind_case() == v1::Arg::kS ? pad->s() : "zeros";
-  if (m != "bilinear" && m != "bicubic") return Status::Unsupported("grid_sample mode '" + m + "'");
+  // nearest: onnxruntime rounds half to even (nearbyint), as torch (checked at k + 0.5 positions).
+  if (m != "bilinear" && m != "bicubic" && m != "nearest") return Status::Unsupported("grid_sample mode '" + m + "'");
   if (p != "zeros" && p != "border" && p != "reflection") return Status::Unsupported("grid_sample padding '" + p + "'");
   auto* n = ctx.Emit("GridSample", {ctx.In(x), ctx.CastTo(ctx.In(grid), ctx.DType(grid), ctx.DType(x))},
                      {ctx.Out(result)});

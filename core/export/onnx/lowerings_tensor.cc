@@ -661,7 +661,9 @@ Status LowerSetitem(const Node& node, const BoundCall& call, LoweringContext& ct
     const ValueId m = index->tensor().value();
     if (ctx.Shape(m) != shape) return Status::Unsupported("a bool mask index of another shape than the array");
     if (value->kind_case() == v1::Arg::kTensor && ctx.Rank(value->tensor().value()) > 0) {
-      return Status::Unsupported("x[mask] = tensor (the values are consumed in mask order)");
+      // The values are consumed in mask order (lowerings_scatter.cc).
+      EmitMaskedPut(ctx, ctx.In(x), ctx.In(m), v, d, false, ctx.Out(result));
+      return Status::Ok();
     }
     ctx.Emit("Where", {ctx.In(m), v, ctx.In(x)}, {ctx.Out(result)});
     return Status::Ok();

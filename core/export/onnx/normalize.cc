@@ -277,7 +277,9 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical) 
     const bool masked_reduction = *canonical == "sum" || *canonical == "prod" || *canonical == "nansum" ||
                                   *canonical == "nanprod";
     // (where=None is the nan-reductions' "no mask".)
-    if (const v1::Arg* w = call->Get("where"); w && !IsNone(*w) && AsBool(*w) != true && !masked_reduction) {
+    // np.copyto(dst, src, where=mask) writes where mask is True: its lowering reads it.
+    if (const v1::Arg* w = call->Get("where"); w && !IsNone(*w) && AsBool(*w) != true && !masked_reduction &&
+                                               *canonical != "copyto") {
       return Status::Unsupported("NumPy where= (a masked ufunc) has no ONNX lowering");
     }
   }
