@@ -483,7 +483,6 @@ def _torch_cases():
     case("torch", "contiguous", lambda x: x.transpose(1, 2).contiguous(), X)
 
     _torch_special_cases()
-    _torch_specfn_cases()
 
 
 def _torch_special_cases():
@@ -719,6 +718,10 @@ def _torch_specfn_cases():
                                                       S.laguerre_polynomial_l(EO, 4), S.laguerre_polynomial_l(x, -3)), X)
     case("torch", "legendre_polynomial_p", lambda x: (S.legendre_polynomial_p(x, 0), S.legendre_polynomial_p(x, 1), S.legendre_polynomial_p(x, 8),
                                                       S.legendre_polynomial_p(EO, 3), S.legendre_polynomial_p(EO, 4), S.legendre_polynomial_p(x, -1)), O)
+    # frexp: subnormals, powers of two and their neighbours, signed zeros, infinities, NaN.
+    FR = E(0.0, -0.0, 1e-45, -3e-42, 1.1754942e-38, 0.5, 0.99999994, 1.0, -1.0, 2.0, 1.9999999, 3.0, 1024.0, 3.4028235e38, -inf, inf, nan)
+    case("torch", "frexp", lambda x: (torch.frexp(x), x.frexp(), torch.frexp(FR), torch.frexp(x.to(torch.float64) * 1e300),
+                                      torch.frexp(FR.to(torch.float64) * 1e-300), torch.frexp(x.to(torch.float16))), W)
     # Complex parts of real tensors.
     case("torch", "real", lambda x, i: (torch.real(x), x.real, torch.real(i)), X, i64("B", 3))
     case("torch", "conj", lambda x, i: (torch.conj(x), x.conj(), torch.conj_physical(x), x.resolve_conj(), torch.resolve_conj(i), x.clone().conj_physical_()),
@@ -1181,7 +1184,6 @@ def _numpy_cases():
          X, variant="keepdims")
 
     _numpy_special_cases()
-    _numpy_specfn_cases()
     _numpy_extra_cases()
 
 
@@ -1233,6 +1235,9 @@ def _numpy_special_cases():
 def _numpy_specfn_cases():
     """Issue 11: np.i0 (float64, as NumPy computes it) through the i0 lowering of lowerings_specfn.cc."""
     case("numpy", "i0", lambda x: (np.i0(x), np.i0(x.astype(np.float64) * 5), np.i0(np.array([0.0, -1.0, 8.0, 30.0, -700.0]))),
+         f32("B", 3, 4, lo=-20.0, hi=20.0))
+    case("numpy", "frexp", lambda x: (np.frexp(x), np.frexp(x.astype(np.float64) * 1e-310),
+                                       np.frexp(np.array([0.0, -0.0, 5e-324, 1e308, -2.0 ** -1022, 0.75, np.inf, -np.inf, np.nan]))),
          f32("B", 3, 4, lo=-20.0, hi=20.0))
     A = ("int64", ("B", 5), -1000, 1000)
     Bn = ("int64", ("B", 5), -60, 60)
@@ -1633,6 +1638,7 @@ def build(fw):
     if fw == "torch":
         _torch_extra_cases()
         _torch_rnn_cases()
+        _torch_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
     if fw == "jax":
         _jax_extra_cases()
         _jax_specfn_cases()
@@ -1641,6 +1647,7 @@ def build(fw):
              f32("B", 3, 4), variant="numpy")
         case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),
                                                  np.tensordot(x[0], x[0])), f32("B", 3, 4), f32(4, 5), variant="numpy")
+        _numpy_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
     return [c for c in CASES if c.fw == fw]
 
 

@@ -174,6 +174,7 @@ const CanonicalLowering kTable[] = {
     {"fmin_outer",                    "Unsqueeze+<ufunc>",            LowerUfuncOuter},
     {"fmod",                         "Mod(fmod=1)",                  LowerElementwiseBinary},
     {"frac",                         "Sub(x, trunc x)",              LowerUnary},
+    {"frexp",                        "Log+Floor+Pow+Div+Where",       LowerFrexp},
     {"full",                         "ConstantOfShape",              LowerFull},
     {"full_like",                    "Shape+ConstantOfShape",        LowerFull},
     {"gather",                       "GatherElements",               LowerGather},
@@ -508,6 +509,8 @@ const CanonicalLowering kTable[] = {
 const std::pair<std::string_view, std::string_view> kRefused[] = {
     // lowerings_specfn.cc: special functions and complex parts ONNX opset 17 cannot express.
     {"imag", "the imaginary part of a complex tensor: complex dtypes have no ONNX tensor type (torch refuses imag of a real one)"},
+    {"real_of_complex", "lax.real takes a complex array: complex dtypes have no ONNX tensor type"},
+    {"conj_to_complex", "lax.conj returns a complex array (for real input too): complex dtypes have no ONNX tensor type"},
     {"polar", "builds a complex tensor: complex dtypes have no ONNX tensor type"},
     {"complex", "builds a complex tensor: complex dtypes have no ONNX tensor type"},
     {"view_as_real", "reads a complex tensor: complex dtypes have no ONNX tensor type"},

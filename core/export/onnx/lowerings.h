@@ -139,6 +139,7 @@ IVY_LOWERING(LowerSpecFnBinary);
 IVY_LOWERING(LowerGcd);
 IVY_LOWERING(LowerComplexPart);
 IVY_LOWERING(LowerOrthoPoly);
+IVY_LOWERING(LowerFrexp);
 // lowerings_losses.cc: torch.nn.functional's losses
 IVY_LOWERING(LowerLoss);
 IVY_LOWERING(LowerNllLoss);

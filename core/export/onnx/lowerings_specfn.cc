@@ -1,6 +1,8 @@
 // Lowerings of the special functions ONNX has no operator for: lgamma, digamma, polygamma (n = 0,
 // 1), mvlgamma, erfinv, ndtri, ndtr, log_ndtr, erfcx, entr, xlog1py, spherical_bessel_j0 and the
-// modified Bessel functions i0, i0e, i1, i1e. Each is a fixed graph of elementwise opset-17 ops:
+// modified Bessel functions i0, i0e, i1, i1e; gcd / lcm (unrolled Euclid); torch.special's
+// orthogonal polynomials for a Python-int n (unrolled recurrence); and the complex parts of real
+// tensors (real, conj, angle, isreal). Each is a fixed graph of elementwise opset-17 ops:
 //  - lgamma, digamma, trigamma: the recurrence Gamma(z + 1) = z Gamma(z) shifts every argument
 //    below 8 up by 8 (a fixed shift, where Cephes and ATen loop while z < 10), then the Stirling /
 //    de Moivre asymptotic series with Bernoulli-number coefficients (Abramowitz & Stegun 6.1.41,
@@ -559,6 +561,47 @@ Status LowerOrthoPoly(const Node& node, const BoundCall& call, LoweringContext& 
   }
   v = g.where(g.eq(in, g.c(1)), at_one, g.where(g.eq(in, g.c(-1)), at_minus_one, v));
   return done(v);
+}
+
+// frexp(x) -> (mantissa, exponent), x = m 2^e with 1/2 <= |m| < 1; (x, 0) for 0, -0, +-inf, NaN
+// (torch and NumPy). In float64 (every float16/32/64 value, subnormals included, is a normal
+// float64 or a float64 subnormal ONNX reads exactly): e = floor(log2 |x|) + 1 from Log, then one
+// correction each way (log's rounding moves it by at most 1 next to powers of two); m = x / 2^e
+// in two exact halvings (2^e alone overflows for e = 1024). Exact: every step multiplies by a
+// power of two without leaving the normal range.
+Status LowerFrexp(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  std::vector<ValueId> results;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  if (results.size() != 2) return Status::Unsupported("frexp without (mantissa, exponent)");
+  if (const v1::Arg* w = call.Get("where"); w && call.Bool("where") != std::optional<bool>(true)) {
+    return Status::Unsupported("frexp with where=" + ArgToString(*w, true));
+  }
+  if (!call.IsNone("dtype") && call.Has("dtype")) return Status::Unsupported("frexp with a dtype");
+  const v1::DType md = ctx.DType(results[0]), ed = ctx.DType(results[1]);
+  if (!IsFloating(md)) return Status::Unsupported(std::string("frexp with a ") + DTypeName(md) + " mantissa");
+  const v1::DType d = v1::FLOAT64;
+  G g{ctx, d};
+  const std::string w = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  const std::string a = g.op("Abs", {w});
+  std::string e = g.add(g.op("Floor", {g.div(g.log(a), g.c(std::log(2.0)))}), g.c(1));
+  const std::string half = g.op("Floor", {g.div(e, g.c(2))});
+  std::string m = g.div(g.div(w, g.op("Pow", {g.c(2), half})), g.op("Pow", {g.c(2), g.sub(e, half)}));
+  const std::string big = g.op("GreaterOrEqual", {g.op("Abs", {m}), g.c(1)});
+  m = g.where(big, g.mul(m, g.c(0.5)), m);
+  e = g.where(big, g.add(e, g.c(1)), e);
+  const std::string small = g.lt(g.op("Abs", {m}), g.c(0.5));
+  m = g.where(small, g.mul(m, g.c(2)), m);
+  e = g.where(small, g.sub(e, g.c(1)), e);
+  const std::string special = g.op("Or", {g.op("Or", {g.eq(a, g.c(0)), g.op("IsInf", {w})}), g.op("IsNaN", {w})});
+  // The mantissa of a special value is x itself: Where picks it from its third input (onnxruntime's
+  // Where keeps a -0.0 there).
+  m = g.where(g.op("Not", {special}), m, w);
+  e = g.where(special, g.c(0), e);
+  ctx.Emit("Identity", {ctx.CastTo(m, d, md)}, {ctx.Out(results[0])});
+  ctx.Emit("Identity", {ctx.CastTo(e, d, ed)}, {ctx.Out(results[1])});
+  return Status::Ok();
 }
 
 }  // namespace onnx_export
