@@ -718,6 +718,11 @@ def _torch_specfn_cases():
                                                       S.laguerre_polynomial_l(EO, 4), S.laguerre_polynomial_l(x, -3)), X)
     case("torch", "legendre_polynomial_p", lambda x: (S.legendre_polynomial_p(x, 0), S.legendre_polynomial_p(x, 1), S.legendre_polynomial_p(x, 8),
                                                       S.legendre_polynomial_p(EO, 3), S.legendre_polynomial_p(EO, 4), S.legendre_polynomial_p(x, -1)), O)
+    # Bessel J and Y: ~2e-6 absolute from the float32 phase x - pi/4 (ATen's too); values near the zeros: atol only.
+    BJ = E(-inf, -10.0, -1.0, -1e-30, -0.0, 0.0, 1e-30, 1e-6, 1.0, 2.404825, 7.99, 8.0, 8.01, 8.5, 100.0, 1e4, inf, nan)
+    for name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"):
+        f = getattr(S, name)
+        case("torch", name, lambda x, f=f: (f(x), f(BJ), f(x * 40), f(x.abs() * 1e-3), f(x.to(torch.float64) * 5)), W)
     # frexp: subnormals, powers of two and their neighbours, signed zeros, infinities, NaN.
     FR = E(0.0, -0.0, 1e-45, -3e-42, 1.1754942e-38, 0.5, 0.99999994, 1.0, -1.0, 2.0, 1.9999999, 3.0, 1024.0, 3.4028235e38, -inf, inf, nan)
     case("torch", "frexp", lambda x: (torch.frexp(x), x.frexp(), torch.frexp(FR), torch.frexp(x.to(torch.float64) * 1e300),

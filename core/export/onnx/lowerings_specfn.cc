@@ -1,6 +1,6 @@
 // Lowerings of the special functions ONNX has no operator for: lgamma, digamma, polygamma (n = 0,
-// 1), mvlgamma, erfinv, ndtri, ndtr, log_ndtr, erfcx, entr, xlog1py, spherical_bessel_j0 and the
-// modified Bessel functions i0, i0e, i1, i1e; gcd / lcm (unrolled Euclid); torch.special's
+// 1), mvlgamma, erfinv, ndtri, ndtr, log_ndtr, erfcx, entr, xlog1py, spherical_bessel_j0, the
+// Bessel functions J0, J1, Y0, Y1, the modified Bessel functions i0, i0e, i1, i1e; frexp; gcd / lcm (unrolled Euclid); torch.special's
 // orthogonal polynomials for a Python-int n (unrolled recurrence); and the complex parts of real
 // tensors (real, conj, angle, isreal). Each is a fixed graph of elementwise opset-17 ops:
 //  - lgamma, digamma, trigamma: the recurrence Gamma(z + 1) = z Gamma(z) shifts every argument
@@ -14,6 +14,8 @@
 //    |x| <= 8 (in x) and |x| > 8 (in 16 / |x|, times 1 / sqrt|x|), the split Cephes uses; max
 //    relative error of the series 2e-9, evaluated by Clenshaw's recurrence (stable). i0 and i1
 //    are i0e and i1e times exp(|x|), as ATen computes them.
+//  - bessel_j0/j1/y0/y1: Chebyshev series fitted by tools/fit_specfn.py on |x| <= 8 (absolute
+//    error 2e-10, the log terms of Y split off as Cephes does) and Hankel's asymptotic form above.
 //  - erfinv, ndtri: the variables of Giles ("Approximating the erfinv function", GPU Gems 2010):
 //    w = -log(1 - x^2), erfinv(x) / x as a series in w for w < 5 and erfinv as a series in
 //    sqrt(w) above, fitted by tools/fit_specfn.py (relative error 1.3e-9). ndtri(p) computes w
@@ -49,6 +51,23 @@ constexpr double kErfinvCenter[] = {1.491298940474491, 0.60175630341082997, -0.0
 constexpr double kErfinvTail[] = {4.2143733218295933, 2.1481781482158913, 0.0035845399602508041, -0.0020868066789177814, 0.00069643138331212603, -0.00018737280614059985, 4.0668651629445814e-05, -5.4322183020165035e-06, -8.0811071492987748e-07, 9.6318804299723135e-07, -4.3442374706316948e-07, 1.2807775900344818e-07, -1.9116286073860574e-08, -4.7328257747873951e-09, 4.6896235870581465e-09};
 // ErfinvFar: s in [6.5, 27], degree 14, max relative error 1.3e-09
 constexpr double kErfinvFar[] = {16.661510448332002, 10.286369796106955, -0.0082427020035998055, 0.0018572757441529468, -0.00038843580203187295, 6.5585658648324333e-05, -3.413213354705806e-06, -4.3368388650313101e-06, 3.1002515281985705e-06, -1.5398962765695059e-06, 6.6945786637739558e-07, -2.7166820164209765e-07, 1.0553037220463886e-07, -3.9931865507491469e-08, 1.4685440111277997e-08};
+
+// J0Small: t = x^2/32 - 1, degree 11, max absolute error 8.0e-11
+constexpr double kJ0Small[] = {0.15772797147489009, -0.008723442352852032, 0.26517861320333669, -0.37009499387264977, 0.15806710233209706, -0.034893769411408981, 0.0048191800694676419, -0.00046062616620620711, 3.246032882097255e-05, -1.7619469077172004e-06, 7.6081636018918424e-08, -2.679253508617667e-09};
+// J1Small: t = x^2/32 - 1 (J1 / x), degree 10, max absolute error 1.2e-10
+constexpr double kJ1Small[] = {0.081044846325658143, -0.14897514506765208, 0.16099926235720965, -0.082680491766817979, 0.022213639654965981, -0.0036469406007693028, 0.00040503377283550513, -3.2555548668544025e-05, 1.9858774049413375e-06, -9.5219847569136978e-08, 3.6871337494602591e-09};
+// Y0Small: t (R0), degree 11, max absolute error 1.6e-10
+constexpr double kY0Small[] = {-0.033146113203284852, -0.27447430552974555, 0.17903431407718273, 0.2615673462550468, -0.1773020127811436, 0.047196689595763404, -0.0072879624795521777, 0.00075311359325777095, -5.6320791410570537e-05, 3.206532537541409e-06, -1.4407233278612139e-07, 5.2487949531307963e-09};
+// Y1Small: t (R1), degree 11, max absolute error 1.9e-11
+constexpr double kY1Small[] = {0.0025380132357417941, -0.016087173047668775, -0.095912045360830742, 0.08445197259652347, -0.028328123944594344, 0.0052898975441671445, -0.00064145514513262811, 5.505982873335765e-05, -3.538080018671813e-06, 1.7707804555229984e-07, -7.1105500358679142e-09, 2.3443379767386721e-10};
+// P0: t = 2 (8/x)^2 - 1, degree 4, max absolute error 8.4e-11
+constexpr double kP0[] = {0.99946034934751915, -0.00053652204681317605, 3.0751847875492024e-06, -5.1705945341971658e-08, 1.6306465157983795e-09};
+// Q0: t = 2 (8/x)^2 - 1 (Q x / 8), degree 4, max absolute error 4.5e-11
+constexpr double kQ0[] = {-0.015555854605337099, 6.8385199426287269e-05, -7.4144984128201408e-07, 1.7972457412821714e-08, -7.271917520796827e-10};
+// P1: t = 2 (8/x)^2 - 1, degree 4, max absolute error 9.4e-11
+constexpr double kP1[] = {1.0009030408600139, 0.00089898983308597162, -3.9872843004578528e-06, 6.177633964650537e-08, -1.8718907207558406e-09};
+// Q1: t = 2 (8/x)^2 - 1 (Q x / 8), degree 4, max absolute error 1.3e-10
+constexpr double kQ1[] = {0.046777787069535441, -9.6277235491749785e-05, 9.1386152598702953e-07, -2.0959781559549644e-08, 8.2291950930184279e-10};
 
 // Emits elementwise arithmetic in one dtype.
 struct G {
@@ -277,6 +296,48 @@ Status LowerSpecFnUnary(const Node& node, const BoundCall& call, LoweringContext
     // sin(x) / x; 1 at 0, 0 at +-inf (ATen).
     const std::string v = g.where(g.eq(in, g.c(0)), g.c(1), g.div(g.op("Sin", {in}), in));
     out = g.where(g.op("IsInf", {in}), g.c(0), v);
+  } else if (c == "bessel_j0" || c == "bessel_j1" || c == "bessel_y0" || c == "bessel_y1") {
+    // |x| <= 8: Chebyshev series in t = x^2 / 32 - 1 (J0, J1 / x, and Y0 - (2/pi) J0 log x,
+    // (Y1 - (2/pi)(J1 log x - 1/x)) / x, smooth even functions: the split and the log terms are
+    // Cephes'); above, Hankel's asymptotic form sqrt(2 / (pi x)) (P cos chi - Q sin chi) (J) and
+    // (P sin chi + Q cos chi) (Y), chi = x - pi/4 or x - 3 pi/4, P and Q as series in 64 / x^2.
+    // The float32 rounding of chi limits the result to ~2e-6 absolute, as in ATen (same split).
+    // J1 is odd, J0 even; Y of x < 0 is NaN and of 0 is -inf; +-inf gives NaN (cos(inf)), as ATen.
+    const int order = c.back() - '0';
+    const bool y = c[7] == 'y';
+    const std::string ax = g.op("Abs", {in});
+    const std::string small = g.op("LessOrEqual", {ax, g.c(8)});
+    const std::string t = g.sub(g.div(g.mul(ax, ax), g.c(32)), g.c(1));
+    const std::string u = g.div(g.c(64), g.mul(ax, ax));
+    const std::string tl = g.sub(g.add(u, u), g.c(1));
+    const std::string chi = g.sub(ax, g.c(order == 0 ? M_PI / 4 : 3 * M_PI / 4));
+    const std::string p = order == 0 ? g.cheb(tl, kP0) : g.cheb(tl, kP1);
+    const std::string q = g.mul(order == 0 ? g.cheb(tl, kQ0) : g.cheb(tl, kQ1), g.div(g.c(8), ax));
+    const std::string amp = g.op("Sqrt", {g.div(g.c(2 / M_PI), ax)});
+    const std::string cs = g.op("Cos", {chi}), sn = g.op("Sin", {chi});
+    if (!y) {
+      std::string big = g.mul(amp, g.sub(g.mul(p, cs), g.mul(q, sn)));
+      std::string sm;
+      if (order == 0) {
+        sm = g.cheb(t, kJ0Small);
+      } else {
+        sm = g.mul(in, g.cheb(t, kJ1Small));
+        big = g.mul(g.op("Sign", {in}), big);
+      }
+      out = g.where(small, sm, big);
+    } else {
+      const std::string big = g.mul(amp, g.add(g.mul(p, sn), g.mul(q, cs)));
+      const std::string lg = g.log(ax);
+      std::string sm;
+      if (order == 0) {
+        sm = g.add(g.cheb(t, kY0Small), g.mul(g.c(2 / M_PI), g.mul(g.cheb(t, kJ0Small), lg)));
+      } else {
+        const std::string j1 = g.mul(in, g.cheb(t, kJ1Small));
+        sm = g.add(g.mul(in, g.cheb(t, kY1Small)), g.mul(g.c(2 / M_PI), g.sub(g.mul(j1, lg), g.div(g.c(1), in))));
+      }
+      const std::string v = g.where(small, sm, big);
+      out = g.where(g.lt(in, g.c(0)), g.nan(), g.where(g.eq(in, g.c(0)), g.c(-std::numeric_limits<double>::infinity()), v));
+    }
   } else if (c == "i0" || c == "i0e" || c == "i1" || c == "i1e") {
     const std::string ax = g.op("Abs", {in});
     const std::string small = g.op("LessOrEqual", {ax, g.c(8)});
