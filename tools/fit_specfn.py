@@ -91,3 +91,35 @@ for order, shift in ((0, np.pi / 4), (1, 3 * np.pi / 4)):
         return np.sqrt(np.pi * x / 2) * (Y(x) * np.cos(chi) - J(x) * np.sin(chi)) * x / 8
     fit_abs(f"P{order}", P, "t = 2 (8/x)^2 - 1")
     fit_abs(f"Q{order}", Q, "t = 2 (8/x)^2 - 1 (Q x / 8)")
+
+
+# Modified Bessel K0, K1 (relative error). x <= 2: K0 + log(x / 2) I0 and (K1 - log(x / 2) I1) x, even
+# smooth functions, in t = x^2 / 2 - 1 (Cephes' split); x > 2: sqrt(x) e^x K in v = 4 / x - 1.
+def xk(t):
+    return np.sqrt(np.maximum((t + 1) * 2, 0))
+
+
+def k0s(t):
+    x = xk(t)
+    xx = np.where(x == 0, 1e-300, x)
+    return sp.k0(xx) + np.log(xx / 2) * sp.i0(xx)
+
+
+def k1s(t):
+    import mpmath
+    mpmath.mp.dps = 40
+    out = []
+    for v in np.atleast_1d(t):
+        x = mpmath.sqrt(max((mpmath.mpf(v) + 1) * 2, mpmath.mpf("1e-30")))
+        out.append(float((mpmath.besselk(1, x) - mpmath.log(x / 2) * mpmath.besseli(1, x)) * x))
+    return np.array(out)
+
+
+def xb(v):  # v = 4 / x - 1 -> x
+    return 4 / np.maximum(v + 1, 1e-12)
+
+
+fit_abs("K0Small", k0s, "t = x^2/2 - 1 (K0 + log(x/2) I0)", tol=1e-10)
+fit_abs("K1Small", k1s, "t = x^2/2 - 1 ((K1 - log(x/2) I1) x)", tol=1e-10)
+fit_abs("K0eLarge", lambda v: np.sqrt(xb(v)) * sp.k0e(xb(v)), "v = 4/x - 1 (sqrt(x) k0e)", tol=1e-10)
+fit_abs("K1eLarge", lambda v: np.sqrt(xb(v)) * sp.k1e(xb(v)), "v = 4/x - 1 (sqrt(x) k1e)", tol=1e-10)

@@ -723,6 +723,10 @@ def _torch_specfn_cases():
     for name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"):
         f = getattr(S, name)
         case("torch", name, lambda x, f=f: (f(x), f(BJ), f(x * 40), f(x.abs() * 1e-3), f(x.to(torch.float64) * 5)), W)
+    BK = E(-inf, -1.0, -0.0, 0.0, 1e-30, 1e-6, 0.5, 1.0, 1.99, 2.0, 2.01, 5.0, 30.0, 80.0, 1e30, inf, nan)
+    for name in ("modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"):
+        f = getattr(S, name)
+        case("torch", name, lambda x, f=f: (f(x.abs()), f(BK), f(x), f(x.abs() * 1e-4), f(x.to(torch.float64).abs() * 5)), W)
     # frexp: subnormals, powers of two and their neighbours, signed zeros, infinities, NaN.
     FR = E(0.0, -0.0, 1e-45, -3e-42, 1.1754942e-38, 0.5, 0.99999994, 1.0, -1.0, 2.0, 1.9999999, 3.0, 1024.0, 3.4028235e38, -inf, inf, nan)
     case("torch", "frexp", lambda x: (torch.frexp(x), x.frexp(), torch.frexp(FR), torch.frexp(x.to(torch.float64) * 1e300),
