@@ -1248,6 +1248,14 @@ def _numpy_specfn_cases():
     case("numpy", "frexp", lambda x: (np.frexp(x), np.frexp(x.astype(np.float64) * 1e-310),
                                        np.frexp(np.array([0.0, -0.0, 5e-324, 1e308, -2.0 ** -1022, 0.75, np.inf, -np.inf, np.nan]))),
          f32("B", 3, 4, lo=-20.0, hi=20.0))
+    # ldexp is exact where x * 2.0**n is not: 2^n alone overflows or underflows, subnormal results round once.
+    NE = ("int64", ("B", 3, 4), -1100, 1100)
+    case("numpy", "ldexp_exact", lambda x, n: (np.ldexp(x, n), np.ldexp(x.astype(np.float64), n), np.ldexp(x, (n // 8).astype(np.int32)),
+                                               np.ldexp(x, 3), np.ldexp(np.float32(2.0 ** 100), n),
+                                               np.ldexp(np.array([1.5, 3.0, -1.0, 0.0, -0.0, 1.75, 2.0 ** -1074, np.inf, np.nan]),
+                                                        np.array([-1074, -1075, -1076, 5, 3000, -1073, 2100, -3, 0])),
+                                               np.ldexp(np.array([1.5, 1.25, 3.0, 1.0], np.float32), np.array([-149, -150, -150, 128]))),
+         f32("B", 3, 4, lo=-20.0, hi=20.0), NE)
     A = ("int64", ("B", 5), -1000, 1000)
     Bn = ("int64", ("B", 5), -60, 60)
     case("numpy", "gcd", lambda a, b: (np.gcd(a, b), np.gcd(a.astype(np.int32), 12), np.gcd(a.astype(np.int16), b.astype(np.int8)),

@@ -244,6 +244,7 @@ const CanonicalLowering kTable[] = {
     {"layer_norm",                   "LayerNormalization",           LowerLayerNorm},
     {"lcm",                          "Mod+Where (unrolled Euclid)+Div+Mul", LowerGcd},
     {"ldexp",                       "Pow+Mul",                      LowerLdexp},
+    {"ldexp_exact",                  "frexp+Pow+Mul|Round (subnormal)", LowerLdexpExact},
     {"leaky_relu",                   "LeakyRelu",                    LowerActivation},
     {"left_shift",                    "BitShift+Where",               LowerShift},
     {"legendre_polynomial_p",        "Mul+Sub (unrolled recurrence)", LowerOrthoPoly},

@@ -140,6 +140,7 @@ IVY_LOWERING(LowerGcd);
 IVY_LOWERING(LowerComplexPart);
 IVY_LOWERING(LowerOrthoPoly);
 IVY_LOWERING(LowerFrexp);
+IVY_LOWERING(LowerLdexpExact);
 // lowerings_losses.cc: torch.nn.functional's losses
 IVY_LOWERING(LowerLoss);
 IVY_LOWERING(LowerNllLoss);

@@ -702,5 +702,58 @@ Status LowerFrexp(const Node& node, const BoundCall& call, LoweringContext& ctx)
   return Status::Ok();
 }
 
+// np.ldexp(x, n) = x 2^n rounded once (NumPy's C ldexp): no factor 2^n is formed (it overflows or
+// underflows where the result does not). In float64: x = m 2^e (frexp, as above), k = e + n
+// clamped to [-1200, 3000] (beyond, the result is 0 or inf either way); k >= -1021: m 2^k, normal
+// or overflowing, as three exact factors 2^(k/3)...; below: a subnormal, Round(m 2^(k + 1074))
+// 2^-1074 (an integer below 2^53 times the smallest subnormal: the one rounding, to even). A
+// float32 result is the float64 one cast once (the float64 value is exact). 0, inf, NaN pass.
+Status LowerLdexpExact(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  for (const char* p : {"where"}) {
+    if (call.Has(p) && call.Bool(p) != std::optional<bool>(true)) return Status::Unsupported(std::string("ldexp with ") + p + "=" + ArgToString(*call.Get(p), true));
+  }
+  if (call.Has("out") && !call.IsNone("out")) return Status::Unsupported("ldexp with out=");
+  if (call.Has("dtype") && !call.IsNone("dtype")) return Status::Unsupported("ldexp with a dtype");
+  const v1::Arg* a = call.Get("input");
+  const v1::Arg* b = call.Get("other");
+  if (!a || !b || (!HasTensor(*a) && !HasTensor(*b))) return Status::Unsupported("ldexp without an array operand");
+  const v1::DType rd = ctx.DType(result);
+  if (rd != v1::FLOAT32 && rd != v1::FLOAT64) {
+    return Status::Unsupported(std::string("ldexp with a ") + DTypeName(rd) + " result (float32 and float64 lower; a float16 Cast from float64 may round twice)");
+  }
+  if (b->kind_case() == v1::Arg::kTensor && IsFloating(ctx.DType(b->tensor().value()))) {
+    return Status::Unsupported("ldexp with a float exponent");
+  }
+  const v1::DType d = v1::FLOAT64;
+  G g{ctx, d};
+  std::string w, n;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &w));
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &n));  // every int32/int64 exponent that matters is exact
+  const std::string ax = g.op("Abs", {w});
+  std::string e = g.add(g.op("Floor", {g.div(g.log(ax), g.c(std::log(2.0)))}), g.c(1));
+  const std::string half = g.op("Floor", {g.div(e, g.c(2))});
+  std::string m = g.div(g.div(w, g.op("Pow", {g.c(2), half})), g.op("Pow", {g.c(2), g.sub(e, half)}));
+  const std::string big = g.op("GreaterOrEqual", {g.op("Abs", {m}), g.c(1)});
+  m = g.where(big, g.mul(m, g.c(0.5)), m);
+  e = g.where(big, g.add(e, g.c(1)), e);
+  const std::string small = g.lt(g.op("Abs", {m}), g.c(0.5));
+  m = g.where(small, g.mul(m, g.c(2)), m);
+  e = g.where(small, g.sub(e, g.c(1)), e);
+  const std::string k = g.op("Max", {g.op("Min", {g.add(e, n), g.c(3000)}), g.c(-1200)});
+  const std::string k1 = g.op("Floor", {g.div(k, g.c(3))});
+  const std::string k2 = g.op("Floor", {g.div(g.sub(k, k1), g.c(2))});
+  const std::string k3 = g.sub(g.sub(k, k1), k2);
+  auto p2 = [&](const std::string& v) { return g.op("Pow", {g.c(2), v}); };
+  const std::string normal = g.mul(g.mul(g.mul(m, p2(k1)), p2(k2)), p2(k3));
+  const std::string sub = g.mul(g.op("Round", {g.mul(m, p2(g.add(k, g.c(1074))))}), g.c(std::ldexp(1.0, -1074)));
+  std::string v = g.where(g.op("GreaterOrEqual", {k, g.c(-1021)}), normal, sub);
+  const std::string special = g.op("Or", {g.op("Or", {g.eq(ax, g.c(0)), g.op("IsInf", {w})}), g.op("IsNaN", {w})});
+  v = g.where(g.op("Not", {special}), v, w);
+  ctx.Emit("Identity", {ctx.CastTo(v, d, rd)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
