@@ -1571,6 +1571,11 @@ def _jax_specfn_cases():
     B = [-100.0, -8.0, -1.0, 0.0, 1e-30, 0.5, 8.0, 8.5, 85.0, 1e30, float("inf"), float("nan")]
     case("jax", "i0e", lambda x: (lax.bessel_i0e(x), lax.bessel_i0e(jnp.array(B, jnp.float32))), W)
     case("jax", "i1e", lambda x: (lax.bessel_i1e(x), lax.bessel_i1e(jnp.array(B, jnp.float32))), W)
+    # bfloat16's rounding (ties to even, subnormals kept) through a Cast round trip; the float32 format itself.
+    R = [1.00390625, 1.01171875, -1.00390625, 3.4e38, 1e-40, 0.0, -0.0, float("inf"), float("nan")]
+    case("jax", "reduce_precision", lambda x: (lax.reduce_precision(x * 1000, exponent_bits=8, mantissa_bits=7),
+                                               lax.reduce_precision(jnp.array(R, jnp.float32), 8, 7),
+                                               lax.reduce_precision(x, exponent_bits=8, mantissa_bits=23)), W)
 
 
 def _torch_rnn_cases():

@@ -141,6 +141,7 @@ IVY_LOWERING(LowerComplexPart);
 IVY_LOWERING(LowerOrthoPoly);
 IVY_LOWERING(LowerFrexp);
 IVY_LOWERING(LowerLdexpExact);
+IVY_LOWERING(LowerReducePrecision);
 // lowerings_losses.cc: torch.nn.functional's losses
 IVY_LOWERING(LowerLoss);
 IVY_LOWERING(LowerNllLoss);

@@ -755,5 +755,30 @@ Status LowerLdexpExact(const Node& node, const BoundCall& call, LoweringContext&
   return Status::Ok();
 }
 
+// lax.reduce_precision(x, exponent_bits, mantissa_bits) where it is a Cast round trip: bfloat16's
+// (8, 7) on float32 (onnxruntime's float -> bfloat16 Cast rounds to nearest even and keeps
+// subnormals, as reduce_precision does: checked on 100k values and the ties), or the input's own
+// format (identity). Other formats are refused: (5, 10) flushes what float16 keeps as subnormals.
+Status LowerReducePrecision(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  auto e = call.Int("exponent_bits"), m = call.Int("mantissa_bits");
+  if (!e || !m) return Status::Unsupported("reduce_precision without int exponent_bits and mantissa_bits");
+  const v1::DType d = ctx.DType(x);
+  const std::string in = ctx.In(x), out = ctx.Out(result);
+  if ((d == v1::FLOAT32 && *e >= 8 && *m >= 23) || (d == v1::FLOAT64 && *e >= 11 && *m >= 52) ||
+      (d == v1::FLOAT16 && *e >= 5 && *m >= 10) || (d == v1::BFLOAT16 && *e >= 8 && *m >= 7)) {
+    ctx.Emit("Identity", {in}, {out});
+    return Status::Ok();
+  }
+  if (d == v1::FLOAT32 && *e == 8 && *m == 7) {
+    ctx.Emit("Identity", {ctx.CastTo(ctx.CastTo(in, d, v1::BFLOAT16), v1::BFLOAT16, d)}, {out});
+    return Status::Ok();
+  }
+  return Status::Unsupported("reduce_precision to (" + std::to_string(*e) + ", " + std::to_string(*m) + ") bits of " + DTypeName(d) +
+                             " (only bfloat16's (8, 7) on float32 is a Cast round trip; (5, 10) flushes float16's subnormals, which Cast keeps)");
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
