@@ -1563,7 +1563,8 @@ def _jax_specfn_cases():
     import jax.numpy as jnp
     from jax import lax
     W = f32("B", 3, 4, lo=-20.0, hi=20.0)
-    G = [-30.5, -2.5, -0.5, 1e-30, 1e-6, 0.5, 1.0, 1.4616321, 2.0, 8.0, 30.0, 1e6, 1e30, float("inf"), float("nan")]
+    G = [-30.5, -3.0, -2.5, -2.0000002, -0.5, -0.0, 0.0, 1e-30, 1e-6, 0.5, 1.0, 1.4616321, 2.0, 8.0, 30.0, 1e6, 1e30, -1e10,
+         float("inf"), float("-inf"), float("nan")]
     case("jax", "lgamma", lambda x: (lax.lgamma(x), lax.lgamma(jnp.array(G, jnp.float32))), W)
     case("jax", "digamma", lambda x: (lax.digamma(x), lax.digamma(jnp.array(G, jnp.float32))), W)
     case("jax", "erfinv", lambda x: (lax.erf_inv(x), lax.erf_inv(jnp.array([-1.0, -0.9999, 0.0, 1e-30, 0.5, 0.99999994, 1.0, float("nan")], jnp.float32))),

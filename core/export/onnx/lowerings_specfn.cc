@@ -257,6 +257,8 @@ Status LowerSpecFnUnary(const Node& node, const BoundCall& call, LoweringContext
     out = g.lgamma(in);
   } else if (c == "digamma") {
     out = g.digamma(in);
+    // XLA's digamma is NaN at 0 and -0 (ATen's is -inf and +inf there).
+    if (node.op.rfind("jax.", 0) == 0) out = g.where(g.eq(in, g.c(0)), g.nan(), out);
   } else if (c == "trigamma") {
     out = g.trigamma(in);
   } else if (c == "mvlgamma") {
