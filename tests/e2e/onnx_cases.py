@@ -624,6 +624,124 @@ def _torch_special_cases():
     case("torch", "trace", lambda x, i: (torch.trace(x[0]), x[0, :, 1:].trace(), torch.trace(i)), X, i64(3, 5), static=True)
 
 
+def _torch_specfn_cases():
+    """Issue 11: torch.special aliases of lowered ops, the shifts and reflected bitwise dunders, and the
+    special functions of core/export/onnx/lowerings_specfn.cc, each over a wide range plus its edge
+    values (poles, zeros, signed zeros, infinities, NaN) as a constant tensor."""
+    import torch
+    S = torch.special
+    nan, inf = float("nan"), float("inf")
+    X = f32("B", 3, 4)
+    W = f32("B", 3, 4, lo=-20.0, hi=20.0)
+
+    def E(*v):
+        return torch.tensor(v, dtype=torch.float32)
+    case("torch", "erf", lambda x: (S.erf(x), S.erfc(x * 4), S.exp2(x * 10), S.expit(x * 5), S.expm1(x), S.log1p(x.abs()),
+                                    S.sinc(x), S.xlogy(x, x.abs())), X, variant="special")
+    case("torch", "logit", lambda x: (S.logit(x.abs() / 2), S.logit(x.abs() / 2, eps=0.1), S.logit(x.abs() / 2, 1e-3)), X, variant="special")
+    case("torch", "logsumexp", lambda x: (S.logsumexp(x, 1), S.logsumexp(x, (1, 2), keepdim=True)), X, variant="special")
+    case("torch", "softmax", lambda x: (S.softmax(x, 1), S.softmax(x, -1, dtype=torch.float64), S.softmax(x, dim=0)), X, variant="special")
+    case("torch", "log_softmax", lambda x: (S.log_softmax(x, 2), S.log_softmax(x, 1, dtype=torch.float64)), X, variant="special")
+    case("torch", "round", lambda x: (S.round(x * 10), S.round(x, decimals=2)), X, variant="special")
+    case("torch", "vstack", lambda x, y: (torch.row_stack((x, y)), torch.row_stack([x[0], y[0]])), X, f32("B", 3, 4), variant="row_stack")
+    # 1 & x is x.__rand__(1): the operand order is kept (bool: And/Or/Xor).
+    case("torch", "bitwise_and", lambda a, b: (True & a, a.__rand__(b), False | a, a.__ror__(b), True ^ a, a.__rxor__(b)),
+         boolean("B", 5), boolean("B", 5), variant="reflected")
+    I = i32("B", 5, lo=-2**31, hi=2**31 - 1)
+    Sh = ("int64", ("B", 5), -3, 70)
+    case("torch", "left_shift", lambda x, s: (torch.bitwise_left_shift(x, s), x.bitwise_left_shift(s.to(torch.int32)), x << 3, x << s,
+                                              x.to(torch.uint8) << 3, 1 << s.clamp(0, 62), x.clone().bitwise_left_shift_(s.to(torch.int32)),
+                                              x.clone().__ilshift__(2), x.__lshift__(40)), I, Sh)
+    case("torch", "right_shift", lambda x, s: (torch.bitwise_right_shift(x, s), x.bitwise_right_shift(s.to(torch.int32)), x >> 3, x >> s,
+                                               x.to(torch.uint8) >> s.to(torch.uint8), -(2**40) >> s, 7 >> s.to(torch.int8),
+                                               x.clone().bitwise_right_shift_(s.to(torch.int32)), x.clone().__irshift__(2), x >> 40), I, Sh)
+    G = E(-inf, -30.5, -3.0, -2.5, -1.0, -0.5, -0.0, 0.0, 1e-30, 1e-6, 0.5, 1.0, 1.4616321, 2.0, 7.99, 8.0, 8.01, 30.0, 1e6, 1e30, inf, nan)
+    case("torch", "lgamma", lambda x: (torch.lgamma(x), x.lgamma(), S.gammaln(G), torch.lgamma(x.to(torch.float64) * 3),
+                                       torch.lgamma(torch.round(x))), W)
+    case("torch", "digamma", lambda x: (torch.digamma(x), x.digamma(), S.digamma(G), S.psi(x * 50), torch.digamma(torch.round(x))), W)
+    # trigamma near the poles follows ATen's sin(pi * x) of the rounded product (a large finite value at -3).
+    case("torch", "polygamma", lambda x: (torch.polygamma(1, x), x.polygamma(0), S.polygamma(1, G), torch.polygamma(0, G),
+                                          x.clone().polygamma_(1), torch.polygamma(1, x.abs() * 5)), ("float32", ("B", 3, 4), -3.5, 20.0))
+    case("torch", "mvlgamma", lambda x: (torch.mvlgamma(x, 1), x.mvlgamma(3), S.multigammaln(x * 30 + 10, 5)), ("float32", ("B", 3, 4), 1.01, 20.0))
+    U = E(-inf, -1.5, -1.0, -0.999999, -0.9, -0.5, -0.0, 0.0, 1e-30, 1e-6, 0.3, 0.8, 0.99, 0.9999, 0.99999994, 1.0, 1.0001, inf, nan)
+    case("torch", "erfinv", lambda x: (torch.erfinv(x), x.erfinv(), S.erfinv(U), torch.erfinv(x.to(torch.float64) * 0.999999)),
+         ("float32", ("B", 3, 4), -1.0, 1.0))
+    P = E(-0.5, 0.0, 1e-38, 1e-30, 1e-10, 1e-5, 0.001, 0.02, 0.1, 0.3, 0.5, 0.7, 0.9, 0.999, 0.99999, 0.9999999, 1.0, 1.5, inf, nan)
+    case("torch", "ndtri", lambda p: (S.ndtri(p), S.ndtri(P), S.ndtri(p.to(torch.float64) ** 20)), ("float32", ("B", 3, 4), 0.0, 1.0))
+    N = E(-inf, -40.0, -20.0, -10.0, -5.0, -1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5, 3.0, 5.0, 8.0, 10.0, 40.0, 1e30, inf, nan)
+    case("torch", "ndtr", lambda x: (S.ndtr(x), S.ndtr(N)), W)
+    case("torch", "log_ndtr", lambda x: (S.log_ndtr(x), S.log_ndtr(N)), W)
+    case("torch", "erfcx", lambda x: (S.erfcx(x.clamp(-9, 20)), S.erfcx(N), S.erfcx(x.to(torch.float64))), W)
+    case("torch", "entr", lambda x: (S.entr(x), S.entr(N), S.entr(x.abs() * 1e-3)), W)
+    case("torch", "xlog1py", lambda x, y: (S.xlog1py(x, y.abs() - 1), S.xlog1py(N, N), S.xlog1py(N * 0, N), S.xlog1py(x, 2.0), S.xlog1py(x, y * 1e-6), S.xlog1py(2.0, N)),
+         W, f32("B", 3, 4))
+    case("torch", "spherical_bessel_j0", lambda x: (S.spherical_bessel_j0(x), S.spherical_bessel_j0(N), S.spherical_bessel_j0(x * 1e-3)), W)
+    B = E(-inf, -100.0, -30.0, -8.01, -8.0, -7.99, -1.0, -1e-20, -0.0, 0.0, 1e-30, 0.5, 3.0, 8.0, 8.5, 50.0, 85.0, 89.0, 1e5, 1e30, inf, nan)
+    case("torch", "i0", lambda x: (torch.i0(x), x.i0(), S.i0(B), S.modified_bessel_i0(x), torch.i0(x.to(torch.float64) * 3)), W)
+    case("torch", "i0e", lambda x: (S.i0e(x * 5), S.i0e(B), S.i0e(x.to(torch.float64))), W)
+    case("torch", "i1", lambda x: (S.i1(x), S.i1(B), S.modified_bessel_i1(x), S.i1(x.to(torch.float64) * 3)), W)
+    case("torch", "i1e", lambda x: (S.i1e(x * 5), S.i1e(B), S.i1e(x.to(torch.float64))), W)
+    # Euclid's worst cases: consecutive Fibonacci numbers (F(92), F(91) for int64, F(46), F(45) for int32), INT_MIN.
+    A = ("int64", ("B", 5), -1000, 1000)
+    Bn = ("int64", ("B", 5), -60, 60)
+    case("torch", "gcd", lambda a, b: (torch.gcd(a, b), a.gcd(b), torch.gcd(a.to(torch.int32), b.to(torch.int32)), torch.gcd(a.to(torch.int8), b.to(torch.int8)),
+                                       a.clone().gcd_(b), torch.gcd(a, torch.tensor(0)),
+                                       torch.gcd(torch.tensor([7540113804746346429, 2**63 - 1, -2**63, -2**63, 0]), torch.tensor([4660046610375530309, 2**62, 0, 6, 0])),
+                                       torch.gcd(torch.tensor([1836311903, -2**31, -2**31], dtype=torch.int32), torch.tensor([1134903170, 0, 10], dtype=torch.int32)),
+                                       torch.gcd(torch.tensor([-128, -128, 6, 0], dtype=torch.int8), torch.tensor([6, 10, -128, -128], dtype=torch.int8)),
+                                       torch.gcd(torch.tensor([-2**63, -2**63, 6, 0, -2**63]), torch.tensor([6, 0, -2**63, -2**63, 10]))), A, Bn)
+    case("torch", "lcm", lambda a, b: (torch.lcm(a, b), a.lcm(b), torch.lcm(a.to(torch.int32), b.to(torch.int32)), a.clone().lcm_(b), torch.lcm(a, torch.tensor(0)),
+                                       torch.lcm(torch.tensor([2**40 + 1, 7540113804746346429], dtype=torch.int64), torch.tensor([2**30 + 3, 4660046610375530309])),
+                                       torch.lcm(torch.tensor([65536, 100000], dtype=torch.int32), torch.tensor([65537, 99999], dtype=torch.int32)),
+                                       torch.lcm(torch.tensor([100, -128, -128], dtype=torch.int8), torch.tensor([3, 3, 2], dtype=torch.int8)),
+                                       torch.lcm(torch.tensor([-2**63, -2**63, 3]), torch.tensor([6, 3, -2**63]))), A, Bn)
+    # Orthogonal polynomials, n a Python int: small n (recurrence), n above ATen's switch to cos(n acos x) (6 for T, 8 for
+    # U, V, W), x = +-1 exactly, |x| > 1, n < 0.
+    # The trigonometric form loses digits near its roots (absolute error ~ n ulp, in torch too): atol 1e-4. NaN only for T:
+    # ATen's U, V, W loops stop at a NaN before assigning their result (an uninitialized value comes back).
+    O = ("float32", ("B", 3, 4), -1.5, 1.5)
+    EO = E(-inf, -1.5, -1.0, -0.5, -0.0, 0.0, 0.25, 0.5, 1.0, 1.2, inf)
+    EN = E(nan)
+    for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w"):
+        f = getattr(S, name)
+        sf = getattr(S, "shifted_" + name)
+        nans = name.endswith("_t")
+        case("torch", name, lambda x, f=f, nans=nans: (f(x, 0), f(x, 1), f(x, 2), f(x, 5), f(x, n=7), f(x.clamp(-1, 1), 12), f(EO, 3), f(EO, 11), f(x, -1),
+                                                       f(x.to(torch.float64), 9), f(EN, 0), f(EN, -1)) + ((f(EN, 3), f(EN, 9)) if nans else ()), O, atol=1e-4)
+        case("torch", "shifted_" + name, lambda x, f=sf: (f(x, 0), f(x, 1), f(x, 4), f(x.abs().clamp(0, 1), 10), f(EO / 2 + 0.5, 3),
+                                                           f(EO / 2 + 0.5, 11), f(x, -2)), O, atol=1e-4)
+    case("torch", "hermite_polynomial_h", lambda x: (S.hermite_polynomial_h(x, 0), S.hermite_polynomial_h(x, 1), S.hermite_polynomial_h(x, 6),
+                                                     S.hermite_polynomial_h(EO, 3), S.hermite_polynomial_h(x, -1)), X)
+    case("torch", "hermite_polynomial_he", lambda x: (S.hermite_polynomial_he(x, 0), S.hermite_polynomial_he(x, 1), S.hermite_polynomial_he(x, 7),
+                                                      S.hermite_polynomial_he(EO, 4)), X)
+    case("torch", "laguerre_polynomial_l", lambda x: (S.laguerre_polynomial_l(x, 0), S.laguerre_polynomial_l(x, 1), S.laguerre_polynomial_l(x * 3, 6),
+                                                      S.laguerre_polynomial_l(EO, 4), S.laguerre_polynomial_l(x, -3)), X)
+    case("torch", "legendre_polynomial_p", lambda x: (S.legendre_polynomial_p(x, 0), S.legendre_polynomial_p(x, 1), S.legendre_polynomial_p(x, 8),
+                                                      S.legendre_polynomial_p(EO, 3), S.legendre_polynomial_p(EO, 4), S.legendre_polynomial_p(x, -1)), O)
+    # Bessel J and Y: ~2e-6 absolute from the float32 phase x - pi/4 (ATen's too); values near the zeros: atol only.
+    BJ = E(-inf, -10.0, -1.0, -1e-30, -0.0, 0.0, 1e-30, 1e-6, 1.0, 2.404825, 7.99, 8.0, 8.01, 8.5, 100.0, 1e4, inf, nan)
+    for name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"):
+        f = getattr(S, name)
+        case("torch", name, lambda x, f=f: (f(x), f(BJ), f(x * 40), f(x.abs() * 1e-3), f(x.to(torch.float64) * 5)), W)
+    BK = E(-inf, -1.0, -0.0, 0.0, 1e-30, 1e-6, 0.5, 1.0, 1.99, 2.0, 2.01, 5.0, 30.0, 80.0, 1e30, inf, nan)
+    for name in ("modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"):
+        f = getattr(S, name)
+        case("torch", name, lambda x, f=f: (f(x.abs()), f(BK), f(x), f(x.abs() * 1e-4), f(x.to(torch.float64).abs() * 5)), W)
+    # frexp: subnormals, powers of two and their neighbours, signed zeros, infinities, NaN.
+    FR = E(0.0, -0.0, 1e-45, -3e-42, 1.1754942e-38, 0.5, 0.99999994, 1.0, -1.0, 2.0, 1.9999999, 3.0, 1024.0, 3.4028235e38, -inf, inf, nan)
+    case("torch", "frexp", lambda x: (torch.frexp(x), x.frexp(), torch.frexp(FR), torch.frexp(x.to(torch.float64) * 1e300),
+                                      torch.frexp(FR.to(torch.float64) * 1e-300), torch.frexp(x.to(torch.float16))), W)
+    # Complex parts of real tensors.
+    case("torch", "real", lambda x, i: (torch.real(x), x.real, torch.real(i)), X, i64("B", 3))
+    case("torch", "conj", lambda x, i: (torch.conj(x), x.conj(), torch.conj_physical(x), x.resolve_conj(), torch.resolve_conj(i), x.clone().conj_physical_()),
+         X, i64("B", 3))
+    case("torch", "angle", lambda x, i: (torch.angle(x), x.angle(), torch.angle(torch.tensor([-inf, -1.0, -0.0, 0.0, 2.0, inf, nan])), torch.angle(i),
+                                         torch.angle(x.to(torch.float64))), X, i64("B", 3, lo=-3, hi=3))
+    case("torch", "isreal", lambda x, i: (torch.isreal(x), x.isreal(), torch.isreal(i)), X, i64("B", 3))
+    case("torch", "signbit", lambda x, i: (torch.signbit(x), x.signbit(), torch.signbit(torch.tensor([-inf, -1.0, -0.0, 0.0, 2.0, inf, nan])),
+                                           torch.signbit(i)), X, i64("B", 3, lo=-3, hi=3), variant="torch")
+
+
 def _torch_extra_cases():
     """torch functions given a canonical op for ONNX (issue 11): losses (lowerings_losses.cc) and
     lowerings_torch_extra.cc."""
@@ -1123,6 +1241,33 @@ def _numpy_special_cases():
     case("numpy", "empty_like", filled_empty_like, X)
 
 
+def _numpy_specfn_cases():
+    """Issue 11: np.i0 (float64, as NumPy computes it) through the i0 lowering of lowerings_specfn.cc."""
+    case("numpy", "i0", lambda x: (np.i0(x), np.i0(x.astype(np.float64) * 5), np.i0(np.array([0.0, -1.0, 8.0, 30.0, -700.0]))),
+         f32("B", 3, 4, lo=-20.0, hi=20.0))
+    case("numpy", "frexp", lambda x: (np.frexp(x), np.frexp(x.astype(np.float64) * 1e-310),
+                                       np.frexp(np.array([0.0, -0.0, 5e-324, 1e308, -2.0 ** -1022, 0.75, np.inf, -np.inf, np.nan]))),
+         f32("B", 3, 4, lo=-20.0, hi=20.0))
+    # ldexp is exact where x * 2.0**n is not: 2^n alone overflows or underflows, subnormal results round once.
+    NE = ("int64", ("B", 3, 4), -1100, 1100)
+    case("numpy", "ldexp_exact", lambda x, n: (np.ldexp(x, n), np.ldexp(x.astype(np.float64), n), np.ldexp(x, (n // 8).astype(np.int32)),
+                                               np.ldexp(x, 3), np.ldexp(np.float32(2.0 ** 100), n),
+                                               np.ldexp(np.array([1.5, 3.0, -1.0, 0.0, -0.0, 1.75, 2.0 ** -1074, np.inf, np.nan]),
+                                                        np.array([-1074, -1075, -1076, 5, 3000, -1073, 2100, -3, 0])),
+                                               np.ldexp(np.array([1.5, 1.25, 3.0, 1.0], np.float32), np.array([-149, -150, -150, 128]))),
+         f32("B", 3, 4, lo=-20.0, hi=20.0), NE)
+    A = ("int64", ("B", 5), -1000, 1000)
+    Bn = ("int64", ("B", 5), -60, 60)
+    case("numpy", "gcd", lambda a, b: (np.gcd(a, b), np.gcd(a.astype(np.int32), 12), np.gcd(a.astype(np.int16), b.astype(np.int8)),
+                                       np.gcd(np.array([7540113804746346429, -2**63, 0]), np.array([4660046610375530309, 6, 0])),
+                                       np.gcd(np.array([-2**63, -2**63, 6, 0, -2**63]), np.array([6, 0, -2**63, -2**63, 10])),
+                                       np.gcd(np.array([-128, -128, 6], np.int8), np.array([6, 10, -128], np.int8))), A, Bn)
+    case("numpy", "lcm", lambda a, b: (np.lcm(a, b), np.lcm(a.astype(np.int32), 12), np.lcm(a, 0),
+                                       np.lcm(np.array([-2**63, -2**63, 3, 2**40 + 1]), np.array([6, 3, -2**63, 2**30 + 3])),
+                                       np.lcm(np.array([100, -128, 65536], np.int32).astype(np.int8), np.array([3, 3, 2], np.int8)),
+                                       np.lcm(np.array([65536, 100000], np.int32), np.array([65537, 99999], np.int32))), A, Bn)
+
+
 def _numpy_extra_cases():
     """Issue 11: ufunc methods, nan-reductions and the other NumPy functions lowered in
     core/export/onnx/lowerings_numpy_extra.cc and lowerings_ufunc_methods.cc."""
@@ -1411,6 +1556,27 @@ def _jax_cases():
          lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 1, 1, 1), "SAME"), f32("B", 4, 4, 3))
     case("jax", "reduce_window_max", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 1), (1, 1), "VALID"),
          f32("B", 5), variant="folded", static=True)  # one non-pooled dim: folded by a Reshape of recorded sizes
+
+
+def _jax_specfn_cases():
+    """Issue 11: lgamma_p, digamma_p, erf_inv_p, bessel_i0e_p, bessel_i1e_p (lowerings_specfn.cc)."""
+    import jax.numpy as jnp
+    from jax import lax
+    W = f32("B", 3, 4, lo=-20.0, hi=20.0)
+    G = [-30.5, -3.0, -2.5, -2.0000002, -0.5, -0.0, 0.0, 1e-30, 1e-6, 0.5, 1.0, 1.4616321, 2.0, 8.0, 30.0, 1e6, 1e30, -1e10,
+         float("inf"), float("-inf"), float("nan")]
+    case("jax", "lgamma", lambda x: (lax.lgamma(x), lax.lgamma(jnp.array(G, jnp.float32))), W)
+    case("jax", "digamma", lambda x: (lax.digamma(x), lax.digamma(jnp.array(G, jnp.float32))), W)
+    case("jax", "erfinv", lambda x: (lax.erf_inv(x), lax.erf_inv(jnp.array([-1.0, -0.9999, 0.0, 1e-30, 0.5, 0.99999994, 1.0, float("nan")], jnp.float32))),
+         ("float32", ("B", 3, 4), -1.0, 1.0))
+    B = [-100.0, -8.0, -1.0, 0.0, 1e-30, 0.5, 8.0, 8.5, 85.0, 1e30, float("inf"), float("nan")]
+    case("jax", "i0e", lambda x: (lax.bessel_i0e(x), lax.bessel_i0e(jnp.array(B, jnp.float32))), W)
+    case("jax", "i1e", lambda x: (lax.bessel_i1e(x), lax.bessel_i1e(jnp.array(B, jnp.float32))), W)
+    # bfloat16's rounding (ties to even, subnormals kept) through a Cast round trip; the float32 format itself.
+    R = [1.00390625, 1.01171875, -1.00390625, 3.4e38, 1e-40, 0.0, -0.0, float("inf"), float("nan")]
+    case("jax", "reduce_precision", lambda x: (lax.reduce_precision(x * 1000, exponent_bits=8, mantissa_bits=7),
+                                               lax.reduce_precision(jnp.array(R, jnp.float32), 8, 7),
+                                               lax.reduce_precision(x, exponent_bits=8, mantissa_bits=23)), W)
 
 
 def _torch_rnn_cases():
@@ -1797,14 +1963,17 @@ def build(fw):
         _torch_extra_cases()
         _torch_rnn_cases()
         _torch_scatpool_cases()
+        _torch_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
     if fw == "jax":
         _jax_extra_cases()
+        _jax_specfn_cases()
     if fw == "numpy":
         _numpy_scatpool_cases()
         case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
              f32("B", 3, 4), variant="numpy")
         case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),
                                                  np.tensordot(x[0], x[0])), f32("B", 3, 4), f32(4, 5), variant="numpy")
+        _numpy_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
     return [c for c in CASES if c.fw == fw]
 
 

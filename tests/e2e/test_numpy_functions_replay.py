@@ -40,6 +40,9 @@ PROGRAMS = {
                                     + np.fmod(_b(x), 0.3) + np.logical_xor(_b(x) > 0, _b(x) > 1) + np.fix(-2.5 * _b(x))),
     "in_place_writes": lambda x: _writes(_b(x)),
     "polynomials": lambda x: np.polyval(np.polyder([1.0, -2.0, 0.5, 3.0]), _b(x)) + np.polyval(np.polyfit(W, W ** 2, 2), _b(x)),
+    # Issue 11 (specfn): np.i0 (its parameter x), np.gcd and np.lcm, which lower to ONNX now.
+    "i0_gcd_lcm": lambda x: (np.i0(_b(x)) + np.i0(x=_b(x) * 2) + np.gcd((_b(x) * 10).astype(np.int64), 12)
+                             + np.lcm((_b(x) * 10).astype(np.int32), 4)),
 }
 
 

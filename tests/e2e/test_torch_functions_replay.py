@@ -97,6 +97,17 @@ PROGRAMS = {
                                               F.adaptive_max_pool1d(x, 3, return_indices=True)[1], F.pdist(x[:, 0])),
     "tile_shifts": lambda x: x.tile(1, 1, 2)[:, :, 3:9] + ((x * 10).long() << 2) + (1 & (x * 10).long())
     + ((x * 10).long() >> 1),
+    # Issue 11 (specfn): positional/keyword spellings of the torch.special aliases, polygamma's two
+    # argument orders (torch.polygamma(n, x), x.polygamma(n)), the reflected dunders and shifts.
+    "special_aliases_gamma_shifts": lambda x: (torch.special.softmax(x, 2) + torch.special.log_softmax(x, 2, dtype=torch.float64).float()
+                                               + torch.special.round(x, decimals=1) + torch.special.logit(x.sigmoid(), eps=1e-3)
+                                               + torch.special.logsumexp(x, 2, keepdim=True) + torch.row_stack((x, x))[: x.shape[0]]
+                                               + torch.polygamma(1, x.abs() + 1) + (x.abs() + 1).polygamma(0) + torch.special.polygamma(1, x.abs() + 1)
+                                               + torch.special.gammaln(x.abs() + 0.5) + torch.special.multigammaln(x.abs() + 2, 2)
+                                               + torch.mvlgamma(x.abs() + 2, p=3) + torch.special.ndtri(x.sigmoid()) + torch.special.i1(x)
+                                               + (3 | (x * 10).long()) + (5 ^ (x * 10).long()) + (3 << (x * 3).abs().long())
+                                               + ((1 << 40) >> (x * 3).abs().long()) + torch.bitwise_left_shift((x * 10).long(), 2)
+                                               + torch.gcd((x * 10).long(), torch.tensor(4)) + torch.angle(x) + torch.conj(x)),
 }
 
 

@@ -133,6 +133,15 @@ IVY_LOWERING(LowerAddcmul);
 IVY_LOWERING(LowerCosineSimilarity);
 IVY_LOWERING(LowerPairwiseDistance);
 IVY_LOWERING(LowerPixelShuffle);
+// lowerings_specfn.cc
+IVY_LOWERING(LowerSpecFnUnary);
+IVY_LOWERING(LowerSpecFnBinary);
+IVY_LOWERING(LowerGcd);
+IVY_LOWERING(LowerComplexPart);
+IVY_LOWERING(LowerOrthoPoly);
+IVY_LOWERING(LowerFrexp);
+IVY_LOWERING(LowerLdexpExact);
+IVY_LOWERING(LowerReducePrecision);
 // lowerings_losses.cc: torch.nn.functional's losses
 IVY_LOWERING(LowerLoss);
 IVY_LOWERING(LowerNllLoss);
