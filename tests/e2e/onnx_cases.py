@@ -1514,8 +1514,10 @@ def _torch_linstat_cases():
     # torch.linalg spellings of canonical ops NumPy shares
     case("torch", "matmul", lambda x, w: (torch.linalg.matmul(x, w), torch.linalg.matmul(x[0, 0], w)), X, f32(4, 5), variant="linalg")
     case("torch", "vecdot", lambda x, y: (torch.linalg.vecdot(x, y), torch.linalg.vecdot(x, y[0], dim=-2)), X, f32("B", 3, 4))
-    case("torch", "vander", lambda v, w: (torch.linalg.vander(v), torch.linalg.vander(v, N=6), torch.linalg.vander(w, N=2)),
-         f32(4), i64(3, lo=-3, hi=4), variant="linalg", static=True)
+    case("torch", "vander", lambda v, w, x: (torch.linalg.vander(v), torch.linalg.vander(v, N=6), torch.linalg.vander(w, N=2),
+                                             torch.linalg.vander(x), torch.linalg.vander(x, N=3), torch.linalg.vander(w)),
+         f32(4), i64(3, lo=-3, hi=4), f32("B", 3, 4), variant="linalg", static=True)
+    case("torch", "vander", lambda x: (torch.linalg.vander(x), torch.linalg.vander(x[:, 0], N=4)), f32("B", 3, 4), variant="batched")
     case("torch", "cross", lambda a, b: (torch.linalg.cross(a, b), torch.linalg.cross(a.transpose(1, 2), b.transpose(1, 2), dim=1)),
          f32("B", 4, 3), f32("B", 4, 3), variant="linalg")
     case("torch", "diagonal", lambda x: (torch.linalg.diagonal(x), torch.linalg.diagonal(x, offset=1), torch.linalg.diagonal(x, dim1=0, dim2=2)),

@@ -186,13 +186,44 @@ Status LowerMultiDotByFramework(const Node& node, const BoundCall& call, Lowerin
   return LowerMultiDot(node, c, ctx);
 }
 
-// torch.linalg.vander(x, N): increasing powers x^0 .. x^(N-1) in the last dim, for a 1-D x;
-// np.vander(x, N, increasing) as is.
+// torch.linalg.vander(x, N): the increasing powers x^0 .. x^(N-1) of x (..., n) in a new last dim,
+// each the previous one times x (ATen's cumprod), in the result's dtype; N defaults to n, which
+// is then pinned (another length would ask for another N). np.vander(x, N, increasing) as is.
 Status LowerVanderByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   if (!IsTorch(node)) return LowerVander(node, call, ctx);
-  BoundCall c = call;
-  c.Set("increasing", BoolArgOf(true));
-  return LowerVander(node, c, ctx);
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "x", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const int r = ctx.Rank(x);
+  if (r < 1) return Status::Unsupported("linalg.vander of a 0-d tensor");
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::BOOL || d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported(std::string("linalg.vander in ") + DTypeName(d));
+  std::string in = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  int64_t n;
+  if (call.IsNone("N")) {
+    n = ctx.Shape(x)[r - 1];
+    if (n < 0) return Status::Unsupported("linalg.vander without N of a tensor of unknown length");
+    std::vector<int64_t> pin(static_cast<size_t>(r), 0);  // 0: keep the dim (Reshape), the last pinned
+    pin[r - 1] = n;
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s(pin)});
+  } else {
+    auto v = call.Int("N");
+    if (!v) return Status::Unsupported("linalg.vander N is not an int");
+    n = *v;
+  }
+  if (n < 2 || n > 64) return Status::Unsupported("linalg.vander with N " + std::to_string(n) + " (torch needs N > 1)");
+  in = ctx.Unsqueeze(in, {r});
+  std::vector<std::string> cols;
+  // x^0 as x's shape: x * 0 + 1 would turn inf into NaN, so an Expand of a 1.
+  cols.push_back(ctx.EmitTemp("Expand", {ctx.Scalar(Number::Int(1), d), ctx.EmitTemp("Shape", {in})}));
+  std::string p = in;
+  for (int64_t k = 1; k < n; ++k) {
+    cols.push_back(p);
+    if (k + 1 < n) p = ctx.EmitTemp("Mul", {p, in});
+  }
+  auto* c = ctx.Emit("Concat", cols, {ctx.Out(result)});
+  SetAttr(c, "axis", int64_t{r});
+  return Status::Ok();
 }
 
 // torch.matrix_power / Tensor.matrix_power / torch.linalg.matrix_power(input, n), n a Python int
