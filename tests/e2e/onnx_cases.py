@@ -1636,6 +1636,9 @@ def _numpy_linstat_cases():
     case("numpy", "lexsort", lambda a, b, x: (np.lexsort((a, b)), np.lexsort((b, a, x[:, 0])), np.lexsort(np.stack([a, b])), np.lexsort((x[:, 0], b)),
                                               np.lexsort((a.reshape(-1, 1), b.reshape(-1, 1)), axis=0), np.lexsort((np.where(x[:, 1] > 1, np.nan, x[:, 1]), b))),
          i64("B", lo=0, hi=3), i64("B", lo=0, hi=2), f64("B", 2))
+    case("numpy", "trim_zeros", lambda a, x: (np.trim_zeros(a), np.trim_zeros(a, "f"), np.trim_zeros(a, trim="b"), np.trim_zeros(a * 0),
+                                              np.trim_zeros(np.round(x)), np.trim_zeros(a > 1, "B")), i64("B", lo=-1, hi=2), f64(7, lo=-0.6, hi=0.6))
+    case("numpy", "poly", lambda r, s: (np.poly(r), np.poly(s), np.poly(r[:1])), f64(4), f32(3), static=True)
     case("numpy", "polymul", lambda a, v: (np.polymul(a, v), np.polymul(v, a), np.polymul(a, v[0])), f64(4), f64(3), static=True)
 
 

@@ -274,6 +274,8 @@ IVY_LOWERING(LowerCorrelate);
 IVY_LOWERING(LowerUnwrap);
 IVY_LOWERING(LowerGeomspace);
 IVY_LOWERING(LowerGradientByFramework);
+IVY_LOWERING(LowerTrimZeros);
+IVY_LOWERING(LowerPoly);
 // lowerings_stats.cc: torch's order statistics, quantiles, mode, searchsorted, cov
 IVY_LOWERING(LowerMedianByFramework);
 IVY_LOWERING(LowerNanQuantileByFramework);

@@ -6,6 +6,7 @@
 // The matrix decompositions (svd, qr, eig, cholesky, lu, solve, inverse, ...) have no fixed ONNX
 // form: they are refused in lowering_table.cc's kRefused.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -32,12 +33,6 @@ std::vector<ValueId> Results(const Node& node) {
 v1::Arg IntArgOf(int64_t v) {
   v1::Arg a;
   a.set_i(v);
-  return a;
-}
-
-v1::Arg BoolArgOf(bool v) {
-  v1::Arg a;
-  a.set_b(v);
   return a;
 }
 
@@ -647,20 +642,21 @@ Status LowerGeomspace(const Node& node, const BoundCall& call, LoweringContext& 
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const v1::Arg* sa = call.Get("start");
   const v1::Arg* sb = call.Get("stop");
-  auto start = sa && !HasTensor(*sa) ? AsDouble(*sa) : std::nullopt;
-  auto stop = sb && !HasTensor(*sb) ? AsDouble(*sb) : std::nullopt;
-  if (!start || !stop) return Status::Unsupported("geomspace of start and stop that are not numbers");
+  if (!sa || !sb || HasTensor(*sa) || HasTensor(*sb)) return Status::Unsupported("geomspace of start and stop that are not numbers");
+  const std::optional<double> start_v = AsDouble(*sa), stop_v = AsDouble(*sb);
+  if (!start_v.has_value() || !stop_v.has_value()) return Status::Unsupported("geomspace of start and stop that are not numbers");
+  const double start0 = start_v.value(), stop0 = stop_v.value();
   auto num = call.Int("num");
   if (!num || *num < 0) return Status::Unsupported("geomspace num is not an int >= 0");
   if (*num > 10000000) return Status::Unsupported("geomspace of more than 10 million items");
   if (call.Int("dim").value_or(0) != 0) return Status::Unsupported("geomspace with an axis (of number ends)");
   call.Get("dtype");  // the result's dtype
   const bool endpoint = call.Bool("endpoint").value_or(true);
-  if (*start == 0 || *stop == 0) return Status::Unsupported("geomspace with a zero end (NumPy refuses it)");
+  if (start0 == 0 || stop0 == 0) return Status::Unsupported("geomspace with a zero end (NumPy refuses it)");
   const v1::DType d = ctx.DType(result);
   if (!IsFloating(d) && d != v1::INT32 && d != v1::INT64) return Status::Unsupported(std::string("geomspace in ") + DTypeName(d));
-  const double sign = *start > 0 ? 1.0 : -1.0;
-  const double s0 = *start / sign, s1 = *stop / sign;
+  const double sign = start0 > 0 ? 1.0 : -1.0;
+  const double s0 = start0 / sign, s1 = stop0 / sign;
   if (s1 < 0) return Status::Unsupported("geomspace between numbers of different signs (a complex log)");
   const double ls = std::log10(s0), le = std::log10(s1);
   const int64_t n = *num;
@@ -718,6 +714,73 @@ Status LowerGradientByFramework(const Node& node, const BoundCall& call, Lowerin
   }
   c.Set("varargs", std::move(varargs));
   return LowerGradient(node, c, ctx);
+}
+
+// np.trim_zeros(filt, trim='fb') of a 1-D array: the slice from the first to past the last
+// nonzero item ('f' / 'b' trim one end only); empty when every item is zero. The bounds are
+// read when the model runs.
+Status LowerTrimZeros(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "filt", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) != 1) return Status::Unsupported("trim_zeros of an array that is not 1-D");
+  if (!call.IsNone("dim")) {
+    auto ax = call.IntList("dim");
+    if (!ax || ax->size() != 1 || ((*ax)[0] != 0 && (*ax)[0] != -1)) return Status::Unsupported("trim_zeros with an axis");
+  }
+  std::string trim = "fb";
+  if (const v1::Arg* t = call.Get("trim"); t && t->kind_case() == v1::Arg::kS) trim = t->s();
+  std::string lower;
+  for (char ch : trim) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const bool front = lower.find('f') != std::string::npos, back = lower.find('b') != std::string::npos;
+  const v1::DType d = ctx.DType(x);
+  if (d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("trim_zeros of an unknown dtype");
+  const std::string in = ctx.In(x);
+  onnx::NodeProto* g = nullptr;
+  const std::string n = ctx.EmitTemp("Gather", {ctx.EmitTemp("Shape", {in}), ctx.Scalar(Number::Int(0), v1::INT64)}, &g);
+  const std::string zero64 = ctx.Scalar(Number::Int(0), v1::INT64), one64 = ctx.Scalar(Number::Int(1), v1::INT64);
+  const std::string pos = ctx.EmitTemp("Range", {zero64, n, one64});
+  const std::string nz = d == v1::BOOL ? in : ctx.EmitTemp("Not", {ctx.EmitTemp("Equal", {in, ctx.Scalar(Number::Int(0), d)})});
+  auto reduce = [&](const char* op, const std::string& v) {
+    onnx::NodeProto* r = nullptr;
+    const std::string out = ctx.EmitTemp(op, {v}, &r);
+    SetAttr(r, "keepdims", int64_t{1});
+    return out;
+  };
+  // ReduceMin/Max of an empty array: onnxruntime refuses it; an empty filt gives [0, 0].
+  std::string first = zero64, end = n;
+  if (front) first = reduce("ReduceMin", ctx.EmitTemp("Where", {nz, pos, ctx.EmitTemp("Reshape", {n, ctx.Int64s({1})})}));
+  if (back) end = ctx.EmitTemp("Add", {reduce("ReduceMax", ctx.EmitTemp("Where", {nz, pos, ctx.Scalar(Number::Int(-1), v1::INT64)})), one64});
+  first = ctx.EmitTemp("Reshape", {first, ctx.Int64s({1})});
+  end = ctx.EmitTemp("Max", {ctx.EmitTemp("Reshape", {end, ctx.Int64s({1})}), first});
+  ctx.Emit("Slice", {in, first, end, ctx.Int64s({0})}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// np.poly(seq_of_zeros) of a 1-D array of roots: NumPy's convolutions of [1] with [1, -r] for
+// each root in turn (a[k] - r * a[k - 1]), unrolled for the recorded count (pinned). A square
+// matrix (its eigenvalues' polynomial) is refused.
+Status LowerPoly(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "seq_of_zeros", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  if (ctx.Rank(x) == 2) return Status::Unsupported("np.poly of a matrix (its eigenvalues: a decomposition)");
+  if (ctx.Rank(x) != 1 || ctx.Shape(x)[0] < 0) return Status::Unsupported("np.poly of an array that is not 1-D of known length");
+  const int64_t n = ctx.Shape(x)[0];
+  if (n > 256) return Status::Unsupported("np.poly of more than 256 roots");
+  const v1::DType d = ctx.DType(result);
+  if (!IsFloating(d)) return Status::Unsupported(std::string("np.poly in ") + DTypeName(d));
+  const std::string roots = PinShape(ctx, ctx.CastTo(ctx.In(x), ctx.DType(x), d), {n});
+  const std::string zero = ctx.EmitTemp("Reshape", {ctx.Scalar(Number::Int(0), d), ctx.Int64s({1})});
+  std::string a = ctx.EmitTemp("Reshape", {ctx.Scalar(Number::Int(1), d), ctx.Int64s({1})});
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string r = ctx.EmitTemp("Gather", {roots, ctx.Int64s({i})});  // [1]
+    // convolve(a, [1, -r]) = [a, 0] + [0, a] * (-r), summed as NumPy's correlate does (a[k] * 1 + a[k - 1] * -r)
+    const std::string lhs = ConcatOn(ctx, {a, zero}, 0), rhs = ConcatOn(ctx, {zero, a}, 0);
+    a = ctx.EmitTemp("Add", {lhs, ctx.EmitTemp("Mul", {rhs, ctx.EmitTemp("Neg", {r})})});
+  }
+  ctx.Emit("Identity", {a}, {ctx.Out(result)});
+  return Status::Ok();
 }
 
 }  // namespace onnx_export
