@@ -1639,6 +1639,9 @@ def _numpy_linstat_cases():
     case("numpy", "trim_zeros", lambda a, x: (np.trim_zeros(a), np.trim_zeros(a, "f"), np.trim_zeros(a, trim="b"), np.trim_zeros(a * 0),
                                               np.trim_zeros(np.round(x)), np.trim_zeros(a > 1, "B")), i64("B", lo=-1, hi=2), f64(7, lo=-0.6, hi=0.6))
     case("numpy", "poly", lambda r, s: (np.poly(r), np.poly(s), np.poly(r[:1])), f64(4), f32(3), static=True)
+    case("numpy", "block", lambda x, v, i: (np.block([[x[0], x[0]], [x[1], x[1]]]), np.block([x, x]), np.block([v, 1.5, v]),
+                                            np.block([[x], [x]]), np.block([[v[:2], 2], [i[0, :2], i[1, 0]]]), np.block(v), np.block([[[v]]])),
+         f64("B", 3, 4), f64(4), i64(2, 3))
     case("numpy", "polymul", lambda a, v: (np.polymul(a, v), np.polymul(v, a), np.polymul(a, v[0])), f64(4), f64(3), static=True)
 
 

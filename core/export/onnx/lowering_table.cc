@@ -74,6 +74,7 @@ const CanonicalLowering kTable[] = {
     {"bitwise_or_outer",              "Unsqueeze+<ufunc>",            LowerUfuncOuter},
     {"bitwise_xor",                  "Xor (bool)",                   LowerElementwiseBinary},
     {"blackman",                      "Cos+Mul+Add",                  LowerWindow},
+    {"block",                       "Unsqueeze+Concat (nested)",    LowerBlock},
     {"block_diag",                  "Reshape+Pad+Concat",           LowerBlockDiag},
     {"broadcast_arrays",              "Shape+ConstantOfShape+Sum+Expand", LowerBroadcastArrays},
     {"broadcast_in_dim",             "Unsqueeze+Expand",             LowerBroadcastInDim},

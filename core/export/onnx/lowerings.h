@@ -276,6 +276,7 @@ IVY_LOWERING(LowerGeomspace);
 IVY_LOWERING(LowerGradientByFramework);
 IVY_LOWERING(LowerTrimZeros);
 IVY_LOWERING(LowerPoly);
+IVY_LOWERING(LowerBlock);
 // lowerings_stats.cc: torch's order statistics, quantiles, mode, searchsorted, cov
 IVY_LOWERING(LowerMedianByFramework);
 IVY_LOWERING(LowerNanQuantileByFramework);

@@ -783,5 +783,65 @@ Status LowerPoly(const Node& node, const BoundCall& call, LoweringContext& ctx) 
   return Status::Ok();
 }
 
+namespace {
+
+// np.block's nesting: the list depth (every leaf at the same depth) and the largest leaf rank.
+Status BlockDepth(const LoweringContext& ctx, const v1::Arg& a, int depth, int* list_depth, int* max_rank) {
+  if (auto items = SequenceItems(a)) {
+    if (items->empty()) return Status::Unsupported("np.block with an empty list");
+    for (const v1::Arg* it : *items) IVY_RETURN_IF_ERROR(BlockDepth(ctx, *it, depth + 1, list_depth, max_rank));
+    return Status::Ok();
+  }
+  if (*list_depth >= 0 && *list_depth != depth) return Status::Unsupported("np.block with lists of different depths");
+  *list_depth = depth;
+  if (a.kind_case() == v1::Arg::kTensor) *max_rank = std::max(*max_rank, ctx.Rank(a.tensor().value()));
+  return Status::Ok();
+}
+
+Status BlockEmit(LoweringContext& ctx, const v1::Arg& a, int depth, int list_depth, int rank, v1::DType d, std::string* out) {
+  if (auto items = SequenceItems(a)) {
+    std::vector<std::string> parts;
+    for (const v1::Arg* it : *items) {
+      std::string p;
+      IVY_RETURN_IF_ERROR(BlockEmit(ctx, *it, depth + 1, list_depth, rank, d, &p));
+      parts.push_back(p);
+    }
+    *out = ConcatOn(ctx, parts, rank - (list_depth - depth));
+    return Status::Ok();
+  }
+  std::string v;
+  IVY_RETURN_IF_ERROR(OperandAs(ctx, a, d, &v));
+  const int r = a.kind_case() == v1::Arg::kTensor ? ctx.Rank(a.tensor().value()) : 0;
+  if (r < rank) {  // atleast_nd: leading 1s
+    std::vector<int64_t> axes;
+    for (int i = 0; i < rank - r; ++i) axes.push_back(i);
+    v = ctx.Unsqueeze(v, axes);
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+}  // namespace
+
+// np.block(arrays): the nested lists concatenated innermost first along the last axis, the next
+// level along the one before, ...; every array first given leading 1s up to the result's rank
+// (the list depth or the largest array rank, whichever is larger), in the result's dtype.
+Status LowerBlock(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* a = call.Get("arrays");
+  if (!a) return Status::Unsupported("np.block without arrays");
+  int list_depth = -1, max_rank = 0;
+  IVY_RETURN_IF_ERROR(BlockDepth(ctx, *a, 0, &list_depth, &max_rank));
+  const int rank = std::max(list_depth, max_rank);
+  if (ctx.Rank(result) != rank) return Status::Unsupported("np.block with an unexpected result rank");
+  const v1::DType d = ctx.DType(result);
+  if (d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("np.block of an unknown dtype");
+  std::string out;
+  IVY_RETURN_IF_ERROR(BlockEmit(ctx, *a, 0, list_depth, rank, d, &out));
+  ctx.Emit("Identity", {out}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
