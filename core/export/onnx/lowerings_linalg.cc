@@ -148,6 +148,10 @@ Status LowerLinalgNorm(const Node& node, const BoundCall& call, LoweringContext&
     return s;
   }
   // A matrix norm over the last two dims (in order; other dims are refused).
+  const auto ord_num = ord ? AsDouble(*ord) : std::nullopt;
+  if ((ord && ord->kind_case() == v1::Arg::kS && ord->s() == "nuc") || (ord_num && std::fabs(*ord_num) == 2.0)) {
+    return Status::Unsupported("a matrix norm with ord " + ArgToString(*ord, true) + " needs singular values (an SVD)");
+  }
   if (!(axes[0] == rank - 2 && axes[1] == rank - 1)) {
     return Status::Unsupported("a matrix norm over dims other than the last two, in order");
   }
