@@ -1957,18 +1957,175 @@ def _np_fill_diagonal(x, c):
     return a, b, f, g
 
 
+def _torch_linstat_cases():
+    """torch.linalg spellings, the determinant family, order statistics, quantiles, mode,
+    searchsorted and cov (core/export/onnx/lowerings_linalg.cc and lowerings_stats.cc)."""
+    import torch
+    X = f32("B", 3, 4)
+    M = f32("B", 3, 3)
+    nan, inf = float("nan"), float("inf")
+
+    def nanny(x):  # NaN where x > 1, and column 0 of the first row all NaN
+        y = torch.where(x > 1, nan, x)
+        y[0, :, 0] = nan
+        return y
+
+    def nan_col0(x):  # NaN in column 0 only: no slice along dims 1 or 2 is all NaN
+        y = x.clone()
+        y[..., 0] = nan
+        return y
+
+    def singular(m):  # a zero row: det exactly 0 whatever the elimination order (a copied row
+        # gives torch's LU a rounding residue, and its sign, where onnxruntime's Det gives 0)
+        return torch.cat([m[:, :1], m[:, 1:2] * 0, m[:, 2:]], 1)
+    # torch.linalg spellings of canonical ops NumPy shares
+    case("torch", "matmul", lambda x, w: (torch.linalg.matmul(x, w), torch.linalg.matmul(x[0, 0], w)), X, f32(4, 5), variant="linalg")
+    case("torch", "vecdot", lambda x, y: (torch.linalg.vecdot(x, y), torch.linalg.vecdot(x, y[0], dim=-2)), X, f32("B", 3, 4))
+    case("torch", "vander", lambda v, w, x: (torch.linalg.vander(v), torch.linalg.vander(v, N=6), torch.linalg.vander(w, N=2),
+                                             torch.linalg.vander(x), torch.linalg.vander(x, N=3), torch.linalg.vander(w)),
+         f32(4), i64(3, lo=-3, hi=4), f32("B", 3, 4), variant="linalg", static=True)
+    case("torch", "vander", lambda x: (torch.linalg.vander(x), torch.linalg.vander(x[:, 0], N=4)), f32("B", 3, 4), variant="batched")
+    case("torch", "cross", lambda a, b: (torch.linalg.cross(a, b), torch.linalg.cross(a.transpose(1, 2), b.transpose(1, 2), dim=1)),
+         f32("B", 4, 3), f32("B", 4, 3), variant="linalg")
+    case("torch", "diagonal", lambda x: (torch.linalg.diagonal(x), torch.linalg.diagonal(x, offset=1), torch.linalg.diagonal(x, dim1=0, dim2=2)),
+         X, variant="linalg")
+    case("torch", "multi_dot", lambda v, a, b: (torch.linalg.multi_dot([v[0], a, b]), torch.linalg.multi_dot([a, b, b.T]),
+                                                torch.linalg.multi_dot((a.T, a, b[:, 0]))), f32("B", 3), f32(3, 4), f32(4, 2))
+    case("torch", "norm", lambda x: (torch.linalg.norm(x), torch.linalg.norm(x, dim=1), torch.linalg.norm(x, dim=(1, 2), keepdim=True),
+                                     torch.linalg.norm(x, ord=1, dim=(1, 2)), torch.linalg.norm(x, "fro", (1, 2)),
+                                     torch.linalg.norm(x, inf, dim=(-2, -1)), torch.linalg.norm(x, -inf, dim=(1, 2)),
+                                     torch.linalg.norm(x, -1, (1, 2), True), torch.linalg.norm(x, 3, dim=2),
+                                     torch.linalg.norm(x[0], ord=1), torch.linalg.norm(x[0, 0], ord=0.5),
+                                     torch.linalg.norm(x, 2, -1, dtype=torch.float64)), X, variant="linalg")
+    case("torch", "matrix_norm", lambda x: (torch.linalg.matrix_norm(x), torch.linalg.matrix_norm(x, ord=1),
+                                            torch.linalg.matrix_norm(x, -inf, keepdim=True), torch.linalg.matrix_norm(x, inf, dim=(1, 2)),
+                                            torch.linalg.matrix_norm(x, "fro", dtype=torch.float64)), X, variant="torch")
+    case("torch", "vector_norm", lambda x: (torch.frobenius_norm(x, dim=(1, 2)), torch.frobenius_norm(x, dim=[2], keepdim=True)),
+         X, variant="frobenius")
+    case("torch", "matrix_power", lambda m: (torch.matrix_power(m, 0), torch.matrix_power(m, 1), m.matrix_power(2), torch.matrix_power(m, 3),
+                                             torch.linalg.matrix_power(m, 5), torch.linalg.matrix_power(m, 6)), M, variant="torch")
+    case("torch", "msort", lambda x, i: (torch.msort(x), i.msort(), torch.msort(nanny(x))), X, i64("B", 4, hi=3))
+    case("torch", "sum_to_size", lambda x: (x.sum_to_size(3, 1), x.sum_to_size((1, 3, 4)), x.sum_to_size(1, 1, 4), x.sum_to_size(4)), X)
+    # determinants
+    case("torch", "det", lambda m: (torch.det(m), m.det(), torch.linalg.det(m), torch.det(singular(m)), torch.linalg.det(m[0])), M)
+    case("torch", "slogdet", lambda m: (torch.slogdet(m), torch.linalg.slogdet(m), m.slogdet(), torch.slogdet(singular(m))), M)
+    case("torch", "logdet", lambda m: (torch.logdet(m), m.logdet(), torch.logdet(singular(m)), torch.logdet(m @ m.mT)), M)
+    # order statistics: values and indices (distinct floats: torch leaves the index among equal
+    # values unspecified), NaN
+    case("torch", "median", lambda x, i: (torch.median(x), torch.median(x, 1), x.median(2, True), torch.median(x, -1),
+                                          torch.median(nanny(x), 2), torch.median(nanny(x)), torch.median(i)),
+         X, i64("B", 5, hi=100), variant="torch")
+    # (the index of an all-NaN slice is std::nth_element's choice among equal keys: values only there)
+    case("torch", "nanmedian", lambda x: (torch.nanmedian(x), torch.nanmedian(nanny(x)), torch.nanmedian(nanny(x), 2).values,
+                                          torch.nanmedian(nan_col0(x), 2), nanny(x).nanmedian(dim=1, keepdim=True).values,
+                                          torch.nanmedian(nan_col0(x), dim=1, keepdim=True), torch.nanmedian(x, 0)), X, variant="torch")
+    case("torch", "kthvalue", lambda x: (torch.kthvalue(x, 2), torch.kthvalue(x, 1, 1, True), x.kthvalue(3, dim=1),
+                                         torch.kthvalue(nanny(x), 4).values, torch.kthvalue(x, 1, dim=0)), X)
+    case("torch", "quantile", lambda x, q: tuple(torch.quantile(x, 0.3, dim=1, interpolation=m) for m in
+                                                 ("linear", "lower", "higher", "nearest", "midpoint")) +
+         (torch.quantile(x, 0.5), torch.quantile(x, 0.25, dim=2, keepdim=True), x.quantile(q, dim=1), torch.quantile(x, q, keepdim=True),
+          torch.quantile(nanny(x), 0.6, dim=2), torch.quantile(x, 1.0, dim=0), torch.quantile(x, q[1]),
+          torch.quantile(x * 0 + torch.arange(4.0), 0.5, dim=2, interpolation="nearest")),
+         X, ("float32", (3,), 0.0, 1.0), variant="torch")
+    case("torch", "nanquantile", lambda x, q: tuple(torch.nanquantile(nanny(x), 0.4, dim=2, interpolation=m) for m in
+                                                    ("linear", "lower", "higher", "nearest", "midpoint")) +
+         (torch.nanquantile(nanny(x), 0.5), torch.nanquantile(nanny(x), q, dim=1, keepdim=True), torch.nanquantile(x, 0.75, dim=2)),
+         X, ("float32", (3,), 0.0, 1.0), variant="torch")
+    case("torch", "mode", lambda i, x: (torch.mode(i), torch.mode(i, 0), i.mode(1, True), torch.mode(x.round()), torch.mode(x, dim=1),
+                                        torch.mode(i > 1)),
+         i64("B", 6, hi=3), X)
+    case("torch", "searchsorted", lambda s, v, n: (torch.searchsorted(torch.sort(s)[0], v), torch.searchsorted(torch.sort(s)[0], v, right=True),
+                                                   torch.searchsorted(torch.sort(s)[0], v, side="right"),
+                                                   torch.searchsorted(s, v, sorter=torch.argsort(s)),
+                                                   torch.searchsorted(torch.sort(s)[0], v, out_int32=True),
+                                                   torch.searchsorted(torch.sort(n, dim=1)[0], v[:, :2] * 0 + n[:, :2]),
+                                                   torch.searchsorted(torch.sort(s)[0], torch.where(v > 1, nan, v)),
+                                                   torch.searchsorted(torch.sort(s)[0], 0.5)),
+         f32(6), f32("B", 3), f32("B", 5), variant="torch")
+    case("torch", "cov", lambda x, f, a: (torch.cov(x), torch.cov(x, correction=0), torch.cov(x[0]), torch.cov(x, fweights=f),
+                                          torch.cov(x, aweights=a), torch.cov(x, correction=2, fweights=f, aweights=a),
+                                          x.cov(correction=0, aweights=a)),
+         f32("B", 5), i64(5, lo=1, hi=4), pos(5), variant="torch")
+    case("torch", "corrcoef", lambda x: (torch.corrcoef(x), x.corrcoef(), torch.corrcoef(x[0])), f32("B", 5), variant="torch")
+    case("torch", "unique", lambda i, x: (torch.unique(i), torch.unique(i, return_inverse=True), torch.unique(i, return_counts=True),
+                                          i.unique(sorted=False, return_inverse=True, return_counts=True),
+                                          torch.unique(x.round(), return_inverse=True, return_counts=True),
+                                          # NaNs: each its own value; their order in torch's (unstable) sort, so their inverse, is unspecified
+                                          torch.unique(nanny(x).round(), return_counts=True), torch.unique(i > 2)),
+         i64("B", 6, hi=5), X, variant="torch")
+    case("torch", "unique_consecutive", lambda i, x: (torch.unique_consecutive(i), torch.unique_consecutive(i, return_inverse=True),
+                                                      i.unique_consecutive(return_counts=True, return_inverse=True),
+                                                      torch.unique_consecutive(nanny(x).round(), return_counts=True)),
+         i64("B", 6, hi=2), X)
+    case("torch", "gradient", lambda x: (torch.gradient(x), torch.gradient(x, dim=1), torch.gradient(x, spacing=0.5, dim=[1, 2]),
+                                         torch.gradient(x, spacing=[2.0, 2.0], dim=(0, 2)), torch.gradient(x.double(), spacing=(3.0,), dim=-1)),
+         X, variant="torch")
+    # array utilities built from recorded sizes (pinned: another size fails the model)
+    case("torch", "block_diag", lambda a, b, c: (torch.block_diag(a, b, c), torch.block_diag(b), torch.block_diag(a[0], torch.tensor(5.0), b.int())),
+         f32(2, 3), f32(3, 2), i64(1, 4), static=True)
+    case("torch", "cartesian_prod", lambda a, b, c: (torch.cartesian_prod(a, b), torch.cartesian_prod(a, b, c.float()), torch.cartesian_prod(c)),
+         f32("B"), f32(3), i64(2))
+    case("torch", "combinations", lambda a: (torch.combinations(a), torch.combinations(a, 3), torch.combinations(a, r=2, with_replacement=True),
+                                             torch.combinations(a, 1)), f32(5), static=True)
+    case("torch", "diag_embed", lambda x: (torch.diag_embed(x), x.diag_embed(1), torch.diag_embed(x, -2), torch.diag_embed(x[0, 0])), X)
+    case("torch", "renorm", lambda x: (torch.renorm(x, 2, 0, 1.5), x.renorm(1, 1, 2.0), torch.renorm(x, 3, 2, 1.0), torch.renorm(x, inf, 0, 1.0),
+                                       torch.renorm(x, 2, -1, 100.0)), X)
+
+
+def _numpy_linstat_cases():
+    """np.linalg.det / slogdet and np.linalg.norm's matrix norms (lowerings_linalg.cc)."""
+    M = f32("B", 3, 3)
+
+    def singular(m):  # a zero row: det exactly 0
+        return np.concatenate([m[:, :1], m[:, 1:2] * 0, m[:, 2:]], 1)
+    case("numpy", "det", lambda m: (np.linalg.det(m), np.linalg.det(singular(m)), np.linalg.det(m[0])), M)
+    case("numpy", "slogdet", lambda m: (np.linalg.slogdet(m), np.linalg.slogdet(singular(m))), M)
+    case("numpy", "norm", lambda x: (np.linalg.norm(x), np.linalg.norm(x, axis=1), np.linalg.norm(x[0], ord=1), np.linalg.norm(x[0], np.inf),
+                                     np.linalg.norm(x, "fro", axis=(1, 2)), np.linalg.norm(x, -1, (1, 2), keepdims=True),
+                                     np.linalg.norm(x, -np.inf, axis=(-2, -1)), np.linalg.norm(x[0, 0], 3)),
+         f32("B", 3, 4), variant="matrix")
+    case("numpy", "correlate", lambda a, v, w: tuple(np.correlate(p, q, m) for p, q in ((a, v), (v, a), (a, w)) for m in ("full", "same", "valid"))
+         + (np.correlate(a, v),), f64(7), f64(3), f64(4), static=True)
+    case("numpy", "convolve", lambda a, v, w: tuple(np.convolve(p, q, m) for p, q in ((a, v), (v, a), (a, w)) for m in ("full", "same", "valid"))
+         + (np.convolve(a, v.astype(np.float32)),), f64(7), f64(3), f64(4), static=True)
+    case("numpy", "convolve", lambda a, v: (np.convolve(a, v), np.convolve(a, v, "same")), i64(6, lo=-5, hi=5), i64(2, lo=-5, hi=5),
+         variant="int", static=True)
+    case("numpy", "unique_inverse", lambda i, x: (np.unique_inverse(i), np.unique_inverse(x.round()),
+                                                  # NaN: NumPy sorts with quicksort here, so the NaNs' inverse is unspecified
+                                                  np.unique_inverse(np.where(x > 1, np.nan, x).round()).values),
+         i64("B", 6, hi=5), f64("B", 3, 4))
+    case("numpy", "unique_all", lambda i, x: (np.unique_all(i), np.unique_all(np.where(x > 1, np.nan, x).round()), np.unique_all(i > 1)),
+         i64("B", 6, hi=5), f64("B", 3, 4))
+    case("numpy", "unwrap", lambda x: (np.unwrap(x * 4), np.unwrap(x * 4, axis=1), np.unwrap(x * 3, discont=4.0), np.unwrap(x * 40, period=7.5, axis=0),
+                                       np.unwrap(x.astype(np.float32) * 4, period=5.0)), f64("B", 3, 6))
+    case("numpy", "geomspace", lambda x: (x + np.geomspace(1, 1000, 4), x + np.geomspace(-2.0, -64.0, num=4), x + np.geomspace(3, 0.5, 4, endpoint=False),
+                                          x + np.geomspace(1, 8, 4, dtype=np.float32), np.geomspace(2.0, 2.0, 1)), f64("B", 4))
+    case("numpy", "lexsort", lambda a, b, x: (np.lexsort((a, b)), np.lexsort((b, a, x[:, 0])), np.lexsort(np.stack([a, b])), np.lexsort((x[:, 0], b)),
+                                              np.lexsort((a.reshape(-1, 1), b.reshape(-1, 1)), axis=0), np.lexsort((np.where(x[:, 1] > 1, np.nan, x[:, 1]), b))),
+         i64("B", lo=0, hi=3), i64("B", lo=0, hi=2), f64("B", 2))
+    case("numpy", "trim_zeros", lambda a, x: (np.trim_zeros(a), np.trim_zeros(a, "f"), np.trim_zeros(a, trim="b"), np.trim_zeros(a * 0),
+                                              np.trim_zeros(np.round(x)), np.trim_zeros(a > 1, "B")), i64("B", lo=-1, hi=2), f64(7, lo=-0.6, hi=0.6))
+    case("numpy", "poly", lambda r, s: (np.poly(r), np.poly(s), np.poly(r[:1])), f64(4), f32(3), static=True)
+    case("numpy", "block", lambda x, v, i: (np.block([[x[0], x[0]], [x[1], x[1]]]), np.block([x, x]), np.block([v, 1.5, v]),
+                                            np.block([[x], [x]]), np.block([[v[:2], 2], [i[0, :2], i[1, 0]]]), np.block(v), np.block([[[v]]])),
+         f64("B", 3, 4), f64(4), i64(2, 3))
+    case("numpy", "polymul", lambda a, v: (np.polymul(a, v), np.polymul(v, a), np.polymul(a, v[0])), f64(4), f64(3), static=True)
+
+
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
     if fw == "torch":
         _torch_extra_cases()
         _torch_rnn_cases()
         _torch_scatpool_cases()
+        _torch_linstat_cases()
         _torch_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
     if fw == "jax":
         _jax_extra_cases()
         _jax_specfn_cases()
     if fw == "numpy":
         _numpy_scatpool_cases()
+        _numpy_linstat_cases()
         case("numpy", "rot90", lambda x: (np.rot90(x), np.rot90(x, 2), np.rot90(x, -1, (1, 2)), np.rot90(x, k=3, axes=(2, 0))),
              f32("B", 3, 4), variant="numpy")
         case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),

@@ -302,6 +302,38 @@ IVY_LOWERING(LowerMultiMarginLoss);
 IVY_LOWERING(LowerMultilabelMarginLoss);
 IVY_LOWERING(LowerAffineGrid);
 IVY_LOWERING(LowerEmbeddingBag);
+// lowerings_linalg.cc: det / slogdet / logdet, linalg.norm, torch's linalg spellings
+IVY_LOWERING(LowerDet);
+IVY_LOWERING(LowerLinalgNorm);
+IVY_LOWERING(LowerMatrixNormByFramework);
+IVY_LOWERING(LowerMultiDotByFramework);
+IVY_LOWERING(LowerVanderByFramework);
+IVY_LOWERING(LowerMatrixPowerByFramework);
+IVY_LOWERING(LowerMsort);
+IVY_LOWERING(LowerBlockDiag);
+IVY_LOWERING(LowerCartesianProd);
+IVY_LOWERING(LowerCombinations);
+IVY_LOWERING(LowerDiagEmbed);
+IVY_LOWERING(LowerRenorm);
+IVY_LOWERING(LowerCorrelate);
+IVY_LOWERING(LowerUnwrap);
+IVY_LOWERING(LowerGeomspace);
+IVY_LOWERING(LowerGradientByFramework);
+IVY_LOWERING(LowerTrimZeros);
+IVY_LOWERING(LowerPoly);
+IVY_LOWERING(LowerBlock);
+// lowerings_stats.cc: torch's order statistics, quantiles, mode, searchsorted, cov
+IVY_LOWERING(LowerMedianByFramework);
+IVY_LOWERING(LowerNanQuantileByFramework);
+IVY_LOWERING(LowerQuantileByFramework);
+IVY_LOWERING(LowerKthvalue);
+IVY_LOWERING(LowerModeStat);
+IVY_LOWERING(LowerSearchsortedByFramework);
+IVY_LOWERING(LowerCovByFramework);
+IVY_LOWERING(LowerUniqueByFramework);
+IVY_LOWERING(LowerUniqueAll);
+IVY_LOWERING(LowerUniqueConsecutive);
+IVY_LOWERING(LowerLexsort);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the
