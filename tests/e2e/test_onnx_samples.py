@@ -31,7 +31,7 @@ REFUSED = {
 FRESH = {"mlp": [(1, 8), (7, 8)], "cnn": [(1, 2, 8, 8), (7, 2, 8, 8), (3, 2, 12, 12)],
          "attention": [(1, 5, 8), (7, 5, 8), (3, 9, 8)]}
 # The models must declare these dims dynamic: (fw, region) -> input dims.
-DYNAMIC = {("numpy", "mlp"): [0], ("numpy", "cnn"): [0, 1, 2, 3], ("numpy", "attention"): [0],
+DYNAMIC = {("numpy", "mlp"): [0], ("numpy", "cnn"): [0, 1, 2, 3], ("numpy", "attention"): [0, 1],
            ("jax", "mlp"): [0], ("jax", "cnn"): [0, 2, 3], ("jax", "attention"): [0, 1]}
 
 
