@@ -740,6 +740,13 @@ def _torch_specfn_cases():
     case("torch", "isreal", lambda x, i: (torch.isreal(x), x.isreal(), torch.isreal(i)), X, i64("B", 3))
     case("torch", "signbit", lambda x, i: (torch.signbit(x), x.signbit(), torch.signbit(torch.tensor([-inf, -1.0, -0.0, 0.0, 2.0, inf, nan])),
                                            torch.signbit(i)), X, i64("B", 3, lo=-3, hi=3), variant="torch")
+    # Appended last (session 15): the conjugate transposes and resolve_neg of real tensors, and
+    # torch.fft's shifts on NumPy's lowering.
+    case("torch", "adjoint", lambda x, m, i: (torch.adjoint(x), x.adjoint(), x.mH, m.H, i.mH), X, f32(3, 5), i64("B", 2, 3))
+    case("torch", "resolve_neg", lambda x, i: (torch.resolve_neg(x), x.resolve_neg(), torch.resolve_neg(i)), X, i64("B", 3))
+    case("torch", "fftshift", lambda x: (torch.fft.fftshift(x), torch.fft.fftshift(x, dim=1), torch.fft.fftshift(x, dim=(0, 2)),
+                                         torch.fft.fftshift(x, -1)), X, variant="torch")
+    case("torch", "ifftshift", lambda x: (torch.fft.ifftshift(x), torch.fft.ifftshift(x, dim=(1, -1))), f32("B", 3, 5), variant="torch")
 
 
 def _torch_extra_cases():
@@ -2005,7 +2012,7 @@ def _torch_linstat_cases():
     case("torch", "matrix_power", lambda m: (torch.matrix_power(m, 0), torch.matrix_power(m, 1), m.matrix_power(2), torch.matrix_power(m, 3),
                                              torch.linalg.matrix_power(m, 5), torch.linalg.matrix_power(m, 6)), M, variant="torch")
     case("torch", "msort", lambda x, i: (torch.msort(x), i.msort(), torch.msort(nanny(x))), X, i64("B", 4, hi=3))
-    case("torch", "sum_to_size", lambda x: (x.sum_to_size(3, 1), x.sum_to_size((1, 3, 4)), x.sum_to_size(1, 1, 4), x.sum_to_size(4)), X)
+    case("torch", "sum_to_size", lambda x: (x.sum_to_size(3, 1), x.sum_to_size((1, 3, 4)), x.sum_to_size(1, 1, 4), x.sum_to_size(4)), X, variant="ints")
     # determinants
     case("torch", "det", lambda m: (torch.det(m), m.det(), torch.linalg.det(m), torch.det(singular(m)), torch.linalg.det(m[0])), M)
     case("torch", "slogdet", lambda m: (torch.slogdet(m), torch.linalg.slogdet(m), m.slogdet(), torch.slogdet(singular(m))), M)

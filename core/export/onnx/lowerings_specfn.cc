@@ -510,8 +510,16 @@ Status LowerComplexPart(const Node& node, const BoundCall& call, LoweringContext
     return Status::Unsupported(c + " of a complex tensor (complex dtypes have no ONNX tensor type)");
   }
   const std::string in = ctx.In(x), out = ctx.Out(result);
-  if (c == "real" || c == "conj") {
+  if (c == "real" || c == "conj" || c == "resolve_neg") {
     ctx.Emit("Identity", {ctx.CastTo(in, xd, rd)}, {out});
+  } else if (c == "adjoint") {  // x.H, x.mH, adjoint: the conjugate (for a real tensor, plain) transpose
+    const int r = ctx.Rank(x);
+    if (r < 2) return Status::Unsupported("adjoint of a tensor of fewer than 2 dims");
+    std::vector<int64_t> perm;
+    for (int k = 0; k < r; ++k) perm.push_back(k);
+    std::swap(perm[r - 2], perm[r - 1]);
+    auto* t = ctx.Emit("Transpose", {ctx.CastTo(in, xd, rd)}, {out});
+    SetAttr(t, "perm", perm);
   } else if (c == "isreal") {
     ctx.Emit("Expand", {ctx.Scalar(Number::Int(1), v1::BOOL), ctx.EmitTemp("Shape", {in})}, {out});
   } else if (c == "angle") {
