@@ -30,7 +30,9 @@ Row Describe(const std::string& name, const v1::OpSchema& s) {
   r.name = name;
   r.canonical = s.canonical();
   if (s.canonical().empty()) {
-    r.reason = "no canonical op (an opaque framework call)";
+    // As the exporter says (LowerNode): a random op first, whatever its canonical op.
+    r.reason = s.random() ? "a random op: export needs its draws baked (--bake-generators)"
+                          : "no canonical op (an opaque framework call)";
     return r;
   }
   r.lowering_canonical = onnx_export::NormalizedCanonical(name, s.canonical());
