@@ -747,6 +747,9 @@ def _torch_specfn_cases():
     case("torch", "fftshift", lambda x: (torch.fft.fftshift(x), torch.fft.fftshift(x, dim=1), torch.fft.fftshift(x, dim=(0, 2)),
                                          torch.fft.fftshift(x, -1)), X, variant="torch")
     case("torch", "ifftshift", lambda x: (torch.fft.ifftshift(x), torch.fft.ifftshift(x, dim=(1, -1))), f32("B", 3, 5), variant="torch")
+    # torch.empty's values are undefined: lowered as zeros, compared once written.
+    case("torch", "zeros", lambda x: (torch.empty(x.shape[0], 3).fill_(2.0) + x[:, :, 0], torch.empty(2, 4, dtype=torch.int64).zero_(),
+                                      torch.empty((x.shape[0], 3, 4)).copy_(x)), X, variant="empty")
 
 
 def _torch_extra_cases():
@@ -1273,6 +1276,15 @@ def _numpy_specfn_cases():
                                        np.lcm(np.array([-2**63, -2**63, 3, 2**40 + 1]), np.array([6, 3, -2**63, 2**30 + 3])),
                                        np.lcm(np.array([100, -128, 65536], np.int32).astype(np.int8), np.array([3, 3, 2], np.int8)),
                                        np.lcm(np.array([65536, 100000], np.int32), np.array([65537, 99999], np.int32))), A, Bn)
+
+
+    def written_empty(x):   # np.empty's values are undefined: lowered as zeros, compared once written
+        a = np.empty((x.shape[0], 3), dtype=np.float32)
+        a.fill(2.5)
+        b = np.empty_like(x)
+        np.copyto(b, x)
+        return a + x[:, :, 0], b, np.empty(4, np.int64) * 0
+    case("numpy", "zeros", written_empty, f32("B", 3, 4), variant="empty")
 
 
 def _numpy_extra_cases():

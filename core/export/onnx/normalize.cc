@@ -61,6 +61,9 @@ const std::vector<Rename>& Renames() {
       {"numpy", "amin", "min", {}},
       {"numpy", "take", "take", {{"indices", "index"}, {"axis", "dim"}}},
       {"numpy", "zeros", "zeros", {{"shape", "size"}}},
+      // empty(...) leaves its values undefined: zeros are one of the values it may leave.
+      {"numpy", "empty", "zeros", {{"shape", "size"}}},
+      {"torch", "empty", "zeros", {}},
       {"numpy", "ones", "ones", {{"shape", "size"}}},
       {"numpy", "full", "full", {{"shape", "size"}}},
       {"numpy", "full_like", "full_like", {{"fill_value", "value"}}},
