@@ -584,12 +584,19 @@ def test_torch_scatter_and_scatter_add_replay_and_export(tmp_path):
         _check(_ort(sess, *a), f(*a), f"onnx at batch {b}")
 
 
-def test_scatter_with_reduce_is_refused_in_export(tmp_path):
+def test_scatter_with_reduce_exports_and_matches(tmp_path):
+    # Refused when the sweep found it; session 15 lowers reduce= to ScatterElements' reduction
+    # (repeated indices multiply or add again, as in torch).
     def f(x, i):
-        return x.scatter(1, i, 2.0, reduce="multiply")
+        return x.scatter(1, i, 2.0, reduce="multiply"), x.scatter(1, i, x * 3, reduce="add")
 
-    with pytest.raises(ivytrace.CLIError, match="reduce"):
-        ivytrace.export(f, tmp_path / "r.onnx", args=(torch.randn(2, 4), torch.randint(0, 4, (2, 2))))
+    gen = torch.Generator().manual_seed(0)
+    sess = _session(ivytrace.export(f, tmp_path / "r.onnx", args=(torch.randn(2, 4), torch.randint(0, 4, (2, 3), generator=gen))))
+    for b in (2, 5):
+        x, i = torch.randn(b, 4, generator=gen), torch.randint(0, 4, (b, 3), generator=gen)
+        got = sess.run(None, {"x": x.numpy(), "i": i.numpy()})
+        for g, w in zip(got, f(x, i)):
+            np.testing.assert_allclose(g, w.numpy(), rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("right", [False, True])
