@@ -250,3 +250,14 @@ def test_an_argument_no_lowering_reads_is_refused_not_dropped(fn, param, tmp_pat
     with pytest.raises(ivytrace.CLIError, match=r"does not read .*" + re.escape(param)):
         ivytrace.export(fn, str(tmp_path / "m.onnx"), args=_inputs(2, 0))
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_vander_of_another_length_fails_rather_than_keeping_the_traced_width(tmp_path):
+    # np.vander(v) has len(v) columns, unrolled for the traced length: another length used to give
+    # a matrix of the traced width, silently. The model now refuses it.
+    path = ivytrace.export(lambda v: np.vander(v), str(tmp_path / "v.onnx"), args=(np.arange(4.0),))
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    name = sess.get_inputs()[0].name
+    np.testing.assert_allclose(sess.run(None, {name: np.arange(4.0) + 1})[0], np.vander(np.arange(4.0) + 1))
+    with pytest.raises(Exception, match="Reshape|dimension"):
+        sess.run(None, {name: np.arange(6.0)})

@@ -19,6 +19,14 @@ Status SingleResult(const Node& node, ValueId* out) {
   return Status::Ok();
 }
 
+std::vector<ValueId> ResultTensors(const Node& node) {
+  std::vector<ValueId> r;
+  ForEachTensor(node.result, [&](const v1::TensorRef& t) { r.push_back(t.value()); });
+  return r;
+}
+
+bool FromTorch(const Node& node) { return node.op.rfind("torch.", 0) == 0; }
+
 Status TensorParam(const BoundCall& call, const char* param, ValueId* out) {
   auto t = call.Tensor(param);
   if (!t) {

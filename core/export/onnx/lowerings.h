@@ -343,6 +343,10 @@ Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical);
 // --- shared helpers ------------------------------------------------------------------------------
 // The node's single tensor result, or Unsupported.
 Status SingleResult(const Node& node, ValueId* out);
+// Every result tensor of a node, in ForEachTensor order.
+std::vector<ValueId> ResultTensors(const Node& node);
+// A torch call (for lowerings shared by frameworks that read torch's own spellings).
+bool FromTorch(const Node& node);
 // The tensor bound to `param`, or Unsupported naming the parameter.
 Status TensorParam(const BoundCall& call, const char* param, ValueId* out);
 // Maps a negative axis into [0, rank); Unsupported when out of range.

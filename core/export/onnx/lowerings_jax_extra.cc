@@ -285,8 +285,7 @@ Status LowerLaxSort(const Node& node, const BoundCall& call, LoweringContext& ct
     if (a->kind_case() != v1::Arg::kTensor) return Status::Unsupported("lax.sort of an operand that is not an array");
     operands.push_back(a->tensor().value());
   }
-  std::vector<ValueId> results;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { results.push_back(t.value()); });
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != operands.size()) return Status::Unsupported("lax.sort results do not match its operands");
   const int rank = ctx.Rank(operands[0]);
   if (rank == 0) return Status::Unsupported("lax.sort of a 0-d array");

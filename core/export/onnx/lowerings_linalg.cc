@@ -22,14 +22,6 @@ namespace onnx_export {
 
 namespace {
 
-bool IsTorch(const Node& node) { return node.op.rfind("torch.", 0) == 0; }
-
-std::vector<ValueId> Results(const Node& node) {
-  std::vector<ValueId> out;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { out.push_back(t.value()); });
-  return out;
-}
-
 v1::Arg IntArgOf(int64_t v) {
   v1::Arg a;
   a.set_i(v);
@@ -82,7 +74,7 @@ Status LowerDet(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   IVY_RETURN_IF_ERROR(TensorParam(call, call.Has("input") ? "input" : "a", &x));
   const std::string& c = ctx.canonical();
   IVY_RETURN_IF_ERROR(CheckDetInput(ctx, x, c));
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   const std::string det = ctx.EmitTemp("Det", {ctx.In(x)});
   if (c == "det") {
     if (results.size() != 1) return Status::Unsupported("det with an unexpected result");
@@ -163,7 +155,7 @@ Status LowerLinalgNorm(const Node& node, const BoundCall& call, LoweringContext&
 Status LowerMatrixNormByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  if (IsTorch(node)) {
+  if (FromTorch(node)) {
     bool given = false;
     std::vector<int64_t> axes;
     IVY_RETURN_IF_ERROR(DimList(call, "dim", ctx.Rank(x), &given, &axes));
@@ -177,7 +169,7 @@ Status LowerMatrixNormByFramework(const Node& node, const BoundCall& call, Lower
 
 // torch.linalg.multi_dot(tensors) is np.linalg.multi_dot(arrays).
 Status LowerMultiDotByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (!IsTorch(node)) return LowerMultiDot(node, call, ctx);
+  if (!FromTorch(node)) return LowerMultiDot(node, call, ctx);
   const v1::Arg* t = call.Get("tensors");
   if (!t) return Status::Unsupported("multi_dot without tensors");
   BoundCall c = call;
@@ -189,7 +181,7 @@ Status LowerMultiDotByFramework(const Node& node, const BoundCall& call, Lowerin
 // each the previous one times x (ATen's cumprod), in the result's dtype; N defaults to n, which
 // is then pinned (another length would ask for another N). np.vander(x, N, increasing) as is.
 Status LowerVanderByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (!IsTorch(node)) return LowerVander(node, call, ctx);
+  if (!FromTorch(node)) return LowerVander(node, call, ctx);
   ValueId x, result;
   IVY_RETURN_IF_ERROR(TensorParam(call, "x", &x));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
@@ -229,7 +221,7 @@ Status LowerVanderByFramework(const Node& node, const BoundCall& call, LoweringC
 // >= 0: np.linalg.matrix_power's products (torch multiplies in the same order: binary
 // decomposition from the least significant bit). A negative n needs an inverse: refused.
 Status LowerMatrixPowerByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (!IsTorch(node)) return LowerMatrixPower(node, call, ctx);
+  if (!FromTorch(node)) return LowerMatrixPower(node, call, ctx);
   const v1::Arg* in = call.Get("input");
   if (!in) return Status::Unsupported("matrix_power without input");
   BoundCall c = call;
@@ -656,7 +648,7 @@ Status LowerGeomspace(const Node& node, const BoundCall& call, LoweringContext& 
 // spacing one number (or the same number for every dim); coordinate tensors are refused. torch
 // divides the central difference by h and then by 2, NumPy by 2h: the same to rounding.
 Status LowerGradientByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (!IsTorch(node)) return LowerGradient(node, call, ctx);
+  if (!FromTorch(node)) return LowerGradient(node, call, ctx);
   const v1::Arg* in = call.Get("input");
   if (!in) return Status::Unsupported("gradient without input");
   BoundCall c = call;

@@ -1113,7 +1113,11 @@ Status LowerVander(const Node& node, const BoundCall& call, LoweringContext& ctx
   }
   if (n < 1 || n > 64) return Status::Unsupported("vander with N " + std::to_string(n));
   const bool increasing = call.Bool("increasing").value_or(false);
-  const std::string in = ctx.Unsqueeze(ctx.CastTo(ctx.In(x), ctx.DType(x), d), {1});
+  std::string xs = ctx.CastTo(ctx.In(x), ctx.DType(x), d);
+  // N=None is x's length: the columns are unrolled for the recorded one, so another length must
+  // fail in the model (a Reshape to it), not give a matrix of the recorded width.
+  if (call.IsNone("N")) xs = ctx.EmitTemp("Reshape", {xs, ctx.Int64s({n})});
+  const std::string in = ctx.Unsqueeze(xs, {1});
   std::vector<std::string> cols;
   // 1 as x's column shape: x * 0 + 1 would turn inf into NaN, so an Expand of a 1.
   cols.push_back(ctx.EmitTemp("Expand", {ctx.Scalar(Number::Int(1), d), ctx.EmitTemp("Shape", {in})}));

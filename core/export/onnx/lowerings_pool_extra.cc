@@ -24,12 +24,6 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 std::string I64(LoweringContext& ctx, int64_t v) { return ctx.Scalar(Number::Int(v), v1::INT64); }
 std::string F(LoweringContext& ctx, double v, v1::DType d) { return ctx.Scalar(Number::Float(v), d); }
 
-std::vector<ValueId> Results(const Node& node) {
-  std::vector<ValueId> out;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { out.push_back(t.value()); });
-  return out;
-}
-
 // An int or a list of n ints (one broadcast to n); Unsupported otherwise.
 Status IntsN(const BoundCall& call, const char* p, int n, std::vector<int64_t>* out) {
   auto v = call.IntList(p, n);
@@ -129,7 +123,7 @@ Status LowerMaxPoolWithIndices(const Node& node, const BoundCall& call, Lowering
   if (n == 0) return Status::Unsupported("unknown pooling " + c);
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  const std::vector<ValueId> res = Results(node);
+  const std::vector<ValueId> res = ResultTensors(node);
   // (values only: F.adaptive_max_pool*d with windows of varying size, LowerMaxPoolMaybeIndices.)
   if (res.size() != 2 && !(adaptive && res.size() == 1)) return Status::Unsupported(c + " without its (values, indices) results");
   const v1::DType d = ctx.DType(x);
@@ -435,7 +429,7 @@ Status LowerUnravelIndex(const Node& node, const BoundCall& call, LoweringContex
   if (IsFloating(d) || d == v1::BOOL || OnnxElemType(d) == 0) return Status::Unsupported("unravel_index of non-integer indices");
   auto shape = call.IntList("shape");
   if (!shape) return Status::Unsupported("shape is not constant ints");
-  const std::vector<ValueId> res = Results(node);
+  const std::vector<ValueId> res = ResultTensors(node);
   if (res.size() != shape->size()) return Status::Unsupported("unravel_index results do not match its shape");
   int64_t total = 1;
   for (int64_t s : *shape) {
@@ -718,7 +712,7 @@ Status LowerEmbeddingBag(const Node& node, const BoundCall& call, LoweringContex
   ValueId ids, w;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &ids));
   IVY_RETURN_IF_ERROR(TensorParam(call, "weight", &w));
-  const std::vector<ValueId> res = Results(node);
+  const std::vector<ValueId> res = ResultTensors(node);
   if (res.empty()) return Status::Unsupported("embedding_bag without a result");
   const ValueId result = res[0];
   if (res.size() > 1) return Status::Unsupported("embedding_bag's extra results");

@@ -21,12 +21,6 @@ namespace onnx_export {
 
 namespace {
 
-std::vector<ValueId> ResultValues(const Node& node) {
-  std::vector<ValueId> r;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { r.push_back(t.value()); });
-  return r;
-}
-
 // The tensors of a list/tuple argument, in order; nullopt when an item is not a tensor.
 std::optional<std::vector<ValueId>> TensorItems(const BoundCall& call, const char* param) {
   const v1::Arg* a = call.Get(param);
@@ -110,7 +104,7 @@ Status LowerRecurrent(const Node& node, const BoundCall& call, LoweringContext& 
                                std::to_string(*layers) + " layer(s) (an LSTM projection, proj_size, has no lowering)");
   }
   if (ctx.Rank(x) != 3) return Status::Unsupported(c + " of a rank-" + std::to_string(ctx.Rank(x)) + " input");
-  const auto results = ResultValues(node);
+  const auto results = ResultTensors(node);
   if (results.size() != (lstm ? 3u : 2u)) return Status::Unsupported(c + " with an unexpected result");
   const auto& w_shape = ctx.Shape((*params)[1]);   // w_hh: [gates * hidden, hidden]
   if (w_shape.size() != 2 || w_shape[1] <= 0) return Status::Unsupported(c + " weights of an unexpected shape");
@@ -207,7 +201,7 @@ Status LowerRecurrentCell(const Node& node, const BoundCall& call, LoweringConte
   if (biased && (!b_ih || !b_hh)) return Status::Unsupported(c + " with only one of b_ih, b_hh");
   if (ctx.Rank(x) != 2) return Status::Unsupported(c + " of a rank-" + std::to_string(ctx.Rank(x)) + " input");
   if (ctx.DType(x) != v1::FLOAT32) return Status::Unsupported(c + " in " + DTypeName(ctx.DType(x)));
-  const auto results = ResultValues(node);
+  const auto results = ResultTensors(node);
   if (results.size() != (lstm ? 2u : 1u)) return Status::Unsupported(c + " with an unexpected result");
   const auto& w_shape = ctx.Shape(w_hh);
   if (w_shape.size() != 2 || w_shape[1] <= 0) return Status::Unsupported(c + " weights of an unexpected shape");

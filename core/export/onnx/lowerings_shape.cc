@@ -20,12 +20,6 @@ const v1::ArgList* Items(const v1::Arg* a) {
   return nullptr;
 }
 
-std::vector<ValueId> ResultTensors(const Node& node) {
-  std::vector<ValueId> r;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { r.push_back(t.value()); });
-  return r;
-}
-
 // dim (int, list, tuple or None) -> sorted unique normalized axes; empty = every axis.
 Status Axes(const BoundCall& call, const char* param, int rank, std::vector<int64_t>* axes) {
   axes->clear();

@@ -18,14 +18,6 @@ namespace onnx_export {
 
 namespace {
 
-bool IsTorch(const Node& node) { return node.op.rfind("torch.", 0) == 0; }
-
-std::vector<ValueId> Results(const Node& node) {
-  std::vector<ValueId> out;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { out.push_back(t.value()); });
-  return out;
-}
-
 std::string I64(LoweringContext& ctx, int64_t v) { return ctx.Scalar(Number::Int(v), v1::INT64); }
 
 // Reduce `op` over one axis (keepdims), with axes as an input for ReduceSum and an attribute for
@@ -123,7 +115,7 @@ Status LowerTorchOrderStat(const Node& node, const BoundCall& call, LoweringCont
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   const std::string& c = ctx.canonical();
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   const v1::DType d = ctx.DType(x);
   if (d == v1::BOOL || d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported(c + " of a " + DTypeName(d) + " tensor");
   const v1::Arg* dim = nullptr;
@@ -305,7 +297,7 @@ Status LowerTorchQuantile(const Node& node, const BoundCall& call, LoweringConte
 Status LowerMode(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != 2) return Status::Unsupported("mode without (values, indices)");
   auto dim = call.Int("dim");
   if (!dim) return Status::Unsupported("mode dim is not an int");
@@ -481,16 +473,16 @@ Status LowerTorchCov(const Node& node, const BoundCall& call, LoweringContext& c
 }  // namespace
 
 Status LowerMedianByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  return IsTorch(node) ? LowerTorchOrderStat(node, call, ctx) : LowerMedian(node, call, ctx);
+  return FromTorch(node) ? LowerTorchOrderStat(node, call, ctx) : LowerMedian(node, call, ctx);
 }
 
 Status LowerNanQuantileByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  if (!IsTorch(node)) return LowerNanQuantile(node, call, ctx);
+  if (!FromTorch(node)) return LowerNanQuantile(node, call, ctx);
   return ctx.canonical() == "nanmedian" ? LowerTorchOrderStat(node, call, ctx) : LowerTorchQuantile(node, call, ctx);
 }
 
 Status LowerQuantileByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  return IsTorch(node) ? LowerTorchQuantile(node, call, ctx) : LowerQuantile(node, call, ctx);
+  return FromTorch(node) ? LowerTorchQuantile(node, call, ctx) : LowerQuantile(node, call, ctx);
 }
 
 Status LowerKthvalue(const Node& node, const BoundCall& call, LoweringContext& ctx) {
@@ -500,11 +492,11 @@ Status LowerKthvalue(const Node& node, const BoundCall& call, LoweringContext& c
 Status LowerModeStat(const Node& node, const BoundCall& call, LoweringContext& ctx) { return LowerMode(node, call, ctx); }
 
 Status LowerSearchsortedByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  return IsTorch(node) ? LowerTorchSearchsorted(node, call, ctx) : LowerSearchsorted(node, call, ctx);
+  return FromTorch(node) ? LowerTorchSearchsorted(node, call, ctx) : LowerSearchsorted(node, call, ctx);
 }
 
 Status LowerCovByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  return IsTorch(node) ? LowerTorchCov(node, call, ctx) : LowerCov(node, call, ctx);
+  return FromTorch(node) ? LowerTorchCov(node, call, ctx) : LowerCov(node, call, ctx);
 }
 
 namespace {
@@ -571,7 +563,7 @@ Status LowerTorchUnique(const Node& node, const BoundCall& call, LoweringContext
   // CPU torch.unique sorts even with sorted=False.
   call.Get("sorted");
   const bool inverse = call.Bool("return_inverse").value_or(false), counts = call.Bool("return_counts").value_or(false);
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != 1u + inverse + counts) return Status::Unsupported("torch.unique with an unexpected result");
   v1::DType work;
   IVY_RETURN_IF_ERROR(UniqueWork(ctx, x, "torch.unique", &work));
@@ -591,7 +583,7 @@ Status LowerUniqueAll(const Node& node, const BoundCall& call, LoweringContext& 
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "x", &x));
   const std::string& c = ctx.canonical();
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   const bool all = c == "unique_all";
   if (results.size() != (all ? 4u : 2u)) return Status::Unsupported(c + " with an unexpected result");
   v1::DType work;
@@ -613,7 +605,7 @@ Status LowerUniqueConsecutive(const Node& node, const BoundCall& call, LoweringC
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   if (!call.IsNone("dim")) return Status::Unsupported("unique_consecutive along a dim");
   const bool inverse = call.Bool("return_inverse").value_or(false), counts = call.Bool("return_counts").value_or(false);
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != 1u + inverse + counts) return Status::Unsupported("unique_consecutive with an unexpected result");
   const v1::DType d = ctx.DType(x);
   if (d == v1::DTYPE_UNSPECIFIED) return Status::Unsupported("unique_consecutive of an unknown dtype");
@@ -715,7 +707,7 @@ Status LowerLexsort(const Node& node, const BoundCall& call, LoweringContext& ct
 }
 
 Status LowerUniqueByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
-  return IsTorch(node) ? LowerTorchUnique(node, call, ctx) : LowerUnique(node, call, ctx);
+  return FromTorch(node) ? LowerTorchUnique(node, call, ctx) : LowerUnique(node, call, ctx);
 }
 
 }  // namespace onnx_export

@@ -304,23 +304,12 @@ Status LowerLpPool(const Node& node, const BoundCall& call, LoweringContext& ctx
   return Status::Ok();
 }
 
-
-namespace {
-
-std::vector<ValueId> Results(const Node& node) {
-  std::vector<ValueId> r;
-  ForEachTensor(node.result, [&](const v1::TensorRef& t) { r.push_back(t.value()); });
-  return r;
-}
-
-}  // namespace
-
 // aminmax(input, *, dim, keepdim) -> (min, max): ReduceMin and ReduceMax (bools and small
 // integers through int32).
 Status LowerAminmax(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != 2) return Status::Unsupported("aminmax without (min, max)");
   const int rank = ctx.Rank(x);
   std::optional<std::vector<int64_t>> axes;
@@ -347,7 +336,7 @@ Status LowerAminmax(const Node& node, const BoundCall& call, LoweringContext& ct
 Status LowerVarMean(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != 2) return Status::Unsupported(ctx.canonical() + " without two results");
   const int rank = ctx.Rank(x);
   std::optional<std::vector<int64_t>> axes;
@@ -601,7 +590,7 @@ Status LowerSliceScatter(const Node& node, const BoundCall& call, LoweringContex
 Status LowerCumExtreme(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != 2) return Status::Unsupported(ctx.canonical() + " without (values, indices)");
   const bool is_max = ctx.canonical() == "cummax";
   auto dim = call.Int("dim");
@@ -683,7 +672,7 @@ Status LowerBroadcastTensors(const Node& node, const BoundCall& call, LoweringCo
   const v1::Arg* ts = call.Get("tensors");
   auto items = ts ? SequenceItems(*ts) : std::nullopt;
   if (!items || items->empty()) return Status::Unsupported("tensors is not a list of tensors");
-  const std::vector<ValueId> results = Results(node);
+  const std::vector<ValueId> results = ResultTensors(node);
   if (results.size() != items->size()) return Status::Unsupported("a result per tensor expected");
   std::vector<std::string> ins;
   std::string all;
@@ -1134,10 +1123,6 @@ Status LowerTrapezoidTorch(const Node& node, const BoundCall& call, LoweringCont
 // Canonical ops both the torch and the NumPy lowerings were written for in one session (two
 // engineers, one table row): each framework's calls go to the lowering its cases were checked
 // with. One lowering per op is the aim; unifying these needs each to take the other's cases.
-static bool FromTorch(const Node& node) {
-  const std::string& op = node.op;
-  return op.rfind("torch.", 0) == 0;
-}
 
 Status LowerInnerByFramework(const Node& node, const BoundCall& call, LoweringContext& ctx) {
   return FromTorch(node) ? LowerInnerTorch(node, call, ctx) : LowerInner(node, call, ctx);
