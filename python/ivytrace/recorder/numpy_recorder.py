@@ -119,6 +119,12 @@ _WRITING_FUNCTIONS = {"numpy.put_along_axis": 0, "numpy.put": 0, "numpy.putmask"
 # np.random functions whose NumPy internals (compiled code calling np.array, int(a)) must not be
 # recorded: they would show up as ops and guards on the user's line.
 _UNRECORDED = ("get_state", "set_state", "default_rng")
+# C functions whose __array_function__ dispatcher takes a list argument whole, as one object
+# (np.lexsort's `keys`: a tuple is its arrays, a list is not): given a list of recorded arrays,
+# NumPy converts it in C without dispatching, so the call went unrecorded and its result became
+# a constant of the graph (np.lexsort([b, a]) replayed the traced order, silently). While
+# recording, a list there is passed on as a tuple, which gives the same result and dispatches.
+_LIST_AS_TUPLE = ("lexsort",)
 # np.random functions recorded as ops with a side effect (schemas/numpy.textproto): seeding the
 # global generator inside a traced function is replayed before the draws after it.
 _SEEDING = ("seed",)
@@ -324,6 +330,18 @@ for _g in _GUARDS:
     setattr(TracedArray, _g, _make_guard(_g))
 
 
+def _list_as_tuple(orig):
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):   # the list is the first parameter (np.lexsort's keys)
+        if args and type(args[0]) is list:
+            args = (tuple(args[0]),) + args[1:]
+        elif type(kwargs.get("keys")) is list:
+            kwargs = {**kwargs, "keys": tuple(kwargs["keys"])}
+        return orig(*args, **kwargs)
+    wrapper.__ivytrace_original__ = orig
+    return wrapper
+
+
 def _unrecorded(orig):
     @functools.wraps(orig)
     def wrapper(*args, **kwargs):
@@ -411,6 +429,11 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
             if orig is not None:
                 setattr(np.random, n, _unrecorded(orig))
                 self._patched.append((np.random, n, orig))
+        for n in _LIST_AS_TUPLE:
+            orig = getattr(np, n, None)
+            if orig is not None:
+                setattr(np, n, _list_as_tuple(orig))
+                self._patched.append((np, n, orig))
 
     def _patch(self, mod, n, random):
         orig = getattr(mod, n, None)
