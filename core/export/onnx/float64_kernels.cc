@@ -22,7 +22,7 @@ float FloatAttr(const onnx::NodeProto& n, std::string_view name, float otherwise
 class Rewriter {
  public:
   Rewriter(onnx::GraphProto* graph, const onnx::NodeProto& node, std::vector<onnx::NodeProto>* out)
-      : graph_(graph), node_(node), out_(out), base_(node.output(0) + ".f64") {}
+      : graph_(graph), out_(out), base_(node.output(0) + ".f64") {}
 
   std::string Op(const std::string& type, std::vector<std::string> inputs, const std::string& output = "") {
     onnx::NodeProto n;
@@ -53,7 +53,6 @@ class Rewriter {
 
  private:
   onnx::GraphProto* graph_;
-  const onnx::NodeProto& node_;
   std::vector<onnx::NodeProto>* out_;
   std::string base_;
   int count_ = 0;
