@@ -1376,7 +1376,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                         # An int or float attribute is an input of the graph (`self.count += 1`
                         # then computes the new count from the live one on every replay).
                         s = host._sym_input(v)
-                        setattr(obj, a, s)
+                        _set_attribute(obj, a, s)
                         stand_ins.append((obj, a, v, s))
                         state_in.append(_StateSlot(which, a))
                         extra.append((state_name(which, a), s))
@@ -1503,12 +1503,21 @@ def _put_back_plain_ints(stand_ins) -> dict:
     for obj, a, plain, s in stand_ins:
         cur = getattr(obj, a, None)
         if cur is s:
-            setattr(obj, a, plain)
+            _set_attribute(obj, a, plain)
         elif isinstance(cur, SymValue):
             assigned[(id(obj), a)] = cur
-            setattr(obj, a, cur.value)
+            _set_attribute(obj, a, cur.value)
     stand_ins.clear()
     return assigned
+
+
+def _set_attribute(obj, a, v):
+    """obj.a = v for the recorder's own stand-ins, also on a frozen dataclass among the
+    arguments (its number fields are graph inputs while the call is traced, then put back)."""
+    try:
+        setattr(obj, a, v)
+    except (AttributeError, TypeError, dataclasses.FrozenInstanceError):
+        object.__setattr__(obj, a, v)
 
 
 def _is_sym(v) -> bool:

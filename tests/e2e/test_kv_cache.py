@@ -164,6 +164,23 @@ class _Holder:
         self.w = w
 
 
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    w: torch.Tensor
+    scale: float = 2.0
+
+
+def test_a_frozen_dataclass_argument_is_read_on_every_call():
+    # Its number field is a graph input while traced (set on the frozen instance, then put back).
+    def f(x, p):
+        return x @ p.w * p.scale
+
+    g = ivytrace.trace_graph(f, args=(torch.randn(2, 3), _Frozen(torch.randn(3, 4))))
+    x, p = torch.randn(5, 3), _Frozen(torch.randn(3, 6), 3.0)
+    torch.testing.assert_close(g(x, p), f(x, p))
+    assert p.scale == 3.0
+
+
 @pytest.mark.parametrize("make", [_Weights, _Holder], ids=["dataclass", "object"])
 def test_tensors_in_argument_objects_are_read_on_every_call(make):
     def f(x, p):
