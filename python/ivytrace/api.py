@@ -222,9 +222,11 @@ def _plain_arrays(v):
 class _StateSlot:
     """Where a piece of state lives on replay: object `which` (an index path into the call's
     positional arguments, a keyword name, or a fixed object) and its attribute or module tensor."""
-    which: object           # ("arg", path) | ("kwarg", name, path) | ("fixed", obj)
-    attr: str               # attribute name, or a module's qualified buffer/parameter name
+    which: object           # ("arg", path) | ("kwarg", name, path) | ("fixed", obj[, label])
+    attr: object            # attribute name, a module's qualified buffer/parameter name, or a key
     module_tensor: bool = False
+    item: bool = False      # owner[attr] rather than getattr (a global, a dict or list item)
+    in_place: bool = False  # set() copies into the torch tensor there (the call wrote it in place)
     _sub: object = dataclasses.field(default=None, repr=False, compare=False)
     _leaf: str = dataclasses.field(default="", repr=False, compare=False)
 
@@ -251,11 +253,18 @@ class _StateSlot:
                 self._sub = o.get_submodule(mod_name) if mod_name else o
             return getattr(self._sub, self._leaf)
         o = self.owner(args, kwargs)
+        if self.item:
+            return o[self.attr]
         return _module_tensor(o, self.attr) if self.module_tensor else getattr(o, self.attr)
 
     def set(self, args, kwargs, value):
         o = self.owner(args, kwargs)
-        if self.module_tensor:
+        if self.in_place:
+            with _torch().no_grad():
+                self.get(args, kwargs).copy_(value)
+        elif self.item:
+            o[self.attr] = value
+        elif self.module_tensor:
             torch = _torch()
             live = _module_tensor(o, self.attr)
             with torch.no_grad():
@@ -288,10 +297,14 @@ def _stateful_objects(fn, args, kwargs, stateful, arg_idxs, kwarg_idxs):
 
 
 def _holder(which, args, kwargs):
+    if which[0] == "fixed":
+        return which[1]
     return _follow(args, which[1]) if which[0] == "arg" else _follow(kwargs[which[1]], which[2])
 
 
 def _holder_name(which, arg_names):
+    if which[0] == "fixed":
+        return which[2] if len(which) > 2 else type(which[1]).__qualname__
     if which[0] == "arg":
         head, path = which[1][0], which[1][1:]
         head = arg_names[head] if isinstance(head, int) and head < len(arg_names) else f"argument {head}"
@@ -484,7 +497,8 @@ class _Specialization:
                 sub = sub.get_submodule(qn) if qn else sub
                 if sub.training is not flag:
                     was, now = ("train", "eval") if flag else ("eval", "train")
-                    raise _ModeGuardError(f"ivytrace: argument {_holder_name(which, self.arg_names)}"
+                    what = "module" if which[0] == "fixed" else "argument"
+                    raise _ModeGuardError(f"ivytrace: {what} {_holder_name(which, self.arg_names)}"
                                           f"{'.' + qn if qn else ''} was in {was} mode when traced and is in {now} "
                                           f"mode now (module.train()/.eval() decide what forward does); trace again")
         if self.state_in:
@@ -1354,6 +1368,24 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                         state_in.append(_StateSlot(which, qn, module_tensor=True))
                         extra.append((f"{_holder_name(which, arg_names)}.{qn}", t))
                         arg_module_state.append((which, qn, t, t._version))
+            # Torch modules and tensors the function reaches through its closure, globals or
+            # `self` (`lambda x: model(x)`): read on every replay too, and their modes guarded.
+            # Baked in, they went stale without a word when written through `.data` (which
+            # bumps no version: `p.data -= lr * p.grad`), and a module switched between train()
+            # and eval() kept the traced mode's BatchNorm and dropout. Frozen and exported
+            # graphs keep them as constants (checked on every call, _captured_checks).
+            captured_state = []   # (slot, tensor, version)
+            if not is_module and not freeze and not for_export:
+                taken = handled | {id(v) for _, v in inputs} | {id(v) for _, v in extra}
+                for slot, label, t in _captured_state_slots(fn, taken):
+                    if isinstance(slot, tuple):   # a module's mode: (holder, qualified name, flag)
+                        arg_modes.append(slot)
+                        continue
+                    state_in.append(slot)
+                    extra.append((label, t))
+                    captured_state.append((slot, t, getattr(t, "_version", None)))
+                live_ids = {id(t) for _, t, _ in captured_state}
+                captured = [c for c in captured if id(c[1]) not in live_ids]
             stand_ins = []   # (object, attribute, plain int) replaced by a symbolic input
             used_names = set()
 
@@ -1406,6 +1438,14 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
                 if t._version != version:   # a BatchNorm's running stats in train mode
                     state_out.append(_StateSlot(which, qn, module_tensor=True))
                     state_values.append(t)
+            for slot, t, version in captured_state:
+                now = slot.get(args, kwargs)
+                if now is not t or version is not None and t._version != version:
+                    # written in place (a BatchNorm's running stats, a counter) or rebound (an
+                    # nnx BatchNorm's statistics): the replay does the same
+                    slot.in_place = now is t and not slot.module_tensor
+                    state_out.append(slot)
+                    state_values.append(now)
             for qn, t, is_buffer in module_state:
                 if t._version != versions[qn]:
                     if is_buffer and fn.training or _holds(state_in, qn):
@@ -1525,6 +1565,35 @@ def _is_sym(v) -> bool:
     return isinstance(v, SymValue)
 
 
+def _captured_state_slots(fn, taken):
+    """For the torch modules and tensors a plain function reaches through its closure, globals
+    or `self` (as _captured_checks finds them): (_StateSlot, name, tensor) for each parameter,
+    buffer and bare tensor, read on every replay, and ((holder, qualified name, training flag),
+    None, None) for each module's mode. `taken`: ids of tensors already inputs or state."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return []
+    out, seen = [], set(taken)
+    for kind, holder, key, v, version, label in _captured_checks(fn):
+        if isinstance(v, torch.nn.Module) and label.startswith("module "):
+            name = label[len("module "):].strip("'")
+            which = ("fixed", v, name)
+            out += [((which, qn, sub.training), None, None) for qn, sub in v.named_modules()]
+            for qn, t, _ in _module_state(v):
+                if id(t) not in seen:
+                    seen.add(id(t))
+                    out.append((_StateSlot(which, qn, module_tensor=True), f"{name}.{qn}", t))
+        elif _is_array(v) and label.startswith("array ") and id(v) not in seen:
+            seen.add(id(v))
+            out.append((_StateSlot(("fixed", holder, label), key, item=kind != 1),
+                        label[len("array "):].strip("'"), v))
+        elif isinstance(v, torch.Tensor) and label.startswith("tensor ") and id(v) not in seen:
+            seen.add(id(v))
+            out.append((_StateSlot(("fixed", holder, label), key, item=kind != 1),
+                        label[len("tensor "):].strip("'"), v))
+    return out
+
+
 def _captured_tensors(fn):
     """(name, tensor) for the torch tensors a plain function reaches through its closure cells and
     the globals its code names, with the parameters and buffers of modules found there."""
@@ -1602,7 +1671,8 @@ def _captured_checks(fn):
             return []
         visited.add(id(f))
         out = []   # (kind, holder, key, label, depth)
-        if torch is not None and isinstance(f_self, torch.nn.Module):
+        if f_self is not None and (torch is not None and isinstance(f_self, torch.nn.Module) or
+                                   _object_reaches_array(f_self)):
             out.append((1, fn, "__self__", "self", depth))
         for n, cell in zip(code.co_freevars, getattr(f, "__closure__", None) or ()):
             out.append((1, cell, "cell_contents", prefix + n, depth))
@@ -1634,6 +1704,17 @@ def _captured_checks(fn):
             checks.append((kind, holder, key, v, None, f"function {label!r}"))
             if depth < 3:
                 roots += roots_of(v, f"{label}.", depth + 1)
+        elif depth < 6 and id(v) not in seen and _object_reaches_array(v) and \
+                not (torch is not None and isinstance(v, torch.nn.Module)):
+            # Any other object holding arrays in its attributes (a flax nnx module and its
+            # Variables, a NumPy model class): rebinding an attribute (`model.kernel.value =
+            # ...`, an nnx optimizer step) is seen, through nested objects, lists and dicts.
+            seen.add(id(v))
+            checks.append((kind, holder, key, v, None, f"object {label!r}"))
+            if isinstance(v, (list, tuple)) or isinstance(v, collections.abc.Sequence) and \
+                    not isinstance(v, (str, bytes)):
+                roots += [(2, v, i, f"{label}[{i}]", depth + 1) for i in range(len(v))]
+            roots += [(1, v, a, f"{label}.{a}", depth + 1) for a in _object_attribute_names(v)]
         elif torch is not None and isinstance(v, torch.nn.Module) and id(v) not in seen:
             checks.append((kind, holder, key, v, None, f"module {label!r}"))
             for qn, m in v.named_modules():
@@ -1649,6 +1730,45 @@ def _captured_checks(fn):
                         if t is not None:
                             checks.append((0, table, name, t, t._version, f"{prefix}.{name}"))
     return checks
+
+
+def _object_attribute_names(v):
+    """The attributes an object keeps in its __dict__ and __slots__ (no properties run)."""
+    names = [a for a in getattr(v, "__dict__", None) or ()] if isinstance(getattr(v, "__dict__", None), dict) else []
+    for cls in type(v).__mro__:
+        for a in getattr(cls, "__slots__", ()) if not isinstance(getattr(cls, "__slots__", ()), str) else (cls.__slots__,):
+            if a not in ("__dict__", "__weakref__") and a not in names:
+                names.append(a)
+    return names
+
+
+def _object_reaches_array(v, depth=0, memo=None) -> bool:
+    """Whether a plain object (not a number, string, function, class, module or torch module)
+    holds a NumPy or JAX array through its attributes, lists and dicts, a few levels down."""
+    if memo is None:
+        memo = {}
+    if id(v) in memo:
+        return memo[id(v)]
+    memo[id(v)] = False   # a cycle does not reach one by itself
+    found = False
+    if _is_array(v):
+        found = True
+    elif depth > 4 or v is None or isinstance(v, (bool, int, float, complex, str, bytes, type, types.ModuleType,
+                                                   types.FunctionType, types.BuiltinFunctionType,
+                                                   types.MethodType, types.CodeType)) or _is_torch_module(v):
+        found = False
+    elif isinstance(v, (list, tuple)):
+        found = len(v) <= 4096 and any(_object_reaches_array(x, depth + 1, memo) for x in v)
+    elif isinstance(v, dict):
+        found = len(v) <= 4096 and any(_object_reaches_array(x, depth + 1, memo) for x in v.values())
+    elif type(v).__module__ != "builtins":
+        try:
+            found = any(_object_reaches_array(getattr(v, a, None), depth + 1, memo)
+                        for a in _object_attribute_names(v)[:256])
+        except Exception:   # an attribute that cannot be read (a slot never set raises AttributeError)
+            found = False
+    memo[id(v)] = found
+    return found
 
 
 def _holds(slots, qn) -> bool:
