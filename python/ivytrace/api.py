@@ -251,7 +251,12 @@ class _StateSlot:
                 mod_name, _, self._leaf = self.attr.rpartition(".")
                 o = self.which[1]
                 self._sub = o.get_submodule(mod_name) if mod_name else o
-            return getattr(self._sub, self._leaf)
+            # The module's own tables first: getattr goes through Module.__getattr__ in Python.
+            sub, leaf = self._sub, self._leaf
+            t = sub._parameters.get(leaf, _NOT_THERE)
+            if t is _NOT_THERE:
+                t = sub._buffers.get(leaf, _NOT_THERE)
+            return getattr(sub, leaf) if t is _NOT_THERE else t
         o = self.owner(args, kwargs)
         if self.item:
             return o[self.attr]
@@ -271,6 +276,9 @@ class _StateSlot:
                 live.copy_(value)
         else:
             setattr(o, self.attr, value)
+
+
+_NOT_THERE = object()
 
 
 def _module_tensor(module, qualified):
@@ -423,7 +431,10 @@ class _Specialization:
         # its closure, globals or `self` (with the modules holding them), baked into the graph
         # as the values they had when traced; checked on every call (_captured_checks).
         self.captured = None
-        # [(holder, qualified name, training flag)] of the modules among the call's arguments.
+        # [(holder, qualified name, training flag, submodule)] of the modules among the call's
+        # arguments (submodule None: looked up in each call's arguments) and of the ones it
+        # reaches through its closure, globals or `self` (their submodules' identity is checked
+        # with self.captured).
         self.arg_modes = None
         self.fn = plan._fn               # the replay, or the backend's compiled replay
         self.backend = None              # "torch.compile" / "jax.jit" when return_backend_traced_fn
@@ -492,9 +503,10 @@ class _Specialization:
         if self.captured:
             self.check_captured()
         if self.arg_modes:
-            for which, qn, flag in self.arg_modes:
-                sub = _holder(which, args, kwargs)
-                sub = sub.get_submodule(qn) if qn else sub
+            for which, qn, flag, sub in self.arg_modes:
+                if sub is None:   # an argument's: looked up in this call's arguments
+                    sub = _holder(which, args, kwargs)
+                    sub = sub.get_submodule(qn) if qn else sub
                 if sub.training is not flag:
                     was, now = ("train", "eval") if flag else ("eval", "train")
                     what = "module" if which[0] == "fixed" else "argument"
@@ -695,9 +707,10 @@ class Graph:
         self._specs.insert(1, probe)
 
     def save(self, path) -> str:
-        """Copy the recorded trace to `path` (for `ivytrace inspect/viz/export`)."""
+        """Copy the recorded trace to `path` (for `ivytrace inspect/viz/export`), with the
+        arrays the function reaches through its closure, globals or `self` as constants."""
         path = os.fspath(path)
-        shutil.copyfile(self.trace_path, path)
+        shutil.copyfile(self._file_trace_path(), path)
         return path
 
     def export(self, path, to: str = "onnx") -> str:
@@ -705,8 +718,20 @@ class Graph:
         if to not in ("onnx", "plan"):
             raise ValueError(f"ivytrace: export to {to!r}: expected 'onnx' or 'plan'")
         path = os.fspath(path)
-        run_cli("export", self.trace_path, "--to", to, "-o", path)
+        run_cli("export", self._file_trace_path(), "--to", to, "-o", path)
         return path
+
+    def _file_trace_path(self):
+        """The trace save() and export() write from. The replay reads the arrays the function
+        reaches through its closure, globals or `self` as inputs; a file holds them as constants
+        (an ONNX model its weights), as before session 16 and as ivytrace.export does: the
+        function traced again, frozen, once per specialization."""
+        spec = self._latest()
+        if not getattr(spec, "live_captured", False) or self._example is None:
+            return spec.trace_path
+        if getattr(spec, "frozen", None) is None:
+            spec.frozen = freeze(self)
+        return spec.frozen.trace_path
 
     def check(self, *args, rtol: float = 1e-5, atol: float = 1e-6, **kwargs):
         """Run the original function and the graph on the same inputs and compare every output
@@ -981,15 +1006,19 @@ def graph_of(obj):
 def freeze(obj, args=None, kwargs=None):
     """A Graph of a torch module with its parameters (and, in eval mode, its buffers) baked into
     the plan as constants: the graph for inference and export, which later weight updates do not
-    change. `obj`: a module (traced by trace_graph or not) or its Graph. Traced now with
-    `args`/`kwargs`, or with the arguments the module was first traced with."""
+    change. `obj`: a module (traced by trace_graph or not) or its Graph, or a function, whose
+    plan then holds the arrays it reaches through its closure, globals or `self` as constants
+    (trace_graph reads them on every call): a self-contained plan file. Traced now with
+    `args`/`kwargs`, or with the arguments the module was first traced with. Each replay still
+    checks the baked arrays are the ones traced, as far as it can (identity and torch's version
+    counter: not a write through `.data`)."""
     graph = obj if isinstance(obj, Graph) else None
     module = graph._fn if graph is not None else obj
     if graph is None and _is_torch_module(module):
         installed = module.__dict__.get("forward")
         graph = installed if isinstance(installed, Graph) else None
-    if not _is_torch_module(module):
-        raise TypeError(f"ivytrace: freeze: expected a torch.nn.Module or the Graph of one, not a "
+    if not _is_torch_module(module) and not callable(module):
+        raise TypeError(f"ivytrace: freeze: expected a torch.nn.Module, a function or the Graph of one, not a "
                         f"{type(obj).__qualname__}")
     options = dict(graph._options) if graph is not None else dict(
         array_caching=True, include_generators=True, stateful=None, arg_stateful_idxs=None,
@@ -1256,7 +1285,8 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         raise ValueError(_NUMPY_BACKEND_FN)
     r = _record_once(fn, args, kwargs, static_argnums, static_argnames, symbolic_ints=symbolic_ints,
                      stateful=stateful, arg_stateful_idxs=arg_stateful_idxs,
-                     kwarg_stateful_idxs=kwarg_stateful_idxs, freeze=freeze)
+                     kwarg_stateful_idxs=kwarg_stateful_idxs, freeze=freeze,
+                     live_captured=target == source)
     try:
         plan_path = os.path.join(r.workdir, "graph.ivyplan")
         cmd = ["export", r.trace_path, "--to", "plan", "-o", plan_path]
@@ -1272,8 +1302,9 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
             raise
         spec = _Specialization(_load(plan_path, to, source), r.trace_path, plan_path, r.arg_names, r.state_in,
                                r.state_out, r.out_spec, r.modes)
-        spec.captured = None if freeze else r.captured_checks
+        spec.captured = None if freeze and _is_torch_module(fn) else r.captured_checks
         spec.arg_modes = r.arg_modes or None
+        spec.live_captured = r.live_captured
         if return_backend_traced_fn:
             _compile_backend(spec, target, r.static_positions, r.sym_positions)
         return spec, r.out, r.workdir
@@ -1284,10 +1315,13 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
 
 def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_ints, stateful=None,
                  arg_stateful_idxs=None, kwarg_stateful_idxs=None, freeze=False,
-                 symbolic_shapes=True, for_export=False) -> _Recorded:
+                 symbolic_shapes=True, for_export=False, live_captured=False) -> _Recorded:
     """Record one call of `fn` into a trace in a new temporary directory (the caller owns it).
     `for_export`: the trace becomes a file (export()), never replayed here: state the call wrote
-    that its result also returns (a decoding step's grown cache) is one output, not two."""
+    that its result also returns (a decoding step's grown cache) is one output, not two.
+    `live_captured`: the arrays `fn` reaches through its closure, globals or `self` are inputs
+    read on every replay (else constants, checked on every call); a replay in another framework
+    bakes them, converted once, rather than convert every weight on every call."""
     name = _name_of(fn)
     is_module = _is_torch_module(fn)
     source = _source_framework(fn, args, kwargs)
@@ -1362,7 +1396,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             # module, or this one after an optimizer step, silently gave the traced weights).
             arg_module_state = []
             for which, m in _argument_modules(args, kwargs, fn):
-                arg_modes.extend((which, qn, sub.training) for qn, sub in m.named_modules())
+                arg_modes.extend((which, qn, sub.training, None) for qn, sub in m.named_modules())
                 for qn, t, is_buffer in _module_state(m):
                     if not freeze or (is_buffer and m.training):
                         state_in.append(_StateSlot(which, qn, module_tensor=True))
@@ -1375,11 +1409,13 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             # and eval() kept the traced mode's BatchNorm and dropout. Frozen and exported
             # graphs keep them as constants (checked on every call, _captured_checks).
             captured_state = []   # (slot, tensor, version)
-            if not is_module and not freeze and not for_export:
+            if not is_module and not for_export:
                 taken = handled | {id(v) for _, v in inputs} | {id(v) for _, v in extra}
                 for slot, label, t in _captured_state_slots(fn, taken):
                     if isinstance(slot, tuple):   # a module's mode: (holder, qualified name, flag)
                         arg_modes.append(slot)
+                        continue
+                    if freeze or not live_captured:
                         continue
                     state_in.append(slot)
                     extra.append((label, t))
@@ -1514,7 +1550,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
         finally:
             rec.stop()
         return _Recorded(workdir=workdir, trace_path=trace_path, out=out, sym_args=sym_args, arg_names=arg_names,
-                         captured_checks=captured_checks, arg_modes=arg_modes,
+                         captured_checks=captured_checks, arg_modes=arg_modes, live_captured=bool(captured_state),
                          state_in=state_in, state_out=state_out, out_spec=out_spec, modes=modes,
                          static_positions=static_positions, sym_positions=sym_positions)
     except BaseException:
@@ -1568,8 +1604,8 @@ def _is_sym(v) -> bool:
 def _captured_state_slots(fn, taken):
     """For the torch modules and tensors a plain function reaches through its closure, globals
     or `self` (as _captured_checks finds them): (_StateSlot, name, tensor) for each parameter,
-    buffer and bare tensor, read on every replay, and ((holder, qualified name, training flag),
-    None, None) for each module's mode. `taken`: ids of tensors already inputs or state."""
+    buffer and bare tensor, read on every replay, and ((holder, qualified name, training flag,
+    submodule), None, None) for each module's mode. `taken`: ids of tensors already inputs or state."""
     torch = sys.modules.get("torch")
     if torch is None:
         return []
@@ -1578,12 +1614,12 @@ def _captured_state_slots(fn, taken):
         if isinstance(v, torch.nn.Module) and label.startswith("module "):
             name = label[len("module "):].strip("'")
             which = ("fixed", v, name)
-            out += [((which, qn, sub.training), None, None) for qn, sub in v.named_modules()]
+            out += [((which, qn, sub.training, sub), None, None) for qn, sub in v.named_modules()]
             for qn, t, _ in _module_state(v):
                 if id(t) not in seen:
                     seen.add(id(t))
                     out.append((_StateSlot(which, qn, module_tensor=True), f"{name}.{qn}", t))
-        elif _is_array(v) and label.startswith("array ") and id(v) not in seen:
+        elif _is_array(v) and label.startswith("array ") and id(v) not in seen and not _is_jax_key(v):
             seen.add(id(v))
             out.append((_StateSlot(("fixed", holder, label), key, item=kind != 1),
                         label[len("array "):].strip("'"), v))
@@ -1592,6 +1628,21 @@ def _captured_state_slots(fn, taken):
             out.append((_StateSlot(("fixed", holder, label), key, item=kind != 1),
                         label[len("tensor "):].strip("'"), v))
     return out
+
+
+def _is_jax_key(v) -> bool:
+    """A JAX PRNG key (typed, or the legacy uint32[2]): one from the closure stays a constant of
+    the graph, so include_generators=False can bake the random values drawn from it (a JAX array
+    cannot change in place, and rebinding it is checked on every call)."""
+    jax = sys.modules.get("jax")
+    if jax is None or not isinstance(v, jax.Array):
+        return False
+    try:
+        if jax.dtypes.issubdtype(v.dtype, jax.dtypes.prng_key):
+            return True
+    except (AttributeError, TypeError):
+        pass
+    return str(v.dtype) == "uint32" and tuple(v.shape) == (2,)
 
 
 def _captured_tensors(fn):

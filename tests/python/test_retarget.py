@@ -54,9 +54,11 @@ def _is_target_array(x, target):
 
 
 def _trace(fn, args):
+    # Frozen: the plan holds the weights the samples reach through their closures and globals
+    # (trace_graph's own plan reads them on every call, as inputs).
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ivytrace.trace_graph(fn, args=args)
+        return ivytrace.freeze(fn, args=args)
 
 
 # (source, name) -> (fn, inputs at trace time, fresh inputs)

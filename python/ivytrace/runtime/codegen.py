@@ -70,13 +70,35 @@ def _guard_check(evaluate, observed, op, where, expr=""):
 
     what = f" The value checked is `{expr}`." if expr else ""
 
+    def fail(new):
+        raise GuardError(
+            f"ivytrace: guard failed at {where}: when traced, {op} gave {observed!r}; on these "
+            f"inputs it gives {new!r}.{what} The graph was specialized on that value ({why}); trace "
+            f"again with inputs that take this path.")
+
+    # Every replay runs these for every input (a rank and a dtype each, also for a model's live
+    # weights): the common kinds skip same_value's general comparison.
+    if evaluate is _GUARD_EVAL["dtype"]:
+        passed = set()   # dtype objects seen to match: a set lookup, not a name built per call
+
+        def check(t):
+            d = t.dtype
+            if d not in passed:
+                new = evaluate(t)
+                if not same_value(new, observed):
+                    fail(new)
+                passed.add(d)
+        return check
+    if evaluate in (_GUARD_EVAL["dim"], _GUARD_EVAL["ndim"]) and type(observed) is int:
+        def check(t):
+            if t.ndim != observed:   # torch, NumPy and JAX arrays all have .ndim
+                fail(t.ndim)
+        return check
+
     def check(t):
         new = evaluate(t)
         if not same_value(new, observed):
-            raise GuardError(
-                f"ivytrace: guard failed at {where}: when traced, {op} gave {observed!r}; on these "
-                f"inputs it gives {new!r}.{what} The graph was specialized on that value ({why}); trace "
-                f"again with inputs that take this path.")
+            fail(new)
     return check
 
 
