@@ -143,12 +143,12 @@ def _flatten(v, where="the result"):
         # Any other object holding arrays in its attributes (a transformers cache, whose layers
         # hold the keys and values): the replay returns a shallow copy of the traced object with
         # those attributes rebuilt from its own results. The template keeps no traced array.
-        d = v.__dict__
+        d = _attr_dict(v)
         keys = [a for a, x in d.items() if _holds_array(x)]
         items = [_flatten(d[a], f"{where}.{a}") for a in keys]
         template = copy.copy(v)
         for a in keys:
-            template.__dict__[a] = None
+            object.__setattr__(template, a, None)
         return {a: x for a, (x, _) in zip(keys, items)}, ("object", template, keys, [s for _, s in items])
     return v, None   # any other Python value comes back as it was when traced
 
@@ -174,11 +174,13 @@ def _holds_array(v, depth=0) -> bool:
         return any(_holds_array(x, depth + 1) for x in v)
     if isinstance(v, dict):
         return any(_holds_array(x, depth + 1) for x in v.values())
-    # An object's attributes, also through lists of objects (a transformers cache's layers); not a
-    # torch module's (returned as it is: the live module, whose tensors are its state).
-    d = getattr(v, "__dict__", None)
-    return isinstance(d, dict) and not isinstance(v, type) and not _is_torch_module(v) and \
-        any(_holds_array(x, depth + 1) for x in d.values())
+    # An object's attributes (__dict__ and __slots__), also through lists of objects (a
+    # transformers cache's layers); not a torch module's (returned as it is: the live module,
+    # whose tensors are its state).
+    if isinstance(v, (type, types.ModuleType)) or _is_torch_module(v):
+        return False
+    d = _attr_dict(v)
+    return d is not None and any(_holds_array(x, depth + 1) for x in d.values())
 
 
 def _rebuild(spec, v):
@@ -196,7 +198,7 @@ def _rebuild(spec, v):
     if kind == "object":
         o = copy.copy(spec[1])
         for a, s in zip(spec[2], spec[3]):
-            o.__dict__[a] = _rebuild(s, v[a])
+            object.__setattr__(o, a, _rebuild(s, v[a]))   # also a slot; no __setattr__ hook runs
         return o
     cls, keys, subs = spec
     out = {k: _rebuild(s, v[k]) for k, s in zip(keys, subs)}
@@ -384,8 +386,8 @@ def _argument_objects(args, kwargs, declared):
             for k, x in v.items():
                 walk(x, which, path + [k], depth + 1)
             return
-        d = getattr(v, "__dict__", None)
-        if not isinstance(d, dict) or not _holds_array(v):
+        d = _attr_dict(v)
+        if d is None or not _holds_array(v):
             return
         seen.add(id(v))
         if any(_is_array(x) for x in d.values()):
@@ -402,12 +404,36 @@ def _argument_objects(args, kwargs, declared):
 
 
 def _attrs(obj) -> dict:
-    d = getattr(obj, "__dict__", None)
-    if isinstance(d, dict):
-        return dict(d)
+    d = _attr_dict(obj)
+    if d is not None:
+        return d
     if isinstance(obj, dict):
         return dict(obj)
     return {}
+
+
+def _attr_dict(v):
+    """{attribute: value} of an object's __dict__ and __slots__ (a slot never set is left out),
+    or None for an object with neither (a number, a dict, a builtin)."""
+    if type(v).__module__.startswith("ivytrace."):   # a symbolic number's recorder, a Graph
+        return None
+    d = getattr(v, "__dict__", None)
+    out = dict(d) if isinstance(d, dict) else None
+    if type(v).__module__ == "builtins" or isinstance(v, type):
+        return out
+    for cls in type(v).__mro__[:-1]:
+        slots = cls.__dict__.get("__slots__", ())
+        for a in (slots,) if isinstance(slots, str) else slots:
+            if a in ("__dict__", "__weakref__"):
+                continue
+            try:
+                x = getattr(v, a)
+            except AttributeError:   # a slot never assigned
+                continue
+            if out is None:
+                out = {}
+            out.setdefault(a, x)
+    return out
 
 
 # -- specializations --------------------------------------------------------------------------
@@ -1812,7 +1838,7 @@ def _object_reaches_array(v, depth=0, memo=None) -> bool:
         found = len(v) <= 4096 and any(_object_reaches_array(x, depth + 1, memo) for x in v)
     elif isinstance(v, dict):
         found = len(v) <= 4096 and any(_object_reaches_array(x, depth + 1, memo) for x in v.values())
-    elif type(v).__module__ != "builtins":
+    elif type(v).__module__ != "builtins" and not type(v).__module__.startswith("ivytrace."):
         try:
             found = any(_object_reaches_array(getattr(v, a, None), depth + 1, memo)
                         for a in _object_attribute_names(v)[:256])
