@@ -463,6 +463,9 @@ class _Specialization:
         # with self.captured).
         self.arg_modes = None
         self.fn = plan._fn               # the replay, or the backend's compiled replay
+        # "file:line" where the traced call switched autograd or autocast (_ModeSwitches), or None
+        self.grad_switch = None
+        self.autocast_switch = None
         self.backend = None              # "torch.compile" / "jax.jit" when return_backend_traced_fn
 
     def check_modes(self):
@@ -541,6 +544,9 @@ class _Specialization:
                                           f"mode now (module.train()/.eval() decide what forward does); trace again")
         if self.state_in:
             values += [s.get(args, kwargs) for s in self.state_in]
+        if self.autocast_switch is not None or self.grad_switch is not None and \
+                _torch().is_grad_enabled() and _requires_grad_somewhere(values):
+            raise _RunEagerly()
         raw = self.fn(*values)
         if self.state_out:
             result, state = raw
@@ -649,7 +655,7 @@ class Graph:
     def _update_fast(self):
         spec = self._specs[0] if self._specs else None
         ok = spec is not None and not spec.modes and not spec.state_in and not spec.state_out and not spec.captured and \
-            not spec.arg_modes and \
+            not spec.arg_modes and spec.grad_switch is None and spec.autocast_switch is None and \
             spec._positional(self._sig)
         self._fast = (spec.fn, len(spec.arg_names), spec.out_spec) if ok else None
 
@@ -661,6 +667,8 @@ class Graph:
             spec = self._specs[i]
             try:
                 out = spec.run(self._sig, args, kwargs)
+            except _RunEagerly:
+                return self._run_eagerly(spec, args, kwargs)
             except GuardError as e:
                 failed = failed or e
                 only_modes = only_modes and isinstance(e, _ModeGuardError)
@@ -679,6 +687,23 @@ class Graph:
         warnings.warn(f"ivytrace: tracing {self.name} again ({len(self._specs) + 1} of at most {self.max_traces}): "
                       f"{first}", RetraceWarning, stacklevel=_user_level()[0])
         return self._trace_and_keep(args, kwargs)
+
+    def _run_eagerly(self, spec, args, kwargs):
+        """The original function, where the replay would not be the same (_ModeSwitches)."""
+        if not getattr(spec, "warned_eager", False):
+            spec.warned_eager = True
+            if spec.autocast_switch is not None:
+                why = (f"it enters torch.autocast at {spec.autocast_switch}, and the replay cannot reproduce "
+                       f"autocast's casts (move autocast around the call of the graph instead)")
+            else:
+                why = (f"it switches autograd at {spec.grad_switch} (torch.no_grad, enable_grad, "
+                       f"inference_mode), and gradients of this call would flow where the original stops them "
+                       f"(call the graph under torch.no_grad() when no gradients are needed)")
+            warnings.warn(f"ivytrace: {self.name} runs the original function, not its graph: {why}",
+                          StateWarning, stacklevel=_user_level()[0])
+        if _is_torch_module(self._fn):
+            return _call_module_eagerly(self._fn, args, kwargs)
+        return self._call(*args, **kwargs)
 
     def _trace_and_keep(self, args, kwargs):
         if self._example is None:
@@ -999,6 +1024,80 @@ def _original_forward(module):
     if isinstance(installed, Graph):
         installed = installed._saved_forward
     return installed if installed is not None else type(module).forward.__get__(module)
+
+
+class _ModeSwitches:
+    """Where the traced call switched autograd (torch.no_grad, enable_grad, set_grad_enabled,
+    inference_mode) or autocast on or off: "file:line" of the program's code, or None.
+
+    The recorder sees the ops, not these modes: ops computed under an inner no_grad replay with
+    gradients (a teacher's or EMA model's weights then received gradients, silently), and ops
+    under autocast replay in the inputs' dtype (float32 where eager gave bfloat16). Such a
+    graph runs the original function where the replay would differ (see _Specialization.run)."""
+
+    def __init__(self):
+        self.grad = None
+        self.autocast = None
+        self._saved = []
+
+    def start(self):
+        torch = _torch()
+        for owner, attr, kind in ((torch._C, "_set_grad_enabled", "grad"), (torch._C, "_InferenceMode", "grad"),
+                                  (torch, "set_autocast_enabled", "autocast")):
+            prev = getattr(owner, attr, None)
+            if prev is None:
+                continue
+            self._saved.append((owner, attr, prev))
+            setattr(owner, attr, self._wrap(prev, kind))
+
+    def stop(self):
+        for owner, attr, prev in reversed(self._saved):
+            setattr(owner, attr, prev)
+        self._saved = []
+
+    def _wrap(self, prev, kind):
+        def switch(*a, **k):
+            if getattr(self, kind) is None:
+                where = _program_frame(sys._getframe(1))
+                if where is not None:
+                    setattr(self, kind, where)
+            return prev(*a, **k)
+        return switch
+
+
+_TORCH_DIR = None
+
+
+def _program_frame(f):
+    """'file:line' of the first frame outside torch (the program's, or a library's like
+    transformers); None when that frame is ivytrace's own."""
+    global _TORCH_DIR
+    if _TORCH_DIR is None:
+        _TORCH_DIR = os.path.dirname(_torch().__file__) + os.sep
+    while f is not None and f.f_code.co_filename.startswith(_TORCH_DIR):
+        f = f.f_back
+    if f is None or f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        return None
+    return f"{f.f_code.co_filename}:{f.f_lineno}"
+
+
+def _requires_grad_somewhere(values) -> bool:
+    torch = _torch()
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            if v.requires_grad:
+                return True
+        elif isinstance(v, (tuple, list)):
+            if _requires_grad_somewhere(v):
+                return True
+        elif isinstance(v, dict):
+            if _requires_grad_somewhere(v.values()):
+                return True
+    return False
+
+
+class _RunEagerly(Exception):
+    """Raised by a specialization whose replay would differ from the original on this call."""
 
 
 def _call_module_eagerly(module, args, kwargs):
@@ -1331,6 +1430,7 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         spec.captured = None if freeze and _is_torch_module(fn) else r.captured_checks
         spec.arg_modes = r.arg_modes or None
         spec.live_captured = r.live_captured
+        spec.grad_switch, spec.autocast_switch = r.grad_switch, r.autocast_switch
         if return_backend_traced_fn:
             _compile_backend(spec, target, r.static_positions, r.sym_positions)
         return spec, r.out, r.workdir
@@ -1482,8 +1582,15 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             if jax_rec is not None:
                 jax_rec.use_shape_plan(shape_plan)
             rid = rec.region_begin(name, inputs + extra, f.f_code.co_filename, f.f_lineno)
+            switches = _ModeSwitches() if "torch" in frameworks else None
             try:
-                out = _call_module_eagerly(fn, args, kwargs) if is_module else fn(*args, **kwargs)
+                if switches is not None:
+                    switches.start()
+                try:
+                    out = _call_module_eagerly(fn, args, kwargs) if is_module else fn(*args, **kwargs)
+                finally:
+                    if switches is not None:
+                        switches.stop()
                 if jax_rec is not None:
                     jax_rec.end_shape_match(out)
             except BaseException as e:
@@ -1577,6 +1684,8 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             rec.stop()
         return _Recorded(workdir=workdir, trace_path=trace_path, out=out, sym_args=sym_args, arg_names=arg_names,
                          captured_checks=captured_checks, arg_modes=arg_modes, live_captured=bool(captured_state),
+                         grad_switch=switches.grad if switches is not None else None,
+                         autocast_switch=switches.autocast if switches is not None else None,
                          state_in=state_in, state_out=state_out, out_spec=out_spec, modes=modes,
                          static_positions=static_positions, sym_positions=sym_positions)
     except BaseException:

@@ -190,3 +190,49 @@ def test_an_nnx_module_passed_as_an_argument_is_read_on_every_call():
     g = ivytrace.trace_graph(apply, args=(nnx.Linear(3, 2, rngs=nnx.Rngs(0)), _x((2, 3))))
     other, x = nnx.Linear(3, 2, rngs=nnx.Rngs(5)), _x((4, 3), 1)
     np.testing.assert_allclose(g(other, x), apply(other, x), rtol=RTOL, atol=ATOL)
+
+
+def test_no_grad_inside_the_function_stops_gradients_as_eager_does():
+    # The recorder sees ops, not autograd's mode: `y = x * 2` under an inner no_grad replayed
+    # with gradients, so x.grad was 3 where eager gives 1, silently. A graph whose call
+    # switches autograd runs the original function when gradients could flow (with a
+    # StateWarning), and replays otherwise.
+    calls = []
+
+    def f(x):
+        calls.append(1)              # Python side effect: only the original function runs it
+        with torch.no_grad():
+            y = x * 2
+        return y + x
+    g = ivytrace.trace_graph(f, args=(torch.randn(3),))
+    x = torch.randn(3, requires_grad=True)
+    n = len(calls)
+    with pytest.warns(ivytrace.StateWarning, match=r"switches autograd at .*test_captured_state.py"):
+        out = g(x)
+    assert len(calls) == n + 1
+    out.sum().backward()
+    assert torch.equal(x.grad, torch.ones(3))
+    with torch.no_grad():
+        torch.testing.assert_close(g(x), f(x.detach()))
+    n = len(calls)
+    g(torch.randn(3))                # nothing requires grad: the replay
+    with torch.no_grad():
+        g(x)
+    assert len(calls) == n
+
+
+def test_autocast_inside_the_function_gives_eager_dtypes():
+    # Ops under an inner torch.autocast replayed in float32 where eager computes in bfloat16.
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+
+    def f(x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return lin(x).relu()
+    x = torch.randn(4, 8)
+    g = ivytrace.trace_graph(f, args=(x,))
+    with pytest.warns(ivytrace.StateWarning, match=r"torch.autocast"):
+        got = g(x)
+    want = f(x)
+    assert got.dtype == want.dtype == torch.bfloat16
+    torch.testing.assert_close(got, want)
