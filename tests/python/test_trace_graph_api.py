@@ -261,8 +261,14 @@ def test_freeze_gives_the_frozen_weights_graph():
     # freeze() of a module never traced, with arguments
     other = ivytrace.freeze(_mlp(), args=(x,))
     assert _plan_inputs(other) == ["input"]
-    with pytest.raises(TypeError, match="torch.nn.Module"):
-        ivytrace.freeze(lambda v: v)
+    with pytest.raises(TypeError, match="torch.nn.Module, a function"):
+        ivytrace.freeze(3)
+    # A function: the weights it reaches through its closure are constants of its plan.
+    m = _mlp()
+    fz = ivytrace.freeze(lambda v: m(v), args=(x,))
+    assert len(_plan_inputs(fz)) == 1
+    with torch.no_grad():
+        torch.testing.assert_close(fz(x), m(x))
 
 
 def test_a_module_traced_again_replaces_its_replay():
