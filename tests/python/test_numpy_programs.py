@@ -364,3 +364,35 @@ def test_lexsort_of_a_list_of_arrays_is_recorded_not_baked():
         g = ivytrace.trace_graph(fn, args=(a, b))
         np.testing.assert_array_equal(g(a2, b2), fn(a2, b2))
         np.testing.assert_array_equal(g(a, b), fn(a, b))
+
+
+def test_ufunc_at_writes_its_array_in_place_on_replay():
+    # np.add.at(y, idx, b) returns None and writes y: the recorder did not list y as written,
+    # so the call was dropped as dead code and the replay returned y untouched, silently.
+    def scatter(x, idx):
+        y = x.copy()
+        np.add.at(y, idx, 1.0)
+        np.maximum.at(y, [0], x[1:2] * 3)
+        np.negative.at(y, [2])
+        return y
+    x, idx = np.arange(4.0), np.array([0, 0, 1])
+    g = ivytrace.trace_graph(scatter, args=(x, idx))
+    for x2, i2 in ((np.array([5.0, -1.0, 2.0, 7.0]), np.array([3, 3, 3])), (np.ones(4), idx)):
+        np.testing.assert_array_equal(g(x2, i2), scatter(x2, i2))
+
+
+def test_iterating_over_an_array_guards_its_length():
+    # `for row in x` was unrolled for the traced number of rows with no guard: another number
+    # of rows summed the traced count, silently. The length is now read as recorded.
+    def row_max_sum(x):
+        s = 0.0
+        for row in x:
+            s = s + row.max()
+        return s
+    g = ivytrace.trace_graph(row_max_sum, args=(np.ones((4, 3)),))
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    np.testing.assert_allclose(g(x), row_max_sum(x))
+    with pytest.raises(ivytrace.GuardError, match="ivytrace.sym"):
+        g(np.ones((6, 3)))
+    first, second = ivytrace.trace_graph(lambda x: tuple(x), args=(np.ones((2, 3)),))(np.arange(6.0).reshape(2, 3))
+    np.testing.assert_array_equal(second, [3.0, 4.0, 5.0])

@@ -294,6 +294,18 @@ def _len(self):
 TracedArray.__len__ = _len
 
 
+def _iter(self):
+    # `for row in x`: NumPy iterates in C, item by item until an IndexError, so the loop was
+    # unrolled for the traced length with no guard on it (another length summed the traced
+    # number of rows, silently). The length is read as recorded, and range() of it guards it.
+    if np.ndarray.__getattribute__(self, "ndim") == 0:
+        return np.ndarray.__iter__(self)   # raises NumPy's TypeError
+    return (self[i] for i in range(_len(self)))
+
+
+TracedArray.__iter__ = _iter
+
+
 def _make_method(mname):
     base = getattr(np.ndarray, mname)
 
@@ -693,6 +705,8 @@ class NumpyRecorder(ArrayRecorder, _sym.SymHost):
         """The arrays this call writes (out=, in-place methods)."""
         ws = []
         i = _WRITING_FUNCTIONS.get(name)
+        if i is None and name.endswith(".at"):   # ufunc.at(a, indices, b): writes a in place
+            i = 0
         if i is not None and len(args) > i and isinstance(args[i], np.ndarray):
             ws.append(args[i])
         if out is not None:
