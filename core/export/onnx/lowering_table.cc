@@ -280,7 +280,7 @@ const CanonicalLowering kTable[] = {
     {"isneginf",                      "IsInf",                        LowerSignedInf},
     {"isposinf",                      "IsInf",                        LowerSignedInf},
     {"isreal",                       "Shape+Expand (real tensors)",   LowerComplexPart},
-    {"istft",                         "DFT+ConvTranspose (overlap-add)+Div", LowerIstft},
+    {"istft",                         "DFT+Pad+Add (overlap-add)+Div", LowerIstft},
     {"kl_div",                      "Log+Mul+Sub+Where",            LowerLoss},
     {"kron",                          "Unsqueeze+Mul+Reshape",        LowerKron},
     {"kthvalue",                    "TopK+GatherElements",          LowerKthvalue},

@@ -528,8 +528,8 @@ Status LowerStft(const Node& node, const BoundCall& call, LoweringContext& ctx) 
 
 // torch.istft of a complex onesided spectrum [batch, n_fft // 2 + 1, frames] (or unbatched): each
 // frame's c2r of length n_fft (1/n_fft, or 1/sqrt(n_fft) when normalized), times the window
-// (zero-padded to n_fft at its centre), overlap-added every hop_length samples (a ConvTranspose
-// with the identity as kernel), divided by the overlap-added squared window, center's padding cut
+// (zero-padded to n_fft at its centre), overlap-added every hop_length samples (shifted blocks
+// added), divided by the overlap-added squared window, center's padding cut
 // and the result cut or zero-padded to `length`. (Where torch's NOLA check fails, the envelope has
 // a zero and torch raises: the model gives inf/NaN there.)
 Status LowerIstft(const Node& node, const BoundCall& call, LoweringContext& ctx) {
@@ -547,7 +547,6 @@ Status LowerIstft(const Node& node, const BoundCall& call, LoweringContext& ctx)
   if (rank != 2 && rank != 3) return Status::Unsupported("istft of a " + std::to_string(rank) + "-d spectrum");
   auto n_fft = call.Int("n_fft");
   if (!n_fft || *n_fft < 1) return Status::Unsupported("istft with n_fft that is not a positive int");
-  if (*n_fft > 4096) return Status::Unsupported("istft with n_fft > 4096 (the overlap-add kernel is n_fft^2)");
   int64_t hop = *n_fft / 4, win = *n_fft;
   if (!call.IsNone("hop_length")) {
     auto h = call.Int("hop_length");
@@ -593,34 +592,38 @@ Status LowerIstft(const Node& node, const BoundCall& call, LoweringContext& ctx)
   std::string frames = C2RDividedByN(ctx, spec, 3, 2, ctx.Int64s({*n_fft}), part);   // [batch, frames, n_fft]
   if (normalized) frames = ctx.EmitTemp("Mul", {frames, F(ctx, std::sqrt(static_cast<double>(*n_fft)), part)});
   frames = ctx.EmitTemp("Mul", {frames, window});
-  onnx::NodeProto* t2 = nullptr;
-  frames = ctx.EmitTemp("Transpose", {frames}, &t2);  // [batch, n_fft, frames]
-  SetAttr(t2, "perm", std::vector<int64_t>{0, 2, 1});
-  // The identity kernel [n_fft, 1, n_fft]: channel c adds into output position c of its frame.
-  onnx::TensorProto eye;
-  eye.set_data_type(part == v1::FLOAT64 ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT);
-  for (int64_t d : {*n_fft, int64_t{1}, *n_fft}) eye.add_dims(d);
-  for (int64_t i = 0; i < *n_fft; ++i) {
-    for (int64_t j = 0; j < *n_fft; ++j) {
-      if (part == v1::FLOAT64) eye.add_double_data(i == j ? 1.0 : 0.0);
-      else eye.add_float_data(i == j ? 1.0f : 0.0f);
+  // Overlap-add without a kernel of n_fft^2 (and for float64, which onnxruntime's ConvTranspose
+  // lacks): frames zero-padded to r = ceil(n_fft / hop) blocks of hop samples, [batch, frames, r,
+  // hop]; block i of frame t lands in output block t + i, so the output's blocks are the sum over
+  // i of block i of every frame, shifted by i (Pad along the frames), then cut to
+  // n_fft + hop (frames - 1) samples.
+  const int64_t r = (*n_fft + hop - 1) / hop;
+  if (r > 256) return Status::Unsupported("istft with n_fft / hop_length > 256 (the overlap-add adds that many shifted copies)");
+  auto overlap_add = [&](const std::string& v) {  // [batch, frames, n_fft] -> [batch, n_fft + hop (frames - 1)]
+    std::string p = v;
+    if (r * hop > *n_fft) p = ctx.EmitTemp("Pad", {p, ctx.Int64s({0, 0, 0, 0, 0, r * hop - *n_fft})});
+    p = ctx.EmitTemp("Reshape", {p, ctx.Int64s({0, 0, r, hop})});
+    std::string sum;
+    for (int64_t b = 0; b < r; ++b) {
+      onnx::NodeProto* g = nullptr;
+      const std::string block = ctx.EmitTemp("Gather", {p, ctx.Scalar(Number::Int(b), v1::INT64)}, &g);  // [batch, frames, hop]
+      SetAttr(g, "axis", int64_t{2});
+      const std::string shifted = ctx.EmitTemp("Pad", {block, ctx.Int64s({0, b, 0, 0, r - 1 - b, 0})});
+      sum = sum.empty() ? shifted : ctx.EmitTemp("Add", {sum, shifted});
     }
-  }
-  const std::string kernel = ctx.AddInitializer(std::move(eye), "istft_overlap_add");
-  auto overlap_add = [&](const std::string& v) {
-    onnx::NodeProto* ct = nullptr;
-    const std::string out = ctx.EmitTemp("ConvTranspose", {v, kernel}, &ct);
-    SetAttr(ct, "strides", std::vector<int64_t>{hop});
-    return ctx.Squeeze(out, {1});  // [batch, length]
+    std::string flat = ctx.EmitTemp("Reshape", {sum, ctx.Int64s({0, -1})});
+    if (r * hop > *n_fft) {
+      flat = ctx.EmitTemp("Slice", {flat, ctx.Int64s({0}), ctx.Int64s({*n_fft - r * hop}), ctx.Int64s({1})});
+    }
+    return flat;
   };
   const std::string y = overlap_add(frames);
-  // The envelope: the squared window in every frame, overlap-added ([1, n_fft, frames]).
-  const std::string n_frames = DimOf(ctx, frames, 2);
+  // The envelope: the squared window in every frame, overlap-added ([1, frames, n_fft]).
   onnx::NodeProto* cc = nullptr;
-  const std::string env_shape = ctx.EmitTemp("Concat", {ctx.Int64s({1, *n_fft}), n_frames}, &cc);
+  const std::string env_shape = ctx.EmitTemp("Concat", {ctx.Int64s({1}), DimOf(ctx, frames, 1), ctx.Int64s({*n_fft})}, &cc);
   SetAttr(cc, "axis", int64_t{0});
   const std::string w2 = ctx.EmitTemp("Mul", {window, window});
-  const std::string env = overlap_add(ctx.EmitTemp("Expand", {ctx.EmitTemp("Reshape", {w2, ctx.Int64s({1, *n_fft, 1})}), env_shape}));
+  const std::string env = overlap_add(ctx.EmitTemp("Expand", {w2, env_shape}));
   const int64_t start = center ? *n_fft / 2 : 0;
   const int64_t end = length ? start + *length : center ? -(*n_fft / 2) : std::numeric_limits<int64_t>::max();
   auto cut = [&](const std::string& v) {
@@ -845,8 +848,10 @@ Status LowerLaxFft(const Node& node, const BoundCall& call, LoweringContext& ctx
   const std::string kind = sym.substr(sym.rfind('.') + 1);
   const char* canonical = kind == "FFT" ? "fftn" : kind == "IFFT" ? "ifftn" : kind == "RFFT" ? "rfftn" : kind == "IRFFT" ? "irfftn" : nullptr;
   if (!canonical) return Status::Unsupported("lax.fft with fft_type " + sym);
-  auto lengths = call.IntList("fft_lengths");
-  if (!lengths || lengths->empty()) return Status::Unsupported("lax.fft: fft_lengths is not a non-empty tuple of ints");
+  // The lengths: ints, or sizes JAX's symbolic shapes proved follow an input dim (ivytrace.sym).
+  const v1::Arg* fl = call.Get("fft_lengths");
+  auto lengths = fl ? SequenceItems(*fl) : std::nullopt;
+  if (!lengths || lengths->empty()) return Status::Unsupported("lax.fft: fft_lengths is not a non-empty tuple");
   ValueId x;
   IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
   const int rank = ctx.Rank(x);
@@ -855,7 +860,7 @@ Status LowerLaxFft(const Node& node, const BoundCall& call, LoweringContext& ctx
   BoundCall c2 = call;
   v1::Arg s, dim;
   for (int i = 0; i < k; ++i) {
-    s.mutable_tuple()->add_items()->set_i((*lengths)[i]);
+    *s.mutable_tuple()->add_items() = *(*lengths)[i];
     dim.mutable_tuple()->add_items()->set_i(rank - k + i);
   }
   c2.Set("s", s);
@@ -893,7 +898,7 @@ const CanonicalLowering kComplexTable[] = {
     {"ihfftn",           "DFT (onesided)",               LowerFft},
     {"imag",             "Gather",                       LowerComplexUnary},
     {"irfft",            "DFT (inverse, Hermitian extension)", LowerFft},
-    {"istft",            "DFT+ConvTranspose (overlap-add)+Div", LowerIstft},
+    {"istft",            "DFT+Pad+Add (overlap-add)+Div", LowerIstft},
     {"irfftn",           "DFT (inverse, Hermitian extension)", LowerFft},
     {"mul",              "Mul on the parts",             LowerComplexBinary},
     {"permute_dims",     "Transpose (pair dim last)",    LowerComplexShape},
