@@ -678,6 +678,13 @@ Status LowerComplexUnary(const Node& node, const BoundCall& call, LoweringContex
     ctx.Emit("Identity", {RealToPair(ctx, ctx.CastTo(ctx.In(x), xd, part), ctx.Rank(x))}, {ctx.Out(result)});
     return Status::Ok();
   }
+  if (c == "imag" && !IsComplexDType(xd) && OnnxElemType(xd) != 0) {  // np.imag of a real array: zeros
+    IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+    const v1::DType rd = ctx.DType(result);
+    if (OnnxElemType(rd) == 0) return Status::Unsupported(std::string("imag with a ") + DTypeName(rd) + " result");
+    ctx.Emit("Expand", {ctx.Scalar(Number::Int(0), rd), ctx.EmitTemp("Shape", {ctx.In(x)})}, {ctx.Out(result)});
+    return Status::Ok();
+  }
   if (!IsComplexDType(xd)) return Status::Unsupported(c + " lowering of complex pairs given a " + DTypeName(xd) + " tensor");
   if (c == "resolve_conj" || c == "resolve_neg") {  // the values as they read (the bits made real)
     v1::DType part;
