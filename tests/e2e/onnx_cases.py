@@ -1096,6 +1096,18 @@ def _torch_complex_cases():
         torch.istft(torch.stft(s.double(), 8, hop_length=2, window=hann(8).double(), return_complex=True), 8, hop_length=2,
                     window=hann(8).double(), onesided=True)), S)
 
+    # Shape ops on complex values (FEDformer keeps x_ft[..., :modes]; pair dim stays last).
+    case("torch", "getitem", lambda x, y: (R(FFT.rfft(x)[..., :3]), R(FFT.fft(x)[:, 1]), R(FFT.fft(y)[0, :, 1:4:2]),
+                                           R(FFT.fft(x)[:, None, -1, ::2]), R(FFT.rfft(y, dim=1)[1:, ..., -2]), R(FFT.fft(x)[:, :, -3:])),
+         X, Y, variant="complex")
+    case("torch", "concat", lambda x, y: (R(torch.cat([FFT.fft(x), FFT.fft(x * 2)], dim=1)), R(torch.cat([FFT.rfft(y), x[..., :3]], -1)),
+                                          R(torch.cat((FFT.fft(x), FFT.ifft(x)), dim=0))), X, Y, variant="complex")
+    case("torch", "stack", lambda x, y: (R(torch.stack([FFT.fft(x), FFT.fft(x * 2)], dim=1)), R(torch.stack([FFT.rfft(y), x[..., :3]], -1))),
+         X, Y, variant="complex")
+    case("torch", "permute_dims", lambda x, y: (R(FFT.fft(x).permute(2, 0, 1)), R(FFT.fft(x).transpose(1, 2)), R(FFT.fft(y).mT)),
+         X, Y, variant="complex")
+    case("torch", "cast", lambda x, y: (R(x.to(torch.complex64) * FFT.fft(x)), R(FFT.fft(y).to(torch.complex128)),
+                                        R(y.double().to(torch.complex64) + 1j)), X, Y, variant="complex")
 
 def _numpy_cases():
     X = f32("B", 3, 4)

@@ -344,6 +344,8 @@ IVY_LOWERING(LowerComplexUnary);
 IVY_LOWERING(LowerComplexBinary);
 IVY_LOWERING(LowerComplexShape);
 IVY_LOWERING(LowerLaxFft);
+IVY_LOWERING(LowerComplexGetitem);
+IVY_LOWERING(LowerComplexConcat);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the

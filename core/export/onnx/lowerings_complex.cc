@@ -882,6 +882,126 @@ Status LowerLaxFft(const Node& node, const BoundCall& call, LoweringContext& ctx
   return st;
 }
 
+// Basic indexing of a complex tensor (ints, slices, None, one Ellipsis; bounds ints or sizes read
+// from shapes), which addresses the leading dims only: the pair dim stays last. A tensor or bool
+// index is refused.
+Status LowerComplexGetitem(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  v1::DType part;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(ComplexResult(node, ctx, &result, &part));
+  const v1::Arg* index = call.Get("index");
+  if (!index) return Status::Unsupported("getitem without an index");
+  std::vector<const v1::Arg*> items;
+  if (index->kind_case() == v1::Arg::kTuple) {
+    for (const auto& it : index->tuple().items()) items.push_back(&it);
+  } else {
+    items.push_back(index);
+  }
+  const int rank = ctx.Rank(x);
+  int consumed = 0, ellipses = 0;
+  for (const v1::Arg* it : items) {
+    switch (it->kind_case()) {
+      case v1::Arg::kEllipsis: ++ellipses; break;
+      case v1::Arg::kNone: break;
+      case v1::Arg::kSlice: ++consumed; break;
+      case v1::Arg::kI: ++consumed; break;
+      default:
+        if (IsSymbolicArg(ctx, *it)) {
+          ++consumed;
+          break;
+        }
+        return Status::Unsupported("getitem of a complex tensor with index " + ArgToString(*it, true) +
+                                   " (only ints, slices, None and Ellipsis index complex pairs)");
+    }
+  }
+  if (ellipses > 1 || consumed > rank) return Status::Unsupported("getitem index does not fit the complex tensor's dims");
+  std::string cur;
+  IVY_RETURN_IF_ERROR(PairOf(ctx, x, part, &cur));
+  auto bound = [&](const v1::Arg* a, int64_t dflt, std::string* out) -> Status {
+    if (!a || IsNone(*a)) {
+      *out = ctx.Int64s({dflt});
+    } else if (auto i = AsInt(*a)) {
+      *out = ctx.Int64s({*i});
+    } else if (IsSymbolicArg(ctx, *a)) {
+      std::string v;
+      IVY_RETURN_IF_ERROR(DynamicInts(ctx, *a, &v));
+      *out = ctx.EmitTemp("Reshape", {v, ctx.Int64s({1})});
+    } else {
+      return Status::Unsupported("slice bound " + ArgToString(*a, true) + " is not an int");
+    }
+    return Status::Ok();
+  };
+  int64_t axis = 0;
+  for (const v1::Arg* it : items) {
+    if (it->kind_case() == v1::Arg::kEllipsis) {
+      axis += rank - consumed;
+    } else if (it->kind_case() == v1::Arg::kNone) {
+      cur = ctx.Unsqueeze(cur, {axis});
+      ++axis;
+    } else if (it->kind_case() == v1::Arg::kSlice) {
+      const v1::Slice& sl = it->slice();
+      int64_t step = 1;
+      if (sl.has_step() && !IsNone(sl.step())) {
+        auto st = AsInt(sl.step());
+        if (!st || *st == 0) return Status::Unsupported("slice step " + ArgToString(sl.step(), true));
+        step = *st;
+      }
+      const bool full = (!sl.has_start() || IsNone(sl.start())) && (!sl.has_stop() || IsNone(sl.stop())) && step == 1;
+      if (!full) {
+        constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+        std::string start, stop;
+        IVY_RETURN_IF_ERROR(bound(sl.has_start() ? &sl.start() : nullptr, step > 0 ? 0 : kMax, &start));
+        IVY_RETURN_IF_ERROR(bound(sl.has_stop() ? &sl.stop() : nullptr, step > 0 ? kMax : kMin, &stop));
+        cur = ctx.EmitTemp("Slice", {cur, start, stop, ctx.Int64s({axis}), ctx.Int64s({step})});
+      }
+      ++axis;
+    } else {  // an int (or a size read from a shape): Gather drops the dim
+      std::string i;
+      IVY_RETURN_IF_ERROR(bound(it, 0, &i));
+      onnx::NodeProto* g = nullptr;
+      cur = ctx.EmitTemp("Gather", {cur, ctx.Squeeze(i, {0})}, &g);
+      SetAttr(g, "axis", axis);
+    }
+  }
+  ctx.Emit("Identity", {cur}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
+// cat / stack of complex tensors (real ones given a zero imaginary part) along a dim of the
+// complex result: the pair dim stays last.
+Status LowerComplexConcat(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const std::string& c = ctx.canonical();
+  ValueId result;
+  v1::DType part;
+  IVY_RETURN_IF_ERROR(ComplexResult(node, ctx, &result, &part));
+  const v1::Arg* tensors = call.Get("tensors");
+  auto items = tensors ? SequenceItems(*tensors) : std::nullopt;
+  if (!items || items->empty()) return Status::Unsupported(c + " of something that is not a list of tensors");
+  if (node.op == "numpy.concatenate" && call.Has("dim") && call.IsNone("dim")) {
+    return Status::Unsupported("np.concatenate(axis=None) of complex arrays");
+  }
+  const char* dim_param = call.Has("axis") && !call.IsNone("axis") ? "axis" : "dim";
+  auto d = call.Has(dim_param) && !call.IsNone(dim_param) ? call.Int(dim_param) : std::optional<int64_t>(0);
+  if (!d) return Status::Unsupported(c + ": dim is not an int");
+  int64_t axis;
+  IVY_RETURN_IF_ERROR(NormalizeAxis(*d, ctx.Rank(result), &axis));
+  std::vector<std::string> parts;
+  for (const v1::Arg* it : *items) {
+    Operand o;
+    if (it->kind_case() != v1::Arg::kTensor) return Status::Unsupported(c + " of a non-tensor item");
+    IVY_RETURN_IF_ERROR(OperandOf(ctx, *it, part, &o));
+    std::string p = AsPair(ctx, o);
+    if (c == "stack") p = ctx.Unsqueeze(p, {axis});
+    parts.push_back(p);
+  }
+  onnx::NodeProto* n = nullptr;
+  const std::string out = ctx.EmitTemp("Concat", parts, &n);
+  SetAttr(n, "axis", axis);
+  ctx.Emit("Identity", {out}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 namespace {
 
 // The lowerings that declare they handle complex values as pairs, sorted by canonical op.
@@ -891,12 +1011,14 @@ const CanonicalLowering kComplexTable[] = {
     {"angle",            "Gather+Atan+Where (atan2 of the parts)", LowerComplexUnary},
     {"cast",             "Cast of the parts|Pad|Gather", LowerComplexShape},
     {"complex",          "Expand+Concat",                LowerComplexUnary},
+    {"concat",           "Concat (pairs)",               LowerComplexConcat},
     {"conj",             "Mul by (1, -1)",               LowerComplexUnary},
     {"conj_to_complex",  "Mul by (1, -1)|Pad",           LowerComplexUnary},
     {"div",              "Smith's division on the parts", LowerComplexBinary},
     {"fft",              "DFT",                          LowerFft},
     {"fft_lax",          "DFT",                          LowerLaxFft},
     {"fftn",             "DFT",                          LowerFft},
+    {"getitem",          "Slice|Gather|Unsqueeze (pairs)", LowerComplexGetitem},
     {"hfft",             "DFT (inverse, Hermitian extension)", LowerFft},
     {"hfftn",            "DFT (inverse, Hermitian extension)", LowerFft},
     {"ifft",             "DFT (inverse)",                LowerFft},
@@ -917,6 +1039,7 @@ const CanonicalLowering kComplexTable[] = {
     {"resolve_neg",      "Identity",                     LowerComplexUnary},
     {"rfftn",            "DFT (onesided)",               LowerFft},
     {"stft",             "Pad+STFT+Transpose",           LowerStft},
+    {"stack",            "Unsqueeze+Concat (pairs)",     LowerComplexConcat},
     {"sub",              "Sub (pairs)",                  LowerComplexBinary},
     {"transpose",        "Transpose (pair dim last)",    LowerComplexShape},
     {"view_as_complex",  "Identity",                     LowerComplexUnary},
