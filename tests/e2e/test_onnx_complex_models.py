@@ -1,7 +1,8 @@
 """Models that compute with complex intermediates and return real results, exported to ONNX with
 their complex values carried as float pairs [..., 2] (core/export/onnx/lowerings_complex.cc):
 transformers' FNet (`torch.fft.fftn(h, dim=(1, 2)).real` in every layer; small config, random
-weights, no hub) and a spectrogram front end (stft, |.|^2, a mel matmul, log). Each is traced at
+weights, no hub), a spectrogram front end (stft, |.|^2, a mel matmul, log) and Autoformer's
+FFT autocorrelation (rfft, conj, irfft). Each is traced at
 one shape, exported with `ivytrace export --to onnx` and run in onnxruntime against the model
 itself at the traced shape and at other batch sizes and lengths. And what stays refused: a complex
 graph output, and an op on a complex value whose lowering does not handle pairs.
@@ -86,6 +87,26 @@ def test_spectrogram_exports_and_matches_at_other_batches_and_lengths(cli, tmp_p
         (got,) = _ort(out, x.numpy())
         assert got.shape == want.shape, (b, n)
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4, err_msg=f"spectrogram at batch {b}, length {n}")
+
+
+def test_autoformer_autocorrelation_exports_and_follows_the_length(cli, tmp_path):
+    # Autoformer's AutoCorrelation: period-based dependencies from rfft(q) * conj(rfft(k)), back
+    # with irfft of n = the sequence length (a size read from the input: the model follows it).
+    def autocorr(q, k):
+        q_fft = torch.fft.rfft(q.permute(0, 2, 3, 1).contiguous(), dim=-1)
+        k_fft = torch.fft.rfft(k.permute(0, 2, 3, 1).contiguous(), dim=-1)
+        corr = torch.fft.irfft(q_fft * torch.conj(k_fft), n=q.shape[1], dim=-1)
+        return torch.mean(corr, dim=(1, 2))
+    g = torch.Generator().manual_seed(0)
+    args = (torch.randn(2, 12, 2, 4, generator=g), torch.randn(2, 12, 2, 4, generator=g))
+    out, proc = _export(cli, tmp_path, autocorr, args)
+    assert proc.returncode == 0, proc.stderr
+    for b, n in ((2, 12), (3, 12), (2, 7), (4, 16)):
+        q, k = torch.randn(b, n, 2, 4, generator=g), torch.randn(b, n, 2, 4, generator=g)
+        want = autocorr(q, k).numpy()
+        (got,) = _ort(out, q.numpy(), k.numpy())
+        assert got.shape == want.shape, (b, n)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=1e-4, err_msg=f"autocorrelation at batch {b}, length {n}")
 
 
 def test_a_complex_graph_output_is_refused(cli, tmp_path):
