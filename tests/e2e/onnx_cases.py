@@ -1108,6 +1108,13 @@ def _torch_complex_cases():
          X, Y, variant="complex")
     case("torch", "cast", lambda x, y: (R(x.to(torch.complex64) * FFT.fft(x)), R(FFT.fft(y).to(torch.complex128)),
                                         R(y.double().to(torch.complex64) + 1j)), X, Y, variant="complex")
+    # Products (FEDformer's einsum("bhi,hio->bho", x_ft, weights) with complex weights).
+    WC = torch.complex(torch.linspace(-1, 1, 18).reshape(3, 6, 1), torch.linspace(1, -2, 18).reshape(3, 6, 1)).repeat(1, 1, 4)
+    case("torch", "einsum", lambda x, y: (R(torch.einsum("bhi,hio->bho", FFT.fft(x), WC)), R(torch.einsum("bhi,hio->bho", x.to(torch.complex64), WC)),
+                                          R(torch.einsum("bhi,bhj->bij", FFT.fft(x), FFT.rfft(y))), R(torch.einsum("...i->...", FFT.fft(x)))),
+         X, Y, variant="complex")
+    case("torch", "matmul", lambda x, y: (R(FFT.fft(x) @ FFT.fft(x).transpose(1, 2)), R(FFT.fft(x) @ x[0].T.to(torch.complex64)), R(x.to(torch.complex64) @ FFT.fft(x)[0].T),
+                                          R(torch.matmul(FFT.rfft(y)[:, :, 0], FFT.fft(x)))), X, Y, variant="complex")
 
 def _numpy_cases():
     X = f32("B", 3, 4)
@@ -1639,6 +1646,8 @@ def _numpy_complex_cases():
     case("numpy", "mul", lambda x, y: (R(FFT.fft(x) * FFT.fft(x[::-1])), R(FFT.rfft(y) * 2.0), R(FFT.fft(x) / (FFT.fft(x) + 30.0)),
                                        R(FFT.fft(x) + x), R(x - FFT.fft(x))), X, Y, variant="numpy_complex")
 
+    case("numpy", "matmul", lambda x, y: (R(FFT.fft(x) @ x[0].T), R(x @ FFT.fft(x)[0].T), R(np.einsum("bhi,bhj->bij", FFT.fft(x), y))),
+         X, Y, variant="numpy_complex")
 
 def _jax_cases():
     import jax

@@ -346,6 +346,7 @@ IVY_LOWERING(LowerComplexShape);
 IVY_LOWERING(LowerLaxFft);
 IVY_LOWERING(LowerComplexGetitem);
 IVY_LOWERING(LowerComplexConcat);
+IVY_LOWERING(LowerComplexProduct);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the

@@ -1002,6 +1002,70 @@ Status LowerComplexConcat(const Node& node, const BoundCall& call, LoweringConte
   return Status::Ok();
 }
 
+// matmul (torch.matmul, @, NumPy's matmul) and einsum of one or two operands with a complex one:
+// the product is bilinear, so it is that op on the parts, (ar br - ai bi) + i (ar bi + ai br),
+// with a real operand's imaginary part left out (MatMul / Einsum on the float parts).
+Status LowerComplexProduct(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  const std::string& c = ctx.canonical();
+  ValueId result;
+  v1::DType part;
+  IVY_RETURN_IF_ERROR(ComplexResult(node, ctx, &result, &part));
+  std::vector<const v1::Arg*> operands;
+  std::string equation;
+  if (c == "einsum") {
+    const v1::Arg* eq = call.Get("equation");
+    if (!eq || eq->kind_case() != v1::Arg::kS) return Status::Unsupported("einsum without an equation string");
+    for (char ch : eq->s()) {
+      if (ch != ' ') equation += ch;
+    }
+    const v1::Arg* ops = call.Get("operands");
+    auto items = ops ? SequenceItems(*ops) : std::nullopt;
+    if (!items) return Status::Unsupported("einsum operands are not a list");
+    operands = *items;
+    if (operands.empty() || operands.size() > 2) return Status::Unsupported("einsum of complex tensors with more than two operands");
+  } else if (c == "matmul") {
+    operands = {call.Get("input"), call.Get("other")};
+    if (!operands[0] || !operands[1]) return Status::Unsupported("matmul: missing operand");
+  } else {
+    return Status::Unsupported("the complex-pair lowering does not know canonical op '" + c + "'");
+  }
+  std::vector<std::string> re, im;  // im "" for a real operand
+  for (const v1::Arg* a : operands) {
+    if (a->kind_case() != v1::Arg::kTensor) return Status::Unsupported(c + " of a non-tensor operand");
+    Operand o;
+    IVY_RETURN_IF_ERROR(OperandOf(ctx, *a, part, &o));
+    if (o.pair.empty()) {
+      re.push_back(o.real);
+      im.push_back("");
+    } else {
+      re.push_back(Part(ctx, o.pair, 0));
+      im.push_back(Part(ctx, o.pair, 1));
+    }
+  }
+  auto prod = [&](const std::vector<std::string>& ins) {
+    onnx::NodeProto* n = nullptr;
+    const std::string out = ctx.EmitTemp(c == "einsum" ? "Einsum" : "MatMul", ins, &n);
+    if (c == "einsum") SetAttr(n, "equation", equation);
+    return out;
+  };
+  std::string out_re, out_im;
+  if (operands.size() == 1) {
+    out_re = prod({re[0]});
+    out_im = im[0].empty() ? "" : prod({im[0]});
+  } else {
+    out_re = prod({re[0], re[1]});
+    if (!im[0].empty() && !im[1].empty()) out_re = ctx.EmitTemp("Sub", {out_re, prod({im[0], im[1]})});
+    if (!im[1].empty()) out_im = prod({re[0], im[1]});
+    if (!im[0].empty()) {
+      const std::string t = prod({im[0], re[1]});
+      out_im = out_im.empty() ? t : ctx.EmitTemp("Add", {out_im, t});
+    }
+  }
+  if (out_im.empty()) return Status::Unsupported(c + " of real operands with a complex result");
+  ctx.Emit("Identity", {MakePair(ctx, out_re, out_im)}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 namespace {
 
 // The lowerings that declare they handle complex values as pairs, sorted by canonical op.
@@ -1015,6 +1079,7 @@ const CanonicalLowering kComplexTable[] = {
     {"conj",             "Mul by (1, -1)",               LowerComplexUnary},
     {"conj_to_complex",  "Mul by (1, -1)|Pad",           LowerComplexUnary},
     {"div",              "Smith's division on the parts", LowerComplexBinary},
+    {"einsum",           "Einsum on the parts",          LowerComplexProduct},
     {"fft",              "DFT",                          LowerFft},
     {"fft_lax",          "DFT",                          LowerLaxFft},
     {"fftn",             "DFT",                          LowerFft},
@@ -1029,6 +1094,7 @@ const CanonicalLowering kComplexTable[] = {
     {"irfft",            "DFT (inverse, Hermitian extension)", LowerFft},
     {"istft",            "DFT+Pad+Add (overlap-add)+Div", LowerIstft},
     {"irfftn",           "DFT (inverse, Hermitian extension)", LowerFft},
+    {"matmul",           "MatMul on the parts",          LowerComplexProduct},
     {"mul",              "Mul on the parts",             LowerComplexBinary},
     {"permute_dims",     "Transpose (pair dim last)",    LowerComplexShape},
     {"polar",            "Cos+Sin+Mul+Concat",           LowerComplexUnary},
