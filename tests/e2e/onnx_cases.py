@@ -993,6 +993,129 @@ def _torch_extra_cases():
 
 # --- NumPy ---------------------------------------------------------------------------------------------
 
+def _torch_complex_cases():
+    """Issue 11 item 2: complex intermediates carried as float pairs [..., 2] in ONNX
+    (core/export/onnx/lowerings_complex.cc): torch.fft's transforms (norm modes, odd and even n,
+    cut and padded lengths, several dims, the batch dim), stft, the complex parts and arithmetic.
+    Complex values never leave a case: each returns view_as_real pairs or real parts."""
+    # A transform's outputs are sums over whole dims: float32's error is relative to their size
+    # (|x| * eps * log n), so the absolute tolerance is 1e-4 (the values are up to ~50).
+
+    def case(*a, **kw):
+        kw.setdefault("atol", 1e-4)
+        return globals()["case"](*a, **kw)
+    import torch
+    FFT = torch.fft
+    R = torch.view_as_real
+    X = f32("B", 3, 6)
+    Y = f32("B", 3, 5)
+
+    def C(x, y):
+        return torch.complex(x, y)
+    case("torch", "fft", lambda x, y: (R(FFT.fft(x)), R(FFT.fft(y, n=8)), R(FFT.fft(x, n=4, dim=1)), R(FFT.fft(x, dim=0)),
+                                       R(FFT.fft(C(x, x * 2 - 1), norm="ortho")), R(FFT.fft(y.double(), norm="forward")),
+                                       R(FFT.fft(C(y, -y), n=7, dim=-1, norm="backward"))), X, Y)
+    case("torch", "ifft", lambda x, y: (R(FFT.ifft(x).resolve_conj()), R(FFT.ifft(y, n=3).resolve_conj()), R(FFT.ifft(C(x, x * x), dim=1, norm="ortho")),
+                                        R(FFT.ifft(C(y, y + 1), n=9, norm="forward")), R(FFT.ifft(x, dim=0).resolve_conj())), X, Y)
+    case("torch", "rfft", lambda x, y: (R(FFT.rfft(x)), R(FFT.rfft(y)), R(FFT.rfft(x, n=5, norm="ortho")), R(FFT.rfft(y, n=8, dim=1)),
+                                        R(FFT.rfft(x, dim=0, norm="forward")), R(FFT.rfft(x.double(), n=7))), X, Y)
+    case("torch", "irfft", lambda x, y: (FFT.irfft(FFT.rfft(x)), FFT.irfft(FFT.rfft(y), n=5), FFT.irfft(C(x, y[..., :1] + x), n=7),
+                                         FFT.irfft(C(y, -y), norm="ortho"), FFT.irfft(C(x, x), n=4, dim=1, norm="forward"),
+                                         FFT.irfft(C(y, y * 3), n=12), FFT.irfft(C(x.double(), x.double() - 1), dim=0)), X, Y)
+    case("torch", "hfft", lambda x, y: (FFT.hfft(C(x, y[..., :1] * x)), FFT.hfft(C(y, y + 1), n=7, norm="ortho"),
+                                        FFT.hfft(C(x, -x), n=6, dim=1, norm="forward"), FFT.hfft(FFT.ihfft(y), n=5)), X, Y)
+    case("torch", "ihfft", lambda x, y: (R(FFT.ihfft(x).resolve_conj()), R(FFT.ihfft(y, norm="ortho").resolve_conj()),
+                                         R(FFT.ihfft(x, n=9, dim=1, norm="forward").resolve_conj()), R(FFT.ihfft(y, n=4).resolve_conj())), X, Y)
+    case("torch", "fftn", lambda x, y: (R(FFT.fft2(x)), R(FFT.fftn(y, dim=(1, 2), norm="ortho")), R(FFT.fftn(x)),
+                                        R(FFT.fftn(C(y, y * y), s=(4, 7), norm="forward")), R(FFT.fft2(x, s=(2, 8), dim=(2, 1))),
+                                        FFT.fftn(x, dim=(1, 2)).real), X, Y)
+    case("torch", "ifftn", lambda x, y: (R(FFT.ifft2(C(x, -x))), R(FFT.ifftn(y, dim=(0, 2), norm="ortho")), R(FFT.ifftn(x, s=(5, 3))),
+                                         R(FFT.ifft2(y, norm="forward"))), X, Y)
+    case("torch", "rfftn", lambda x, y: (R(FFT.rfft2(x)), R(FFT.rfftn(y)), R(FFT.rfftn(x, s=(4, 5), norm="ortho")),
+                                         R(FFT.rfft2(y, dim=(2, 1), norm="forward"))), X, Y)
+    case("torch", "irfftn", lambda x, y: (FFT.irfftn(FFT.rfftn(x)), FFT.irfft2(FFT.rfft2(y), s=(3, 5)), FFT.irfft2(C(x, x + 1), norm="ortho"),
+                                          FFT.irfftn(C(y, -y), s=(4, 9), dim=(1, 2), norm="forward"), FFT.irfftn(C(x, x * x), dim=(0, 2))), X, Y)
+    case("torch", "hfftn", lambda x, y: (FFT.hfft2(C(x, x * y[..., :1])), FFT.hfftn(C(y, y + 1), s=(3, 7), norm="ortho"),
+                                         FFT.hfftn(C(x, -x), dim=(1, 2), norm="forward")), X, Y)
+    case("torch", "ihfftn", lambda x, y: (R(FFT.ihfft2(x)), R(FFT.ihfftn(y, norm="ortho")), R(FFT.ihfftn(x, s=(2, 4), dim=(1, 2), norm="forward"))),
+         X, Y)
+    # Complex parts and arithmetic.
+    case("torch", "real", lambda x, y: (FFT.fft(x).real, C(x, y[..., :1]).real, torch.real(FFT.rfft(y.double()))), X, Y, variant="complex")
+    case("torch", "imag", lambda x, y: (FFT.fft(x).imag, torch.imag(C(x, y[..., :1])), FFT.rfft(y.double()).imag), X, Y)
+    case("torch", "abs", lambda x, y: (FFT.fft(x).abs(), torch.abs(C(x, y[..., :1] * 1e20)), FFT.rfft(y, norm="ortho").abs() ** 2,
+                                       C(torch.full_like(x, float("inf")), x).abs()), X, Y, variant="complex")
+    # (Not the angle of a real signal's spectrum: its DC and Nyquist bins are real, and a
+    # last-bit imaginary part there flips the angle between pi and -pi.)
+    case("torch", "angle", lambda x, y: (FFT.fft(C(x, x * x - 1)).angle(), torch.angle(C(x, y[..., :1])), C(x, x * 0).angle()), X, Y, variant="complex")
+    case("torch", "conj", lambda x, y: (R(FFT.fft(x).conj().resolve_conj()), R(torch.conj_physical(C(x, y[..., :1]))),
+                                        (FFT.fft(x).conj() * FFT.fft(x)).real), X, Y, variant="complex")
+    case("torch", "resolve_conj", lambda x, y: (R(FFT.fft(x).conj().resolve_conj()), torch.resolve_conj(x), R(FFT.ifft(y).resolve_conj())),
+         X, Y)
+    case("torch", "resolve_neg", lambda x, y: (R(torch.resolve_neg(FFT.fft(x))), R(FFT.fft(y).resolve_neg())), X, Y, variant="complex")
+    case("torch", "view_as_real", lambda x, y: (R(FFT.fft(x)), torch.view_as_real(C(y, y * 2)).sum(-1)), X, Y)
+    case("torch", "view_as_complex", lambda x, y: (R(torch.view_as_complex(torch.stack([x, y[..., :1] * x], -1)) * 2),
+                                                   FFT.ifft(torch.view_as_complex(torch.stack([x, x], -1))).real), X, Y)
+    case("torch", "view_as_real_copy", lambda x, y: (torch.view_as_real_copy(FFT.fft(x)),), X, Y)
+    case("torch", "view_as_complex_copy", lambda x, y: (torch.view_as_complex_copy(torch.stack([x, y[..., :1] * x], -1)).imag,), X, Y)
+    case("torch", "complex", lambda x, y: (R(C(x, y[..., :1])), R(C(x[:, :1], y[:, :, :1])), R(C(x.double(), x.double() * 3))), X, Y)
+    case("torch", "polar", lambda x, y: (R(torch.polar(x.abs(), y[..., :1] * 3)), R(torch.polar(x.double().abs(), x.double()))), X, Y)
+    case("torch", "add", lambda x, y: (R(FFT.fft(x) + FFT.fft(x * 2)), R(FFT.fft(x) + x), R(x + FFT.fft(x)), R(FFT.fft(x) + 2.5),
+                                       R(torch.add(FFT.fft(x), C(x, x), alpha=3)), R(FFT.rfft(y) + C(y[..., :3], y[..., 2:])),
+                                       R(FFT.fft(x) + (1 + 2j))), X, Y, variant="complex")
+    case("torch", "sub", lambda x, y: (R(FFT.fft(x) - FFT.fft(x * 2)), R(FFT.fft(x) - x[0]), R(1.5 - FFT.fft(x)),
+                                       R(torch.sub(FFT.fft(x), C(x, x), alpha=0.5))), X, Y, variant="complex")
+    case("torch", "mul", lambda x, y: (R(FFT.fft(x) * FFT.fft(x * 2)), R(FFT.fft(x) * x), R(x * FFT.fft(x)), R(FFT.fft(x) * 3),
+                                       R(FFT.fft(x) * (0.5 - 1j)), FFT.irfft(FFT.rfft(y) * FFT.rfft(y.flip(-1)), n=5)), X, Y, variant="complex")
+    case("torch", "div", lambda x, y: (R(FFT.fft(x) / C(x + 3, y[..., :1])), R(FFT.fft(x) / (x.abs() + 1)), R(2.0 / C(x + 3, x)),
+                                       R(FFT.fft(x) / 4), R(C(x, x) / C(x * 0, y[..., :1] + 3)), R(C(x, x) / C(x * 0 + 1e-30, x * 0 + 1e30))),
+         X, Y, variant="complex")
+    # stft: the spectrogram of a [B, L] signal and of a 1-d one.
+    S = f32("B", 40)
+
+    # Periodic Hann windows, made before the regions (torch.hann_window has no schema entry).
+    HANN = {n: torch.from_numpy((0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n) / n)).astype(np.float32)) for n in (8, 10, 12, 16)}
+
+    def hann(n):
+        return HANN[n]
+    case("torch", "stft", lambda s: (torch.stft(s, 16, hop_length=4, window=hann(16), return_complex=True).abs() ** 2,
+                                     R(torch.stft(s, 8, return_complex=True, window=hann(8))),
+                                     R(torch.stft(s, 16, hop_length=5, win_length=10, window=hann(10), center=False, return_complex=True)),
+                                     R(torch.stft(s, 12, hop_length=3, window=hann(12), pad_mode="constant", normalized=True, return_complex=True)),
+                                     R(torch.stft(s, 12, hop_length=6, window=hann(12), pad_mode="replicate", return_complex=True)),
+                                     R(torch.stft(s[0], 10, hop_length=4, win_length=7, return_complex=True)),
+                                     R(torch.stft(s.double(), 16, hop_length=4, window=hann(16).double(), onesided=True, return_complex=True))),
+         S)
+    case("torch", "istft", lambda s: (
+        torch.istft(torch.stft(s, 16, hop_length=4, window=hann(16), return_complex=True), 16, hop_length=4, window=hann(16)),
+        torch.istft(torch.stft(s, 16, hop_length=4, window=hann(16), return_complex=True), 16, hop_length=4, window=hann(16), length=37),
+        torch.istft(torch.stft(s, 12, hop_length=3, window=hann(12) + 0.1, center=False, normalized=True, return_complex=True), 12,
+                    hop_length=3, window=hann(12) + 0.1, center=False, normalized=True),
+        torch.istft(torch.stft(s, 16, hop_length=4, win_length=10, window=hann(10), return_complex=True) * 2, 16, hop_length=4,
+                    win_length=10, window=hann(10), length=45),
+        torch.istft(torch.stft(s[0], 8, return_complex=True, window=hann(8)), 8, window=hann(8)),
+        torch.istft(torch.stft(s.double(), 8, hop_length=2, window=hann(8).double(), return_complex=True), 8, hop_length=2,
+                    window=hann(8).double(), onesided=True)), S)
+
+    # Shape ops on complex values (FEDformer keeps x_ft[..., :modes]; pair dim stays last).
+    case("torch", "getitem", lambda x, y: (R(FFT.rfft(x)[..., :3]), R(FFT.fft(x)[:, 1]), R(FFT.fft(y)[0, :, 1:4:2]),
+                                           R(FFT.fft(x)[:, None, -1, ::2]), R(FFT.rfft(y, dim=1)[1:, ..., -2]), R(FFT.fft(x)[:, :, -3:])),
+         X, Y, variant="complex")
+    case("torch", "concat", lambda x, y: (R(torch.cat([FFT.fft(x), FFT.fft(x * 2)], dim=1)), R(torch.cat([FFT.rfft(y), x[..., :3]], -1)),
+                                          R(torch.cat((FFT.fft(x), FFT.ifft(x)), dim=0))), X, Y, variant="complex")
+    case("torch", "stack", lambda x, y: (R(torch.stack([FFT.fft(x), FFT.fft(x * 2)], dim=1)), R(torch.stack([FFT.rfft(y), x[..., :3]], -1))),
+         X, Y, variant="complex")
+    case("torch", "permute_dims", lambda x, y: (R(FFT.fft(x).permute(2, 0, 1)), R(FFT.fft(x).transpose(1, 2)), R(FFT.fft(y).mT)),
+         X, Y, variant="complex")
+    case("torch", "cast", lambda x, y: (R(x.to(torch.complex64) * FFT.fft(x)), R(FFT.fft(y).to(torch.complex128)),
+                                        R(y.double().to(torch.complex64) + 1j)), X, Y, variant="complex")
+    # Products (FEDformer's einsum("bhi,hio->bho", x_ft, weights) with complex weights).
+    WC = torch.complex(torch.linspace(-1, 1, 18).reshape(3, 6, 1), torch.linspace(1, -2, 18).reshape(3, 6, 1)).repeat(1, 1, 4)
+    case("torch", "einsum", lambda x, y: (R(torch.einsum("bhi,hio->bho", FFT.fft(x), WC)), R(torch.einsum("bhi,hio->bho", x.to(torch.complex64), WC)),
+                                          R(torch.einsum("bhi,bhj->bij", FFT.fft(x), FFT.rfft(y))), R(torch.einsum("...i->...", FFT.fft(x)))),
+         X, Y, variant="complex")
+    case("torch", "matmul", lambda x, y: (R(FFT.fft(x) @ FFT.fft(x).transpose(1, 2)), R(FFT.fft(x) @ x[0].T.to(torch.complex64)), R(x.to(torch.complex64) @ FFT.fft(x)[0].T),
+                                          R(torch.matmul(FFT.rfft(y)[:, :, 0], FFT.fft(x)))), X, Y, variant="complex")
+
 def _numpy_cases():
     X = f32("B", 3, 4)
     for c, fn in {"exp": np.exp, "tanh": np.tanh, "negative": np.negative, "abs": np.abs, "sin": np.sin,
@@ -1486,6 +1609,46 @@ def _numpy_extra_cases():
 
 # --- JAX -----------------------------------------------------------------------------------------------
 
+def _numpy_complex_cases():
+    """Issue 11 item 2: numpy.fft's transforms through the complex-pair lowerings (NumPy 2 computes
+    float32 input in complex64); the cases return real parts, np.real/np.imag and magnitudes."""
+    # A transform's outputs are sums over whole dims: float32's error is relative to their size
+    # (|x| * eps * log n), so the absolute tolerance is 1e-4 (the values are up to ~50).
+
+    def case(*a, **kw):
+        kw.setdefault("atol", 1e-4)
+        return globals()["case"](*a, **kw)
+    FFT = np.fft
+    X = f32("B", 3, 6)
+    Y = f32("B", 3, 5)
+
+    def R(z):
+        return np.real(z), np.imag(z)
+    case("numpy", "fft", lambda x, y: (R(FFT.fft(x)), R(FFT.fft(y, n=8, axis=1)), R(FFT.fft(x, 4, norm="ortho")),
+                                       R(FFT.fft(y.astype(np.float64), norm="forward")), R(FFT.fft(x, axis=0))), X, Y, variant="numpy")
+    case("numpy", "ifft", lambda x, y: (R(FFT.ifft(x)), R(FFT.ifft(FFT.fft(y), n=3)), R(FFT.ifft(x, axis=1, norm="ortho"))), X, Y,
+         variant="numpy")
+    case("numpy", "rfft", lambda x, y: (R(FFT.rfft(x)), R(FFT.rfft(y)), np.abs(FFT.rfft(x, n=7, norm="ortho")) ** 2,
+                                        R(FFT.rfft(y, axis=0, norm="forward"))), X, Y, variant="numpy")
+    case("numpy", "irfft", lambda x, y: (FFT.irfft(FFT.rfft(x)), FFT.irfft(FFT.rfft(y), n=5), FFT.irfft(FFT.fft(y), n=9, norm="ortho"),
+                                         FFT.irfft(FFT.rfft(x, axis=1), axis=1, norm="forward")), X, Y, variant="numpy")
+    case("numpy", "hfft", lambda x, y: (FFT.hfft(FFT.fft(x)), FFT.hfft(FFT.ifft(y), n=7, norm="ortho")), X, Y, variant="numpy")
+    case("numpy", "ihfft", lambda x, y: (R(FFT.ihfft(x)), R(FFT.ihfft(y, n=4, norm="forward"))), X, Y, variant="numpy")
+    case("numpy", "fftn", lambda x, y: (R(FFT.fft2(x)), R(FFT.fftn(y, axes=(1, 2), norm="ortho")), R(FFT.fftn(x)),
+                                        R(FFT.fftn(y, s=(4, 7))), R(FFT.fft2(x, s=(2, 8), axes=(2, 1)))), X, Y, variant="numpy")
+    case("numpy", "ifftn", lambda x, y: (R(FFT.ifft2(x)), R(FFT.ifftn(y, axes=(0, 2), norm="ortho"))), X, Y, variant="numpy")
+    case("numpy", "rfftn", lambda x, y: (R(FFT.rfft2(x)), R(FFT.rfftn(y)), R(FFT.rfftn(x, s=(4, 5), norm="ortho"))), X, Y, variant="numpy")
+    case("numpy", "irfftn", lambda x, y: (FFT.irfftn(FFT.rfftn(x)), FFT.irfft2(FFT.rfft2(y), s=(3, 5)), FFT.irfftn(FFT.fftn(y), axes=(1, 2),
+                                                                                                                        norm="forward")),
+         X, Y, variant="numpy")
+    case("numpy", "conj", lambda x, y: (R(np.conj(FFT.fft(x))), R(np.conjugate(FFT.rfft(y)) * FFT.rfft(y))), X, Y, variant="numpy_complex")
+    case("numpy", "abs", lambda x, y: (np.abs(FFT.fft(x)), np.absolute(FFT.rfft(y.astype(np.float64)))), X, Y, variant="numpy_complex")
+    case("numpy", "mul", lambda x, y: (R(FFT.fft(x) * FFT.fft(x[::-1])), R(FFT.rfft(y) * 2.0), R(FFT.fft(x) / (FFT.fft(x) + 30.0)),
+                                       R(FFT.fft(x) + x), R(x - FFT.fft(x))), X, Y, variant="numpy_complex")
+
+    case("numpy", "matmul", lambda x, y: (R(FFT.fft(x) @ x[0].T), R(x @ FFT.fft(x)[0].T), R(np.einsum("bhi,bhj->bij", FFT.fft(x), y))),
+         X, Y, variant="numpy_complex")
+
 def _jax_cases():
     import jax
     import jax.numpy as jnp
@@ -1575,6 +1738,32 @@ def _jax_cases():
          lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 1, 1, 1), "SAME"), f32("B", 4, 4, 3))
     case("jax", "reduce_window_max", lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2, 1), (1, 1), "VALID"),
          f32("B", 5), variant="folded", static=True)  # one non-pooled dim: folded by a Reshape of recorded sizes
+
+
+def _jax_complex_cases():
+    """Issue 11 item 2: jnp.fft (lax.fft_p: FFT, IFFT, RFFT, IRFFT) and lax's complex parts
+    through the complex-pair lowerings; cases return real results."""
+    # A transform's outputs are sums over whole dims: float32's error is relative to their size
+    # (|x| * eps * log n), so the absolute tolerance is 1e-4 (the values are up to ~50).
+
+    def case(*a, **kw):
+        kw.setdefault("atol", 1e-4)
+        return globals()["case"](*a, **kw)
+    import jax.numpy as jnp
+    from jax import lax
+    FFT = jnp.fft
+    X = f32("B", 3, 6)
+    Y = f32("B", 3, 5)
+
+    def R(z):
+        return jnp.real(z), jnp.imag(z)
+    case("jax", "fft_lax", lambda x, y: (R(FFT.fft(x)), R(FFT.ifft(y)), R(FFT.rfft(x)), R(FFT.rfft(y)), FFT.irfft(FFT.rfft(y)),
+                                         R(FFT.fft2(x)), R(FFT.rfftn(y)), FFT.irfftn(FFT.rfftn(x)),
+                                         R(FFT.fft(y, axis=1)), jnp.abs(FFT.rfft(x, norm="ortho")) ** 2), X, Y)
+    case("jax", "real_of_complex", lambda x, y: (lax.real(lax.complex(x, x * 2)), jnp.real(FFT.fft(y))), X, Y)
+    case("jax", "imag", lambda x, y: (lax.imag(lax.complex(x, x * 2)), jnp.imag(FFT.fft(y) * (1 + 2j))), X, Y, variant="jax")
+    case("jax", "conj_to_complex", lambda x, y: (R(lax.conj(lax.complex(x, x - 1))), R(lax.conj(y)), R(jnp.conj(FFT.fft(y)))), X, Y)
+    case("jax", "complex", lambda x, y: (R(lax.complex(x, x * 3)), jnp.abs(lax.complex(y, y + 1))), X, Y, variant="jax")
 
 
 def _jax_specfn_cases():
@@ -2139,9 +2328,11 @@ def build(fw):
         _torch_scatpool_cases()
         _torch_linstat_cases()
         _torch_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
+        _torch_complex_cases()  # after: appended, the cases before keep their seeds
     if fw == "jax":
         _jax_extra_cases()
         _jax_specfn_cases()
+        _jax_complex_cases()  # after: appended, the cases before keep their seeds
     if fw == "numpy":
         _numpy_scatpool_cases()
         _numpy_linstat_cases()
@@ -2150,6 +2341,7 @@ def build(fw):
         case("numpy", "tensordot", lambda x, m: (np.tensordot(x, m, 1), np.tensordot(x, m.T, axes=([2], [1])), np.tensordot(x, x, ([1, 2], [1, 2])),
                                                  np.tensordot(x[0], x[0])), f32("B", 3, 4), f32(4, 5), variant="numpy")
         _numpy_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
+        _numpy_complex_cases()  # after: appended, the cases before keep their seeds
     return [c for c in CASES if c.fw == fw]
 
 

@@ -29,6 +29,9 @@ PROGRAMS = {
     "searchsorted_interp": lambda x: jnp.searchsorted(GRID, x) + jnp.interp(x, GRID, GRID ** 2),
     "special": lambda x: (jss.i0e(x) + jss.i1e(x) + jss.gammainc(jnp.abs(x) + 1, jnp.abs(x)) + jss.polygamma(1, jnp.abs(x) + 1)
                           + jss.zeta(jnp.abs(x) + 2, 1.0) + jss.betainc(2.0, 3.0, jax.nn.sigmoid(x))),
+    # Issue 11 item 2: lax.fft_p (FFT, IFFT, RFFT, IRFFT; its fft_type a jax.lax.FftType symbol).
+    "fft": lambda x: (jnp.fft.fft(x).real + jnp.fft.ifft(x).imag + jnp.abs(jnp.fft.rfft(x)).sum(1, keepdims=True)
+                      + jnp.fft.irfft(jnp.fft.rfft(x)) + jnp.fft.fft2(x).imag + jnp.fft.fft(x, axis=0).real),
 }
 
 

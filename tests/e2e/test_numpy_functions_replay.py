@@ -41,6 +41,11 @@ PROGRAMS = {
     "in_place_writes": lambda x: _writes(_b(x)),
     "polynomials": lambda x: np.polyval(np.polyder([1.0, -2.0, 0.5, 3.0]), _b(x)) + np.polyval(np.polyfit(W, W ** 2, 2), _b(x)),
     # Issue 11 (specfn): np.i0 (its parameter x), np.gcd and np.lcm, which lower to ONNX now.
+    # Issue 11 item 2: numpy.fft's transforms and the parts of their complex results (z.real and
+    # z.imag recorded as np.real / np.imag).
+    "fft": lambda x: (np.abs(np.fft.rfft(_b(x))) + np.fft.fft(_b(x)).real[:, :3] + np.fft.irfft(np.fft.rfft(_b(x)), n=4)[:, :3]
+                      + np.fft.fft2(_b(x)).imag[:, 1:] + np.real(np.fft.ifftn(_b(x), axes=(0,)))[:, :3]
+                      + np.imag(np.fft.ihfft(_b(x), norm="ortho")) + np.fft.hfft(np.fft.rfft(_b(x)), n=3)),
     "i0_gcd_lcm": lambda x: (np.i0(_b(x)) + np.i0(x=_b(x) * 2) + np.gcd((_b(x) * 10).astype(np.int64), 12)
                              + np.lcm((_b(x) * 10).astype(np.int32), 4)),
 }

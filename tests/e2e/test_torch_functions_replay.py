@@ -108,6 +108,11 @@ PROGRAMS = {
                                                + (3 | (x * 10).long()) + (5 ^ (x * 10).long()) + (3 << (x * 3).abs().long())
                                                + ((1 << 40) >> (x * 3).abs().long()) + torch.bitwise_left_shift((x * 10).long(), 2)
                                                + torch.gcd((x * 10).long(), torch.tensor(4)) + torch.angle(x) + torch.conj(x)),
+    # Issue 11 item 2: torch.fft (axis= as dim's alias), stft/istft, complex parts and arithmetic.
+    "fft_stft": lambda x: (torch.fft.fftn(x, dim=(1, 2)).real + torch.fft.irfft(torch.fft.rfft(x, axis=2) * 2, n=6).abs()
+                           + torch.view_as_real(torch.fft.fft(x) * torch.complex(x, x)).sum(-1) + torch.fft.ihfft(x).resolve_conj().imag.sum()
+                           + torch.istft(torch.stft(x.flatten(1), 8, hop_length=2, window=torch.ones(8), return_complex=True), 8,
+                                         hop_length=2, window=torch.ones(8), length=24).reshape(x.shape)),
 }
 
 

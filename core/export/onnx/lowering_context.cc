@@ -238,8 +238,13 @@ std::string LoweringContext::ConstantInitializer(ValueId v) {
   std::string name(Unique(label.empty() ? "const_" + std::to_string(v) : label));
   onnx::TensorProto* init = out_->add_initializer();
   init->set_name(name);
-  init->set_data_type(OnnxElemType(t.dtype()));
+  // A complex constant is carried as its float pairs [..., 2] (complex64's bytes are interleaved
+  // float32 (real, imag), complex128's float64: the same bytes), as every complex value is.
+  const bool complex = t.dtype() == v1::COMPLEX64 || t.dtype() == v1::COMPLEX128;
+  init->set_data_type(!complex ? OnnxElemType(t.dtype())
+                               : t.dtype() == v1::COMPLEX64 ? onnx::TensorProto::FLOAT : onnx::TensorProto::DOUBLE);
   for (int64_t d : t.shape()) init->add_dims(d);
+  if (complex) init->add_dims(2);
   if (options_.take_constant_data != nullptr) {
     init->set_raw_data(std::move(*(*options_.take_constant_data)[value.constant].mutable_data()));
   } else {

@@ -334,11 +334,28 @@ IVY_LOWERING(LowerUniqueByFramework);
 IVY_LOWERING(LowerUniqueAll);
 IVY_LOWERING(LowerUniqueConsecutive);
 IVY_LOWERING(LowerLexsort);
+// lowerings_complex.cc: complex values as float pairs [..., 2] (FFTs, stft, complex parts and
+// arithmetic); FindComplexLowering is the row for a node that reads or defines a complex value
+// (null: refused, its lowering does not handle pairs).
+IVY_LOWERING(LowerFft);
+IVY_LOWERING(LowerStft);
+IVY_LOWERING(LowerIstft);
+IVY_LOWERING(LowerComplexUnary);
+IVY_LOWERING(LowerComplexBinary);
+IVY_LOWERING(LowerComplexShape);
+IVY_LOWERING(LowerLaxFft);
+IVY_LOWERING(LowerComplexGetitem);
+IVY_LOWERING(LowerComplexConcat);
+IVY_LOWERING(LowerComplexProduct);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the
 // canonical op the lowering table is keyed by.
 Status NormalizeCall(const Node& node, BoundCall* call, std::string* canonical);
+
+bool IsComplexDType(v1::DType d);
+struct CanonicalLowering;
+const CanonicalLowering* FindComplexLowering(std::string_view canonical);
 
 // --- shared helpers ------------------------------------------------------------------------------
 // The node's single tensor result, or Unsupported.

@@ -510,7 +510,7 @@ Status LowerComplexPart(const Node& node, const BoundCall& call, LoweringContext
     return Status::Unsupported(c + " of a complex tensor (complex dtypes have no ONNX tensor type)");
   }
   const std::string in = ctx.In(x), out = ctx.Out(result);
-  if (c == "real" || c == "conj" || c == "resolve_neg") {
+  if (c == "real" || c == "conj" || c == "resolve_neg" || c == "resolve_conj") {
     ctx.Emit("Identity", {ctx.CastTo(in, xd, rd)}, {out});
   } else if (c == "adjoint") {  // x.H, x.mH, adjoint: the conjugate (for a real tensor, plain) transpose
     const int r = ctx.Rank(x);

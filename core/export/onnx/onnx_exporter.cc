@@ -118,6 +118,12 @@ Status ValueType(const Graph& g, ValueId v, const std::string& what, const std::
   if (elem == 0) {
     return Status::Unsupported(what + " has dtype " + DTypeName(value.dtype) + ", which ONNX cannot represent");
   }
+  if (onnx_export::IsComplexDType(value.dtype)) {
+    return Status::Unsupported(what + " is " + DTypeName(value.dtype) + ": complex graph inputs and outputs are "
+                               "not exported (inside the model complex values are float pairs [..., 2], which no "
+                               "ONNX operator reads as complex); pass and return torch.view_as_real(z) (or the "
+                               "real part, abs, ...) instead");
+  }
   auto* tensor = info->mutable_type()->mutable_tensor_type();
   tensor->set_elem_type(elem);
   auto* shape = tensor->mutable_shape();
@@ -209,6 +215,24 @@ Status LowerNode(const Node& node, LoweringContext& ctx) {
     std::string_view why = onnx_export::RefusalReason(canonical);
     return Status::Unsupported("canonical op '" + canonical + "' has no ONNX lowering" +
                                (why.empty() ? std::string() : ": " + std::string(why)));
+  }
+  // A complex value is carried as float pairs [..., 2] (lowerings_complex.cc): only a lowering
+  // that declares it handles the pairs may read or define one; any other would misread the
+  // trailing dim of 2 (negative axes shift, reshape sizes double) and be silently wrong.
+  for (const auto* ids : {&node.inputs, &node.outputs}) {
+    auto complex = std::find_if(ids->begin(), ids->end(), [&](ValueId v) {
+      return v < ctx.graph().values.size() && onnx_export::IsComplexDType(ctx.graph().values[v].dtype);
+    });
+    if (complex == ids->end()) continue;
+    row = onnx_export::FindComplexLowering(canonical);
+    if (!row) {
+      return Status::Unsupported(
+          "canonical op '" + canonical + "' " + (ids == &node.inputs ? "reads" : "defines") + " a complex value (%" +
+          std::to_string(*complex) + ", " + DTypeName(ctx.graph().values[*complex].dtype) +
+          "): the exported model carries complex values as float pairs [..., 2], and the lowering of '" +
+          canonical + "' does not handle them (lowerings_complex.cc lists those that do)");
+    }
+    break;
   }
   ctx.SetCanonical(canonical);
   IVY_RETURN_IF_ERROR(row->fn(node, call, ctx));

@@ -163,7 +163,7 @@ _ENUMS = {}     # enum class -> public qualified name
 _RECORDS = {}   # dimension-number record class -> public qualified name
 _PRNG_IMPLS = {"threefry2x32": "jax.extend.random.threefry_prng_impl", "rbg": "jax.extend.random.rbg_prng_impl",
                "unsafe_rbg": "jax.extend.random.unsafe_rbg_prng_impl"}
-for _n in ("Precision", "GatherScatterMode", "RoundingMethod"):
+for _n in ("Precision", "GatherScatterMode", "RoundingMethod", "FftType"):
     if hasattr(jax.lax, _n):
         _ENUMS[getattr(jax.lax, _n)] = f"jax.lax.{_n}"
 for _n in ("ConvDimensionNumbers", "GatherDimensionNumbers", "ScatterDimensionNumbers"):

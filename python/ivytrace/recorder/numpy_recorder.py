@@ -213,6 +213,33 @@ class TracedArray(np.ndarray):
     def T(self):
         return _call("numpy.transpose", np.ndarray.transpose, (self,), {}, None, record_name="numpy.transpose")
 
+    # z.real / z.imag: recorded as np.real / np.imag (unrecorded, a complex result's parts would be
+    # arrays the graph never computed: constants of the trace, silently wrong on other inputs).
+    @property
+    def real(self):
+        return _call("numpy.real", np.real, (self,), {}, None)
+
+    @real.setter
+    def real(self, value):
+        _part_write(self, "real", value)
+
+    @property
+    def imag(self):
+        return _call("numpy.imag", np.imag, (self,), {}, None)
+
+    @imag.setter
+    def imag(self, value):
+        _part_write(self, "imag", value)
+
+
+def _part_write(a, part, value):
+    """`a.real = v` / `a.imag = v`: a write the recorder cannot record; refused while recording."""
+    rec = _REC
+    if rec is not None and rec.active and not _busy() and threading.get_ident() == rec.thread:
+        raise TypeError(f"ivytrace: assigning to .{part} of a traced array is not recorded "
+                        f"(build the array anew, e.g. with np.real/np.imag and arithmetic)")
+    getattr(np.ndarray, part).__set__(a, _plain((value,))[0])
+
 
 def _array_ufunc_rest(ufunc, method, inputs, kwargs):
     """TracedArray.__array_ufunc__ for what the common-call path (_np_ufunc) does not take (also
