@@ -353,13 +353,24 @@ class Builder {
     if (interned_[id].empty() && !strings[id].empty()) interned_[id] = strings[id];
     return interned_[id];
   }
+  // The schema of the op named by trace string `id` (found once per op name, not once per op).
+  const v1::OpSchema* SchemaOf(uint32_t id, InternedString op) {
+    if (id >= interned_.size()) return registry_.Find(op);
+    if (id >= schemas_.size()) schemas_.resize(interned_.size(), {nullptr, false});
+    auto& [schema, known] = schemas_[id];
+    if (!known) {
+      schema = registry_.Find(op);
+      known = true;
+    }
+    return schema;
+  }
 
   Status AddOp(v1::OpEvent* event) {
     v1::OpEvent& op = *event;
     if (op.mutated_size() > 0 && !maybe_views_.empty()) GuardViewOrCopyBefore(op);
     Node n;
     n.op = Interned(op.op());
-    n.schema = registry_.Find(n.op);
+    n.schema = SchemaOf(op.op(), n.op);
     n.flags = op.flags();
     n.loc.set_file(Interned(op.file()));
     n.loc.set_line(op.line());
@@ -1098,6 +1109,7 @@ class Builder {
   std::string chosen_;
   absl::flat_hash_map<TensorKey, ValueId, TensorKeyHash> defined_;
   std::vector<InternedString> interned_;  // by trace string id; see Interned()
+  std::vector<std::pair<const v1::OpSchema*, bool>> schemas_;  // by trace string id; see SchemaOf()
   absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
   absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
   uintmax_t trace_bytes_ = 0;  // size of the trace file (0: unknown)
