@@ -12,8 +12,10 @@ namespace ivytrace {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winvalid-offsetof"
 static_assert(offsetof(Node, mutated) == 64, "Node's hot fields no longer fit its first cache line");
-// Four cache lines: interning op and loc.file (core/util/interned_string.h) took it from five.
-static_assert(sizeof(Node) == 256, "Node grew past four cache lines");
+// Three cache lines: interning op, scope and loc.file as 32-bit numbers
+// (core/util/interned_string.h) took it from five.
+static_assert(sizeof(Node) == 192, "Node grew past three cache lines");
+static_assert(sizeof(Value) == 96, "Value grew (a field padded?)");
 #pragma GCC diagnostic pop
 
 const std::string& Node::canonical() const {

@@ -32,20 +32,23 @@ struct Value {
   v1::DType dtype = v1::DTYPE_UNSPECIFIED;
   std::vector<int64_t> shape;
   std::string name;         // input or parameter name; may be empty
+  uint64_t tensor_id = 0;   // the recorder's identity, for messages and verification
+  uint64_t storage = 0;     // shared by views of the same memory
   int32_t producer = -1;    // node index when kind == NODE_OUTPUT
   int32_t constant = -1;    // index into Graph::constants when kind == CONSTANT_VALUE
-  uint64_t tensor_id = 0;   // the recorder's identity, for messages and verification
   uint32_t tensor_version = 0;
-  uint64_t storage = 0;     // shared by views of the same memory
   // Index into Graph::constants of the value the recorder stored for this node output (the op's
   // inputs were all constants: array caching; or the op is random: baking generators); -1 = none.
+  // (Fields ordered so that none is padded: 96 bytes, not 104.)
   int32_t recorded = -1;
 };
 
 // Field order matters for speed: the fields every pass reads for every node (schema, flags,
 // erased, writes, inputs, outputs) fill exactly the node's first cache line, so a pass over a
 // million-node graph (past the L3 cache) reads one line per node. Everything after that line is
-// read only for the nodes a pass looks at closely.
+// read only for the nodes a pass looks at closely. Three cache lines in all: op, scope and the
+// file are 32-bit interned strings (core/util/interned_string.h); every byte of a node is
+// memory the kernel zeroes once when a million-node graph is built.
 struct alignas(64) Node {
   const v1::OpSchema* schema = nullptr;    // null when schemas/ does not know the op
   uint32_t flags = 0;                      // v1::OpFlag bits
@@ -57,13 +60,13 @@ struct alignas(64) Node {
   ValueList inputs;                        // values read, in argument order (may repeat)
   ValueList outputs;                       // values defined (result tensors, then mutated ones)
   std::vector<v1::TensorRef> mutated;      // arguments written in place, at their new values
-  InternedString op;                       // qualified framework op
   std::vector<v1::Arg> args;
   std::vector<v1::KwArg> kwargs;
   v1::Arg result;
-  SourceLoc loc;                           // file interned as op is (core/util/interned_string.h)
-  std::string scope;
   uint64_t duration_ns = 0;                // the recorded call's duration; 0 for nodes the builder made
+  InternedString op;                       // qualified framework op
+  InternedString scope;                    // module path ("" outside modules), interned as op is
+  SourceLoc loc;                           // file interned as op is
 
   const std::string& canonical() const;    // schema's canonical op, or "" when unknown
 };

@@ -344,16 +344,37 @@ class Builder {
 
   // Takes the event's argument trees (swapped out, not copied: the record is parsed afresh for
   // the next op, and a deep copy of each call's arguments was a tenth of building the graph).
+  // Trace string `id` interned: once per string of the trace rather than once per op (hashing
+  // every op's name, file and scope under the intern table's lock was ~3% of building a graph).
+  InternedString Interned(uint32_t id) {
+    const auto& strings = reader_.strings();
+    if (id >= strings.size()) return InternedString(reader_.String(id));
+    if (id >= interned_.size()) interned_.resize(strings.size());
+    if (interned_[id].empty() && !strings[id].empty()) interned_[id] = strings[id];
+    return interned_[id];
+  }
+  // The schema of the op named by trace string `id` (found once per op name, not once per op).
+  const v1::OpSchema* SchemaOf(uint32_t id, InternedString op) {
+    if (id >= interned_.size()) return registry_.Find(op);
+    if (id >= schemas_.size()) schemas_.resize(interned_.size(), {nullptr, false});
+    auto& [schema, known] = schemas_[id];
+    if (!known) {
+      schema = registry_.Find(op);
+      known = true;
+    }
+    return schema;
+  }
+
   Status AddOp(v1::OpEvent* event) {
     v1::OpEvent& op = *event;
     if (op.mutated_size() > 0 && !maybe_views_.empty()) GuardViewOrCopyBefore(op);
     Node n;
-    n.op = reader_.String(op.op());
-    n.schema = registry_.Find(n.op);
+    n.op = Interned(op.op());
+    n.schema = SchemaOf(op.op(), n.op);
     n.flags = op.flags();
-    n.loc.set_file(reader_.String(op.file()));
+    n.loc.set_file(Interned(op.file()));
     n.loc.set_line(op.line());
-    if (op.scope()) n.scope = reader_.String(op.scope());
+    if (op.scope()) n.scope = Interned(op.scope());
     n.duration_ns = op.duration_ns();
     const Where where{&reader_.String(op.op()), &reader_.String(op.file()), op.line()};
     Status st;
@@ -474,7 +495,7 @@ class Builder {
     if (carries_views) IVY_RETURN_IF_ERROR(RecordViewLink(n));
     Graph::IndexNode(&n);
     const std::vector<v1::TensorRef> written = carries_views ? n.mutated : std::vector<v1::TensorRef>{};
-    const v1::SourceLocation loc = n.loc;
+    const SourceLoc loc = n.loc;  // (a v1::SourceLocation here copied the file name for every op)
     graph_->AddNode(std::move(n));
     for (size_t i = 0; i < written.size(); ++i) {
       IVY_RETURN_IF_ERROR(WriteBack(written[i], old_versions[i], loc, where));
@@ -1087,6 +1108,8 @@ class Builder {
   uint64_t region_id_ = 0;
   std::string chosen_;
   absl::flat_hash_map<TensorKey, ValueId, TensorKeyHash> defined_;
+  std::vector<InternedString> interned_;  // by trace string id; see Interned()
+  std::vector<std::pair<const v1::OpSchema*, bool>> schemas_;  // by trace string id; see SchemaOf()
   absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> stored_;
   absl::flat_hash_map<TensorKey, v1::Tensor, TensorKeyHash> partial_;
   uintmax_t trace_bytes_ = 0;  // size of the trace file (0: unknown)

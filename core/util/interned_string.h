@@ -1,9 +1,10 @@
-// Strings kept once for the whole process: the graph's op names and source file names. A trace
-// of a million ops names a few hundred ops and files; as std::string (op) and a
-// v1::SourceLocation (file) every node held its own heap copies of both, ~110 bytes and three
-// allocations per node, and the fields took 56 of the node's bytes. An InternedString is one
-// pointer to the process's single copy; it reads as a const std::string&, so code that reads
-// `node.op` or `node.loc.file()` is unchanged, and assigning any string interns it.
+// Strings kept once for the whole process: the graph's op names, source file names and module
+// scopes. A trace of a million ops names a few hundred ops, files and scopes; as std::string (op,
+// scope) and a v1::SourceLocation (file) every node held its own heap copies of them, ~110 bytes
+// and three allocations per node, and the fields took 88 of the node's bytes. An InternedString
+// is a 32-bit number naming the process's single copy (4 bytes: a node holds three of them, and
+// with pointers it did not fit three cache lines); it reads as a const std::string&, so code that
+// reads `node.op` or `node.loc.file()` is unchanged, and assigning any string interns it.
 #pragma once
 
 #include <cstdint>
@@ -17,55 +18,63 @@ namespace ivytrace {
 
 class InternedString {
  public:
-  InternedString() : s_(&EmptyString()) {}
-  InternedString(std::string_view s) : s_(Intern(s)) {}      // NOLINT: implicit, interns
-  InternedString(const std::string& s) : s_(Intern(s)) {}    // NOLINT
-  InternedString(const char* s) : s_(Intern(s)) {}           // NOLINT
+  InternedString() = default;                                // ""
+  InternedString(std::string_view s) : id_(Intern(s)) {}     // NOLINT: implicit, interns
+  InternedString(const std::string& s) : id_(Intern(s)) {}   // NOLINT
+  InternedString(const char* s) : id_(Intern(s)) {}          // NOLINT
 
-  operator const std::string&() const { return *s_; }        // NOLINT: reads as the string
-  operator std::string_view() const { return *s_; }          // NOLINT
-  const std::string& str() const { return *s_; }
+  operator const std::string&() const { return str(); }      // NOLINT: reads as the string
+  operator std::string_view() const { return str(); }        // NOLINT
+  const std::string& str() const { return id_ == 0 ? EmptyString() : *chunks_[id_ >> kChunkBits][id_ & kChunkMask]; }
 
-  bool empty() const { return s_->empty(); }
-  size_t size() const { return s_->size(); }
-  const char* c_str() const { return s_->c_str(); }
-  const char* data() const { return s_->data(); }
-  size_t find(std::string_view x, size_t pos = 0) const { return s_->find(x, pos); }
-  size_t find(char c, size_t pos = 0) const { return s_->find(c, pos); }
-  size_t rfind(std::string_view x, size_t pos = std::string::npos) const { return s_->rfind(x, pos); }
-  size_t rfind(char c, size_t pos = std::string::npos) const { return s_->rfind(c, pos); }
-  std::string substr(size_t pos = 0, size_t n = std::string::npos) const { return s_->substr(pos, n); }
-  int compare(std::string_view x) const { return std::string_view(*s_).compare(x); }
+  bool empty() const { return id_ == 0; }  // "" is always number 0
+  size_t size() const { return str().size(); }
+  const char* c_str() const { return str().c_str(); }
+  const char* data() const { return str().data(); }
+  size_t find(std::string_view x, size_t pos = 0) const { return str().find(x, pos); }
+  size_t find(char c, size_t pos = 0) const { return str().find(c, pos); }
+  size_t rfind(std::string_view x, size_t pos = std::string::npos) const { return str().rfind(x, pos); }
+  size_t rfind(char c, size_t pos = std::string::npos) const { return str().rfind(c, pos); }
+  std::string substr(size_t pos = 0, size_t n = std::string::npos) const { return str().substr(pos, n); }
+  int compare(std::string_view x) const { return std::string_view(str()).compare(x); }
 
-  // Equal strings are the same pointer (one copy per process).
-  friend bool operator==(InternedString a, InternedString b) { return a.s_ == b.s_; }
-  friend bool operator==(InternedString a, const std::string& b) { return *a.s_ == b; }
-  friend bool operator==(InternedString a, std::string_view b) { return *a.s_ == b; }
-  friend bool operator==(InternedString a, const char* b) { return *a.s_ == b; }
-  friend bool operator<(InternedString a, InternedString b) { return *a.s_ < *b.s_; }
+  // Equal strings are the same number (one copy per process).
+  friend bool operator==(InternedString a, InternedString b) { return a.id_ == b.id_; }
+  friend bool operator==(InternedString a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(InternedString a, std::string_view b) { return a.str() == b; }
+  friend bool operator==(InternedString a, const char* b) { return a.str() == b; }
+  friend bool operator<(InternedString a, InternedString b) { return a.str() < b.str(); }
 
-  friend std::string operator+(InternedString a, std::string_view b) { return *a.s_ + std::string(b); }
-  friend std::string operator+(InternedString a, const std::string& b) { return *a.s_ + b; }
-  friend std::string operator+(InternedString a, const char* b) { return *a.s_ + b; }
-  friend std::string operator+(const std::string& a, InternedString b) { return a + *b.s_; }
-  friend std::string operator+(std::string&& a, InternedString b) { return std::move(a) + *b.s_; }
-  friend std::string operator+(const char* a, InternedString b) { return a + *b.s_; }
+  friend std::string operator+(InternedString a, std::string_view b) { return a.str() + std::string(b); }
+  friend std::string operator+(InternedString a, const std::string& b) { return a.str() + b; }
+  friend std::string operator+(InternedString a, const char* b) { return a.str() + b; }
+  friend std::string operator+(const std::string& a, InternedString b) { return a + b.str(); }
+  friend std::string operator+(std::string&& a, InternedString b) { return std::move(a) + b.str(); }
+  friend std::string operator+(const char* a, InternedString b) { return a + b.str(); }
 
-  friend std::ostream& operator<<(std::ostream& os, InternedString s) { return os << *s.s_; }
+  friend std::ostream& operator<<(std::ostream& os, InternedString s) { return os << s.str(); }
 
   template <typename H>
   friend H AbslHashValue(H h, InternedString s) {
-    return H::combine(std::move(h), *s.s_);
+    return H::combine(std::move(h), s.str());
   }
 
  private:
+  // The table: chunks of pointers to the strings, each chunk allocated once and never moved, so
+  // reading needs no lock (a number is handed out only after its slot is written, under the lock
+  // Intern takes; whoever holds the number got it through that lock or from a thread that did).
+  static constexpr uint32_t kChunkBits = 12;
+  static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;
+  static constexpr uint32_t kMaxChunks = 1u << (32 - kChunkBits);  // every uint32 (8 MB of address space)
   static const std::string& EmptyString();
-  static const std::string* Intern(std::string_view s);
-  const std::string* s_;
+  static uint32_t Intern(std::string_view s);
+  static const std::string** chunks_[kMaxChunks];
+  uint32_t id_ = 0;
 };
+static_assert(sizeof(InternedString) == 4);
 
 // Where a node's call was made: v1::SourceLocation's fields and accessors, with the file name
-// interned (16 bytes instead of a message and a heap string per node). Converts to and from the
+// interned (8 bytes instead of a message and a heap string per node). Converts to and from the
 // message for the file formats.
 struct SourceLoc {
   InternedString file_;
