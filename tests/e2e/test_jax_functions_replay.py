@@ -29,10 +29,12 @@ PROGRAMS = {
     "searchsorted_interp": lambda x: jnp.searchsorted(GRID, x) + jnp.interp(x, GRID, GRID ** 2),
     "special": lambda x: (jss.i0e(x) + jss.i1e(x) + jss.gammainc(jnp.abs(x) + 1, jnp.abs(x)) + jss.polygamma(1, jnp.abs(x) + 1)
                           + jss.zeta(jnp.abs(x) + 2, 1.0) + jss.betainc(2.0, 3.0, jax.nn.sigmoid(x))),
+    # Issue 11 item 2: lax.scatter_max / scatter_min (jnp's x.at[].max/min).
+    "scatter_max_min": lambda x: x.at[jnp.array([0, 2])].max(x[:2] * 2) + x.at[jnp.array([1, 1])].min(-x[:2]),
 }
 
 
-GUARDED_SHAPES = {"solve_inv", "searchsorted_interp"}
+GUARDED_SHAPES = {"solve_inv", "searchsorted_interp", "scatter_max_min"}  # jnp.at reads the shape
 
 
 def _x(b, seed):

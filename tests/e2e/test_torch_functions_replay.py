@@ -108,6 +108,11 @@ PROGRAMS = {
                                                + (3 | (x * 10).long()) + (5 ^ (x * 10).long()) + (3 << (x * 3).abs().long())
                                                + ((1 << 40) >> (x * 3).abs().long()) + torch.bitwise_left_shift((x * 10).long(), 2)
                                                + torch.gcd((x * 10).long(), torch.tensor(4)) + torch.angle(x) + torch.conj(x)),
+    # Issue 11 item 2: histogram (range=, weight= keywords), histogramdd, norm_except_dim, new_tensor, renorm_.
+    "histograms_norm_except_dim_new_tensor": lambda x: (torch.histogram(x.flatten(), 5, range=(-1.0, 1.0), weight=x.abs().flatten()).hist,
+                                                        torch.histogramdd(x[:, 0, :2], bins=[2, 3], density=True).hist,
+                                                        torch.histogram(x, torch.tensor([-1.0, 0.0, 2.0]))[0], torch.norm_except_dim(x, 2, 1),
+                                                        x + x.new_tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), x.clone().renorm_(2, 0, 1.0)),
 }
 
 
