@@ -2160,6 +2160,14 @@ def _torch_lowerrest_cases():
                                                      torch.histogramdd(p[..., 0:1].round(), bins=[2]),
                                                      torch.histogramdd(p, bins=[torch.tensor([-2.0, 0.0, 0.5, 2.0]), torch.tensor([-1.0, 1.0])])),
          f32("B", 5, 2), ("float32", ("B", 5), 0.0, 1.0))
+    # polygamma with n >= 2: positive and negative x, poles (non-positive integers, -inf), inf and NaN.
+    def special(x):
+        x = torch.where(x > 18, float("inf"), torch.where(x < -11, float("-inf"), x))
+        x = torch.where((x > 10) & (x < 10.5), float("nan"), x)
+        return torch.where((x > 5) & (x < 7), -torch.round(x - 5), x)
+    case("torch", "polygamma", lambda x: (torch.polygamma(2, x), x.polygamma(3), torch.special.polygamma(4, special(x)), torch.polygamma(7, x / 4),
+                                          torch.polygamma(2, special(x).double()), x.clone().polygamma_(5), torch.polygamma(30, x.abs() + 3)),
+         ("float32", ("B", 3, 4), -12.0, 20.0), variant="high_n")
 
 
 def _numpy_lowerrest_cases():

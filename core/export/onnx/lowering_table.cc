@@ -412,7 +412,7 @@ const CanonicalLowering kTable[] = {
     {"poly",                        "Gather+Concat+Mul+Add per root", LowerPoly},
     {"polyadd",                       "Pad+Add",                      LowerPolyder},
     {"polyder",                       "Slice+Mul",                    LowerPolyder},
-    {"polygamma",                    "digamma|trigamma series (n = 0, 1)", LowerSpecFnUnary},
+    {"polygamma",                    "digamma|trigamma series (n = 0, 1)|zeta series+reflection in float64 (n = 2..30)", LowerSpecFnUnary},
     {"polyint",                      "Div+Concat",                   LowerPolyder},
     {"polymul",                     "Gather (lag table)+Mul+ReduceSum", LowerCorrelate},
     {"polysub",                       "Pad+Sub",                      LowerPolyder},

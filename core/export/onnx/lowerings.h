@@ -370,6 +370,8 @@ Status OperandAs(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, std:
 // upd [b..., W...]; `window_rank` W dims).
 Status EmitScatterExtreme(LoweringContext& ctx, const std::string& target, const std::string& idx, const std::string& upd,
                           int64_t q, int nb, int window_rank, bool is_max, v1::DType d, std::string* out);
+// lowerings_rest.cc: torch's polygamma(n, x) for n >= 2 (x and the result in `d`).
+Status EmitPolygammaHigh(LoweringContext& ctx, const std::string& x, v1::DType d, int64_t n, std::string* out);
 // A 1-D initializer of `n` copies of `value`.
 std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtype, const char* hint);
 // lowerings_sym.cc: whether `arg` holds a shape-derived (ivytrace.sym) value, and an int, list or
