@@ -2189,6 +2189,18 @@ def _numpy_lowerrest_cases():
                                              np.insert(a, [4, 0], v[None, :, None], axis=2), np.insert(a.astype(np.int64), 2, v)),
          f32("B", 3, 4), f32(3), f32(4))
     case("numpy", "kaiser", lambda x: (x * np.kaiser(4, 5.0), np.kaiser(1, 3.0), np.kaiser(7, 0.0), np.kaiser(12, 14), np.kaiser(0, 2.0)), f32("B", 3, 4))
+    # Folds of the comparisons over bools (NumPy runs them in order: (a0 > a1) > a2 ...), each axis,
+    # keepdims, axis=None, initial; bitwise_and/or.reduce of bools.
+    B = boolean("B", 3, 5)
+    for u in ("greater", "less", "greater_equal", "less_equal", "equal", "not_equal"):
+        f = getattr(np, u)
+        case("numpy", f"{u}_reduce", lambda b, f=f: (f.reduce(b), f.reduce(b, axis=2), f.reduce(b, axis=1, keepdims=True), f.reduce(b[0, 0], axis=None),
+                                                    f.reduce(b, axis=-1, initial=True), f.reduce(b, 2, initial=0)), B)
+        case("numpy", f"{u}_accumulate", lambda b, f=f: (f.accumulate(b), f.accumulate(b, axis=2), f.accumulate(b, 1), f.accumulate(b[0, 0])), B)
+    case("numpy", "bitwise_and_reduce", lambda b: (np.bitwise_and.reduce(b), np.bitwise_and.reduce(b, axis=2, keepdims=True),
+                                                   np.bitwise_and.reduce(b, axis=None), np.bitwise_and.reduce(b, 1, initial=False)), B)
+    case("numpy", "bitwise_or_reduce", lambda b: (np.bitwise_or.reduce(b), np.bitwise_or.reduce(b, axis=-1), np.bitwise_or.reduce(b, axis=None, keepdims=True),
+                                                  np.bitwise_or.reduce(b, 1, initial=True)), B)
 
 
 def _jax_lowerrest_cases():

@@ -343,6 +343,7 @@ IVY_LOWERING(LowerNumpyHistogramdd);
 IVY_LOWERING(LowerInsert);
 IVY_LOWERING(LowerKaiser);
 IVY_LOWERING(LowerSelectAndScatterAdd);
+IVY_LOWERING(LowerCompareFold);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the

@@ -799,5 +799,114 @@ Status LowerSelectAndScatterAdd(const Node& node, const BoundCall& call, Lowerin
   return Status::Ok();
 }
 
+// np.<comparison>.reduce / .accumulate (greater, less, greater_equal, less_equal, equal,
+// not_equal; NumPy runs them on bool arrays only) and np.bitwise_and / bitwise_or.reduce of bools.
+// NumPy folds in order: s = a0, then s = op(s, a_k). On bools each a_k makes the step one of four
+// maps of s: a constant, s itself or not s (greater: a_k ? 0 : s; greater_equal: a_k ? s : 1;
+// less: a_k ? !s : 0; less_equal: a_k ? 1 : !s; equal: a_k ? s : !s; not_equal: a_k ? !s : s).
+// So s after step k is the value of the last constant step j <= k (a0 itself, or `initial` before
+// it) flipped once per negating step in (j, k]: a running max of positions (a triangular mask)
+// and a CumSum of the negations, for any length.
+Status LowerCompareFold(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId x, result;
+  IVY_RETURN_IF_ERROR(TensorParam(call, "input", &x));
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const std::string c = ctx.canonical();
+  const bool reduce = c.size() > 7 && c.compare(c.size() - 7, 7, "_reduce") == 0;
+  const std::string op = c.substr(0, c.rfind('_'));
+  if (ctx.DType(x) != v1::BOOL) return Status::Unsupported("np." + op + (reduce ? ".reduce" : ".accumulate") + " of a " + DTypeName(ctx.DType(x)) + " array (NumPy folds bools only)" + (op.rfind("bitwise", 0) == 0 ? "; integers need a bitwise And/Or, which ONNX opset 17 lacks" : ""));
+  if (!call.IsNone("out")) return Status::Unsupported("np." + op + " fold with out=");
+  if (!call.IsNone("dtype")) {
+    auto want = ArgDType(*call.Get("dtype"));
+    if (!want || *want != v1::BOOL) return Status::Unsupported("np." + op + " fold with dtype " + ArgToString(*call.Get("dtype"), true));
+  }
+  if (reduce) {
+    if (auto w = call.Bool("where"); !w || !*w) return Status::Unsupported("np." + op + ".reduce with where=");
+  }
+  std::optional<bool> initial;
+  if (reduce && !call.IsNone("initial")) {
+    auto iv = AsDouble(*call.Get("initial"));
+    if (!iv || HasTensor(*call.Get("initial"))) return Status::Unsupported("np." + op + ".reduce with an initial that is not a number");
+    initial = *iv != 0;
+  }
+  const bool keepdims = reduce && call.Bool("keepdim").value_or(call.Bool("keepdims").value_or(false));
+  int rank = ctx.Rank(x);
+  std::string in = ctx.In(x);
+  int64_t axis = 0;
+  const v1::Arg* dim = call.Has("dim") ? call.Get("dim") : call.Get("axis");
+  if (reduce && (!dim || IsNone(*dim))) {
+    in = ctx.EmitTemp("Reshape", {in, ctx.Int64s({-1})});
+    rank = 1;
+  } else {
+    auto a = dim ? AsInt(*dim) : std::nullopt;
+    if (!a || dim->kind_case() != v1::Arg::kI) return Status::Unsupported("np." + op + " fold over axis " + (dim ? ArgToString(*dim, true) : std::string("missing")) + " (one int axis)");
+    if (rank == 0) return Status::Unsupported("np." + op + " fold of a 0-d array");
+    IVY_RETURN_IF_ERROR(NormalizeAxis(*a, rank, &axis));
+  }
+  // The axis last: [..., L].
+  std::vector<int64_t> perm;
+  for (int k = 0; k < rank; ++k) if (k != axis) perm.push_back(k);
+  perm.push_back(axis);
+  std::vector<int64_t> inv(rank);
+  for (int k = 0; k < rank; ++k) inv[perm[k]] = k;
+  const std::string b = Transpose(ctx, in, perm);
+  std::string out;
+  if (op == "bitwise_and" || op == "bitwise_or") {
+    if (!reduce) return Status::Unsupported("'compare fold' lowering does not know " + c);
+    const bool and_ = op == "bitwise_and";
+    std::string r = Reduce(ctx, and_ ? "ReduceMin" : "ReduceMax", ctx.CastTo(b, v1::BOOL, v1::INT32), {rank - 1}, true);
+    if (initial) r = ctx.EmitTemp(and_ ? "Min" : "Max", {r, ctx.Scalar(Number::Int(*initial ? 1 : 0), v1::INT32)});
+    out = ctx.CastTo(r, v1::INT32, v1::BOOL);
+  } else {
+    std::string is_const, cval, is_neg;
+    const std::string nb = ctx.EmitTemp("Not", {b});
+    const std::string t = ctx.EmitTemp("Equal", {b, b});   // all true
+    const std::string f = ctx.EmitTemp("Not", {t});
+    if (op == "greater") is_const = b, cval = f, is_neg = f;
+    else if (op == "greater_equal") is_const = nb, cval = t, is_neg = f;
+    else if (op == "less") is_const = nb, cval = f, is_neg = b;
+    else if (op == "less_equal") is_const = b, cval = t, is_neg = nb;
+    else if (op == "equal") is_const = f, cval = f, is_neg = nb;
+    else if (op == "not_equal") is_const = f, cval = f, is_neg = b;
+    else return Status::Unsupported("'compare fold' lowering does not know " + c);
+    const std::string n = ctx.EmitTemp("Squeeze", {ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {b}), ctx.Int64s({-1}), ctx.Int64s({std::numeric_limits<int64_t>::max()})}), ctx.Int64s({0})});
+    const std::string pos = ctx.EmitTemp("Range", {I64(ctx, 0), n, I64(ctx, 1)});   // [L]
+    const std::string first = ctx.EmitTemp("Equal", {pos, I64(ctx, 0)});
+    if (!initial) {
+      // a0 starts the fold: a constant step of value a0 that negates nothing.
+      is_const = ctx.EmitTemp("Or", {is_const, first});
+      // (Where has no bool kernel in onnxruntime.)
+      cval = ctx.EmitTemp("Or", {ctx.EmitTemp("And", {first, b}), ctx.EmitTemp("And", {ctx.EmitTemp("Not", {first}), cval})});
+      is_neg = ctx.EmitTemp("And", {is_neg, ctx.EmitTemp("Not", {first})});
+    }
+    // j[..., k] = the last constant step <= k (-1: none).
+    const std::string upto = ctx.EmitTemp("LessOrEqual", {ctx.Unsqueeze(pos, {0}), ctx.Unsqueeze(pos, {1})});   // [k, i]: i <= k
+    const std::string mask = ctx.EmitTemp("And", {upto, ctx.Unsqueeze(is_const, {rank - 1})});                // [..., k, i]
+    const std::string j = Reduce(ctx, "ReduceMax", ctx.EmitTemp("Where", {mask, ctx.Unsqueeze(pos, {0}), I64(ctx, -1)}), {rank}, false);
+    const std::string none = ctx.EmitTemp("Less", {j, I64(ctx, 0)});
+    const std::string js = ctx.EmitTemp("Max", {j, I64(ctx, 0)});
+    auto* cs = ctx.Emit("CumSum", {ctx.CastTo(is_neg, v1::BOOL, v1::INT64), I64(ctx, rank - 1)}, {ctx.Temp("negs")});
+    const std::string negs = cs->output(0);
+    onnx::NodeProto* g1 = nullptr;
+    const std::string negs_j = ctx.EmitTemp("GatherElements", {negs, js}, &g1);
+    SetAttr(g1, "axis", int64_t{rank - 1});
+    onnx::NodeProto* g2 = nullptr;
+    const std::string c_j = ctx.EmitTemp("GatherElements", {ctx.CastTo(cval, v1::BOOL, v1::INT64), js}, &g2);
+    SetAttr(g2, "axis", int64_t{rank - 1});
+    const std::string start = ctx.Scalar(Number::Int(initial.value_or(false) ? 1 : 0), v1::INT64);
+    const std::string base = ctx.EmitTemp("Where", {none, start, c_j});
+    const std::string flips = ctx.EmitTemp("Sub", {negs, ctx.EmitTemp("Where", {none, I64(ctx, 0), negs_j})});
+    const std::string odd = ctx.EmitTemp("Mod", {flips, I64(ctx, 2)});
+    out = ctx.EmitTemp("Xor", {ctx.CastTo(base, v1::INT64, v1::BOOL), ctx.CastTo(odd, v1::INT64, v1::BOOL)});   // [..., L]
+    if (reduce) out = ctx.EmitTemp("Slice", {out, ctx.Int64s({-1}), ctx.Int64s({std::numeric_limits<int64_t>::max()}), ctx.Int64s({rank - 1})});
+  }
+  // [..., 1] for a reduce: back to the axis' place (kept or dropped), or the fold transposed back.
+  out = Transpose(ctx, out, inv);
+  if (reduce && !keepdims) out = ctx.Squeeze(out, {axis});
+  if (reduce && keepdims && rank != ctx.Rank(x)) out = ctx.EmitTemp("Reshape", {out, ctx.Int64s(std::vector<int64_t>(static_cast<size_t>(ctx.Rank(x)), 1))});
+  ctx.Emit("Identity", {ctx.CastTo(out, v1::BOOL, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
