@@ -2223,6 +2223,10 @@ def _jax_lowerrest_cases():
                                                            _select_and_scatter_add(h, x, lax.ge_p, (1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),
                                                            _select_and_scatter_add(g, jnp.round(x), lax.le_p, (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4)),
          f32(2, 3, 4, 6), f32(2, 3, 2, 3), f32(2, 2, 2, 6))
+    from jax.lax import linalg as lax_linalg
+    case("jax", "lu_pivots_to_permutation", lambda p, q: (lax_linalg.lu_pivots_to_permutation(p, 5), lax_linalg.lu_pivots_to_permutation(q, 3),
+                                                          lax_linalg.lu_pivots_to_permutation(p[0, :2] % 4, 4)),
+         i32(3, 4, lo=0, hi=5), i32(2, 2, 3, lo=0, hi=3))
 
 
 def build(fw):

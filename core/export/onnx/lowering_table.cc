@@ -330,6 +330,7 @@ const CanonicalLowering kTable[] = {
     {"lp_pool3d",                   "Pow+AveragePool+Pow",          LowerLpPool},
     {"lstm",                         "LSTM",                         LowerRecurrent},
     {"lstm_cell",                    "LSTM",                         LowerRecurrentCell},
+    {"lu_pivots_to_permutation",   "Range+Expand+(GatherElements+ScatterElements) per pivot", LowerLuPivotsToPermutation},
     {"margin_ranking_loss",         "Sub+Mul+Max",                  LowerLoss},
     {"masked_fill",                  "Where",                        LowerMaskedFill},
     {"masked_scatter",                "CumSum+Gather+Where",          LowerMaskedScatter},

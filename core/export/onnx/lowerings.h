@@ -344,6 +344,7 @@ IVY_LOWERING(LowerInsert);
 IVY_LOWERING(LowerKaiser);
 IVY_LOWERING(LowerSelectAndScatterAdd);
 IVY_LOWERING(LowerCompareFold);
+IVY_LOWERING(LowerLuPivotsToPermutation);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the

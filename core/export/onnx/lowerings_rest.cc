@@ -908,5 +908,43 @@ Status LowerCompareFold(const Node& node, const BoundCall& call, LoweringContext
   return Status::Ok();
 }
 
+// lax.linalg.lu_pivots_to_permutation(pivots [..., k], permutation_size=n): iota(n) with rows i and
+// pivots[i] swapped for i = 0 .. k - 1 in order (LAPACK's row interchanges): k unrolled swaps, k
+// the pivots' recorded last dim (a static shape under jit).
+Status LowerLuPivotsToPermutation(const Node& node, const BoundCall& call, LoweringContext& ctx) {
+  ValueId result;
+  IVY_RETURN_IF_ERROR(SingleResult(node, &result));
+  const v1::Arg* ops = call.Get("operands");
+  auto items = ops ? SequenceItems(*ops) : std::nullopt;
+  if (!items || items->size() != 1 || (*items)[0]->kind_case() != v1::Arg::kTensor) return Status::Unsupported("lu_pivots_to_permutation of other than one pivots array");
+  const ValueId piv = (*items)[0]->tensor().value();
+  auto n = call.Int("permutation_size");
+  const int r = ctx.Rank(piv);
+  if (!n || *n < 0 || r < 1) return Status::Unsupported("lu_pivots_to_permutation without an int permutation_size or of 0-d pivots");
+  const int64_t k = ctx.Shape(piv).back();
+  if (k < 0 || k > *n || k > 4096) return Status::Unsupported("lu_pivots_to_permutation with a pivot count that is not static and at most permutation_size");
+  const std::string p = ctx.CastTo(ctx.In(piv), ctx.DType(piv), v1::INT64);
+  const std::string batch = ctx.EmitTemp("Slice", {ctx.EmitTemp("Shape", {p}), ctx.Int64s({0}), ctx.Int64s({r - 1})});
+  std::string perm = ctx.EmitTemp("Expand", {ctx.EmitTemp("Range", {I64(ctx, 0), I64(ctx, *n), I64(ctx, 1)}), Concat(ctx, {batch, ctx.Int64s({*n})}, 0)});
+  const std::string one_shape = Concat(ctx, {batch, ctx.Int64s({1})}, 0);
+  auto scatter = [&](const std::string& data, const std::string& idx, const std::string& upd) {
+    onnx::NodeProto* s = nullptr;
+    const std::string o = ctx.EmitTemp("ScatterElements", {data, idx, upd}, &s);
+    SetAttr(s, "axis", int64_t{r - 1});
+    return o;
+  };
+  for (int64_t i = 0; i < k; ++i) {
+    const std::string j = ctx.EmitTemp("Slice", {p, ctx.Int64s({i}), ctx.Int64s({i + 1}), ctx.Int64s({r - 1})});   // [..., 1]
+    const std::string at_i = ctx.EmitTemp("Expand", {ctx.Int64s({i}), one_shape});
+    const std::string a = ctx.EmitTemp("Slice", {perm, ctx.Int64s({i}), ctx.Int64s({i + 1}), ctx.Int64s({r - 1})});
+    onnx::NodeProto* g = nullptr;
+    const std::string b = ctx.EmitTemp("GatherElements", {perm, j}, &g);
+    SetAttr(g, "axis", int64_t{r - 1});
+    perm = scatter(scatter(perm, at_i, b), j, a);
+  }
+  ctx.Emit("Identity", {ctx.CastTo(perm, v1::INT64, ctx.DType(result))}, {ctx.Out(result)});
+  return Status::Ok();
+}
+
 }  // namespace onnx_export
 }  // namespace ivytrace
