@@ -2320,6 +2320,104 @@ def _numpy_linstat_cases():
     case("numpy", "polymul", lambda a, v: (np.polymul(a, v), np.polymul(v, a), np.polymul(a, v[0])), f64(4), f64(3), static=True)
 
 
+def _torch_lowerrest_cases():
+    """Issue 11 item 2 (core/export/onnx/lowerings_rest.cc): new_tensor, norm_except_dim, renorm_,
+    torch.histogram / histogramdd."""
+    import torch
+    X = f32("B", 3, 4)
+    case("torch", "new_tensor", lambda x: (x + x.new_tensor([[1.5, -2.0, 0.25, 3.0]]), x.new_tensor(2.5), x.new_tensor([3, 1], dtype=torch.int64),
+                                           x.double().new_tensor([0.1, 0.2]), x.new_tensor(x[0, 1])), X)
+    # Weight norm's norm: dim 0 (conv weights), the last dim, a middle one, -1 (the whole tensor), pow 1, 3, 0.
+    case("torch", "norm_except_dim", lambda w, v: (torch.norm_except_dim(w, 2, 0), torch.norm_except_dim(w, 2, 2), torch.norm_except_dim(w, 1, 1),
+                                                   torch.norm_except_dim(w, 3, -1), torch.norm_except_dim(w.round(), 0, 0),
+                                                   torch.norm_except_dim(v), torch.norm_except_dim(w, 2, -2), torch.norm_except_dim(w.double(), 2, 1)),
+         f32("B", 3, 4), f32(5))
+    case("torch", "renorm", lambda x: (x.clone().renorm_(2, 0, 1.5), x.clone().renorm_(1, 2, 0.5), x.double().renorm_(float("inf"), 1, 1.0)), X,
+         variant="inplace")
+    # Values on the edges (multiples of 0.5 over [-1, 1] in 4 bins), the data's range, tensor edges,
+    # weights and density.
+    def edgy(x):
+        return torch.round(x * 2) / 2
+    case("torch", "torch_histogram", lambda x, w: (torch.histogram(x, 5, range=(-1.0, 1.5)), torch.histogram(edgy(x), 4, range=(-1.0, 1.0)),
+                                                   torch.histogram(x, bins=7), x.histogram(3, weight=w, density=True),
+                                                   torch.histogram(x, torch.tensor([-1.5, -0.5, 0.0, 0.25, 1.0, 2.0]), weight=w),
+                                                   torch.histogram(edgy(x), torch.tensor([-1.0, -0.5, 0.5, 1.0]), density=True),
+                                                   torch.histogram(x.double(), 6, range=(0.5, 0.5)), torch.histogram(edgy(x), bins=4)),
+         X, ("float32", ("B", 3, 4), 0.0, 1.0))
+    case("torch", "torch_histogramdd", lambda p, w: (torch.histogramdd(p, bins=[3, 4], range=[-1.0, 1.0, -2.0, 2.0]),
+                                                     torch.histogramdd(p, 3, weight=w, density=True),
+                                                     torch.histogramdd(p[..., 0:1].round(), bins=[2]),
+                                                     torch.histogramdd(p, bins=[torch.tensor([-2.0, 0.0, 0.5, 2.0]), torch.tensor([-1.0, 1.0])])),
+         f32("B", 5, 2), ("float32", ("B", 5), 0.0, 1.0))
+    # polygamma with n >= 2: positive and negative x, poles (non-positive integers, -inf), inf and NaN.
+    def special(x):
+        x = torch.where(x > 18, float("inf"), torch.where(x < -11, float("-inf"), x))
+        x = torch.where((x > 10) & (x < 10.5), float("nan"), x)
+        return torch.where((x > 5) & (x < 7), -torch.round(x - 5), x)
+    case("torch", "polygamma", lambda x: (torch.polygamma(2, x), x.polygamma(3), torch.special.polygamma(4, special(x)), torch.polygamma(7, x / 4),
+                                          torch.polygamma(2, special(x).double()), x.clone().polygamma_(5), torch.polygamma(30, x.abs() + 3)),
+         ("float32", ("B", 3, 4), -12.0, 20.0), variant="high_n")
+
+
+def _numpy_lowerrest_cases():
+    """Issue 11 item 2 (core/export/onnx/lowerings_rest.cc): np.histogram2d / histogramdd, np.insert, np.kaiser."""
+    def edgy(x):
+        return np.round(x * 2) / 2
+    case("numpy", "numpy_histogramdd", lambda x, y, w: (np.histogram2d(x, y, bins=4, range=[[-1, 1], [-2, 2]]), np.histogram2d(x, y, bins=[3, 5]),
+                                                        np.histogram2d(edgy(x), edgy(y), bins=4, range=[[-1, 1], [-1, 1]], weights=w, density=True),
+                                                        np.histogram2d(x, y, bins=np.array([-1.5, -0.5, 0.0, 0.5, 1.5])),
+                                                        np.histogram2d(x, y.astype(np.float64), bins=(2, np.array([-1.0, 0.0, 1.0])))),
+         f32("B"), f32("B"), ("float32", ("B",), 0.0, 1.0))
+    case("numpy", "numpy_histogramdd", lambda s, w: (np.histogramdd(s, bins=(2, 3, 4), range=[(-1, 1), (-2, 2), None]), np.histogramdd(s),
+                                                     np.histogramdd(edgy(s), bins=3, weights=w, density=True),
+                                                     np.histogramdd([s[:, 0], s[:, 2]], bins=[3, np.array([-1.0, 0.5, 1.0])]),
+                                                     np.histogramdd(s[:, 1], bins=4, range=[(0.5, 0.5)])),
+         f64("B", 3), ("float64", ("B",), 0.0, 1.0), variant="dd")
+    case("numpy", "insert", lambda a, v, r: (np.insert(a, 1, 5.0), np.insert(a, [1, 3, 1], 0.5, axis=1), np.insert(a, 2, r, axis=1),
+                                             np.insert(a, [2], r, axis=1), np.insert(a, -1, r, axis=0), np.insert(a, 0, 7, axis=-1),
+                                             np.insert(a, [4, 0], v[None, :, None], axis=2), np.insert(a.astype(np.int64), 2, v)),
+         f32("B", 3, 4), f32(3), f32(4))
+    case("numpy", "kaiser", lambda x: (x * np.kaiser(4, 5.0), np.kaiser(1, 3.0), np.kaiser(7, 0.0), np.kaiser(12, 14), np.kaiser(0, 2.0)), f32("B", 3, 4))
+    # Folds of the comparisons over bools (NumPy runs them in order: (a0 > a1) > a2 ...), each axis,
+    # keepdims, axis=None, initial; bitwise_and/or.reduce of bools.
+    B = boolean("B", 3, 5)
+    for u in ("greater", "less", "greater_equal", "less_equal", "equal", "not_equal"):
+        f = getattr(np, u)
+        case("numpy", f"{u}_reduce", lambda b, f=f: (f.reduce(b), f.reduce(b, axis=2), f.reduce(b, axis=1, keepdims=True), f.reduce(b[0, 0], axis=None),
+                                                    f.reduce(b, axis=-1, initial=True), f.reduce(b, 2, initial=0)), B)
+        case("numpy", f"{u}_accumulate", lambda b, f=f: (f.accumulate(b), f.accumulate(b, axis=2), f.accumulate(b, 1), f.accumulate(b[0, 0])), B)
+    case("numpy", "bitwise_and_reduce", lambda b: (np.bitwise_and.reduce(b), np.bitwise_and.reduce(b, axis=2, keepdims=True),
+                                                   np.bitwise_and.reduce(b, axis=None), np.bitwise_and.reduce(b, 1, initial=False)), B)
+    case("numpy", "bitwise_or_reduce", lambda b: (np.bitwise_or.reduce(b), np.bitwise_or.reduce(b, axis=-1), np.bitwise_or.reduce(b, axis=None, keepdims=True),
+                                                  np.bitwise_or.reduce(b, 1, initial=True)), B)
+
+
+def _jax_lowerrest_cases():
+    """Issue 11 item 2: lax.scatter_max / scatter_min (jnp's x.at[].max/min) and
+    lax.select_and_scatter_add (max pooling's gradient), core/export/onnx/lowerings_rest.cc."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    X = f32("B", 3, 4)
+    def nanny(x):
+        return jnp.where(x > 1.5, jnp.nan, x)
+    case("jax", "scatter_max", lambda x, i, u: (x.at[i].max(u), x.at[i, 1].max(u[:, 0]), x.at[jnp.array([0, 0, 1])].max(0.5),
+                                                nanny(x).at[i].max(nanny(u)), x.astype(jnp.int32).at[i].max(3), x.at[i].max(u, mode="clip")),
+         X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
+    case("jax", "scatter_min", lambda x, i, u: (x.at[i].min(u), x.at[i, :, 1].min(u[:, :, 0]), x.at[jnp.array([1, 1])].min(-0.5),
+                                                nanny(x).at[i].min(nanny(u))),
+         X, i32(3, lo=-4, hi=4), f32(3, 3, 4))
+    from jax._src.lax.windowed_reductions import _select_and_scatter_add
+    case("jax", "select_and_scatter_add", lambda x, g, h: (_select_and_scatter_add(g, x, lax.ge_p, (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4),
+                                                           _select_and_scatter_add(h, x, lax.ge_p, (1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),
+                                                           _select_and_scatter_add(g, jnp.round(x), lax.le_p, (1, 1, 2, 2), (1, 1, 2, 2), ((0, 0),) * 4)),
+         f32(2, 3, 4, 6), f32(2, 3, 2, 3), f32(2, 2, 2, 6))
+    from jax.lax import linalg as lax_linalg
+    case("jax", "lu_pivots_to_permutation", lambda p, q: (lax_linalg.lu_pivots_to_permutation(p, 5), lax_linalg.lu_pivots_to_permutation(q, 3),
+                                                          lax_linalg.lu_pivots_to_permutation(p[0, :2] % 4, 4)),
+         i32(3, 4, lo=0, hi=5), i32(2, 2, 3, lo=0, hi=3))
+
+
 def build(fw):
     {"torch": _torch_cases, "numpy": _numpy_cases, "jax": _jax_cases}[fw]()
     if fw == "torch":
@@ -2329,10 +2427,12 @@ def build(fw):
         _torch_linstat_cases()
         _torch_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
         _torch_complex_cases()  # after: appended, the cases before keep their seeds
+        _torch_lowerrest_cases()  # after the others: their cases keep their index
     if fw == "jax":
         _jax_extra_cases()
         _jax_specfn_cases()
         _jax_complex_cases()  # after: appended, the cases before keep their seeds
+        _jax_lowerrest_cases()
     if fw == "numpy":
         _numpy_scatpool_cases()
         _numpy_linstat_cases()
@@ -2342,6 +2442,7 @@ def build(fw):
                                                  np.tensordot(x[0], x[0])), f32("B", 3, 4), f32(4, 5), variant="numpy")
         _numpy_specfn_cases()  # last: the cases before keep their index (their inputs' seed)
         _numpy_complex_cases()  # after: appended, the cases before keep their seeds
+        _numpy_lowerrest_cases()
     return [c for c in CASES if c.fw == fw]
 
 

@@ -32,10 +32,12 @@ PROGRAMS = {
     # Issue 11 item 2: lax.fft_p (FFT, IFFT, RFFT, IRFFT; its fft_type a jax.lax.FftType symbol).
     "fft": lambda x: (jnp.fft.fft(x).real + jnp.fft.ifft(x).imag + jnp.abs(jnp.fft.rfft(x)).sum(1, keepdims=True)
                       + jnp.fft.irfft(jnp.fft.rfft(x)) + jnp.fft.fft2(x).imag + jnp.fft.fft(x, axis=0).real),
+    # Issue 11 item 2: lax.scatter_max / scatter_min (jnp's x.at[].max/min).
+    "scatter_max_min": lambda x: x.at[jnp.array([0, 2])].max(x[:2] * 2) + x.at[jnp.array([1, 1])].min(-x[:2]),
 }
 
 
-GUARDED_SHAPES = {"solve_inv", "searchsorted_interp"}
+GUARDED_SHAPES = {"solve_inv", "searchsorted_interp", "scatter_max_min"}  # jnp.at reads the shape
 
 
 def _x(b, seed):

@@ -48,6 +48,10 @@ PROGRAMS = {
                       + np.imag(np.fft.ihfft(_b(x), norm="ortho")) + np.fft.hfft(np.fft.rfft(_b(x)), n=3)),
     "i0_gcd_lcm": lambda x: (np.i0(_b(x)) + np.i0(x=_b(x) * 2) + np.gcd((_b(x) * 10).astype(np.int64), 12)
                              + np.lcm((_b(x) * 10).astype(np.int32), 4)),
+    # Issue 11 item 2: np.insert, np.kaiser, np.histogram2d, np.histogramdd.
+    "insert_kaiser_histograms": lambda x: np.concatenate([np.insert(_b(x), 1, 0.5, axis=1).ravel(), np.kaiser(6, 3.0).astype(np.float32),
+                                                          np.histogram2d(_b(x)[:, 0], _b(x)[:, 1], bins=3, range=[[-1, 1], [-1, 1]])[0].ravel().astype(np.float32),
+                                                          np.histogramdd(_b(x)[:, :2], bins=2)[0].ravel().astype(np.float32)]),
 }
 
 

@@ -113,6 +113,11 @@ PROGRAMS = {
                            + torch.view_as_real(torch.fft.fft(x) * torch.complex(x, x)).sum(-1) + torch.fft.ihfft(x).resolve_conj().imag.sum()
                            + torch.istft(torch.stft(x.flatten(1), 8, hop_length=2, window=torch.ones(8), return_complex=True), 8,
                                          hop_length=2, window=torch.ones(8), length=24).reshape(x.shape)),
+    # Issue 11 item 2: histogram (range=, weight= keywords), histogramdd, norm_except_dim, new_tensor, renorm_.
+    "histograms_norm_except_dim_new_tensor": lambda x: (torch.histogram(x.flatten(), 5, range=(-1.0, 1.0), weight=x.abs().flatten()).hist,
+                                                        torch.histogramdd(x[:, 0, :2], bins=[2, 3], density=True).hist,
+                                                        torch.histogram(x, torch.tensor([-1.0, 0.0, 2.0]))[0], torch.norm_except_dim(x, 2, 1),
+                                                        x + x.new_tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), x.clone().renorm_(2, 0, 1.0)),
 }
 
 

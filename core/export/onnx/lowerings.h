@@ -347,6 +347,17 @@ IVY_LOWERING(LowerLaxFft);
 IVY_LOWERING(LowerComplexGetitem);
 IVY_LOWERING(LowerComplexConcat);
 IVY_LOWERING(LowerComplexProduct);
+// lowerings_rest.cc: norm_except_dim, torch and NumPy histograms, np.insert, np.kaiser,
+// lax.select_and_scatter_add
+IVY_LOWERING(LowerNewTensor);
+IVY_LOWERING(LowerNormExceptDim);
+IVY_LOWERING(LowerTorchHistogram);
+IVY_LOWERING(LowerNumpyHistogramdd);
+IVY_LOWERING(LowerInsert);
+IVY_LOWERING(LowerKaiser);
+IVY_LOWERING(LowerSelectAndScatterAdd);
+IVY_LOWERING(LowerCompareFold);
+IVY_LOWERING(LowerLuPivotsToPermutation);
 #undef IVY_LOWERING
 
 // normalize.cc: a framework's arguments as the canonical op's parameters; `canonical` gets the
@@ -374,6 +385,12 @@ std::optional<v1::DType> ArgDType(const v1::Arg& arg);
 v1::DType PromotedDType(const LoweringContext& ctx, const std::vector<const v1::Arg*>& operands);
 // A tensor or Python-number operand as an ONNX value of `dtype`.
 Status OperandAs(LoweringContext& ctx, const v1::Arg& arg, v1::DType dtype, std::string* out);
+// lowerings_rest.cc: the combine step of lax.scatter_max/min (target [L..., W...], idx [b..., q],
+// upd [b..., W...]; `window_rank` W dims).
+Status EmitScatterExtreme(LoweringContext& ctx, const std::string& target, const std::string& idx, const std::string& upd,
+                          int64_t q, int nb, int window_rank, bool is_max, v1::DType d, std::string* out);
+// lowerings_rest.cc: torch's polygamma(n, x) for n >= 2 (x and the result in `d`).
+Status EmitPolygammaHigh(LoweringContext& ctx, const std::string& x, v1::DType d, int64_t n, std::string* out);
 // A 1-D initializer of `n` copies of `value`.
 std::string Filled(LoweringContext& ctx, int64_t n, double value, v1::DType dtype, const char* hint);
 // lowerings_sym.cc: whether `arg` holds a shape-derived (ivytrace.sym) value, and an int, list or

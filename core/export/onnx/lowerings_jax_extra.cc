@@ -161,6 +161,7 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
   IVY_RETURN_IF_ERROR(TensorParam(call, "updates", &updates));
   IVY_RETURN_IF_ERROR(SingleResult(node, &result));
   const bool add = ctx.canonical() == "scatter_add", mul = ctx.canonical() == "scatter_mul";
+  const bool extreme = ctx.canonical() == "scatter_max" || ctx.canonical() == "scatter_min";
   // scatter_p's combiner is "replace" whatever jaxpr it carries (None for x.at[].set).
   call.Get("update_jaxpr");
   call.Get("update_consts");
@@ -213,7 +214,7 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
   }
   const v1::DType d = ctx.DType(result);
   if (OnnxElemType(d) == 0) return Status::Unsupported(std::string("lax.scatter in ") + DTypeName(d));
-  if ((add || mul) && d == v1::BOOL) return Status::Unsupported("lax." + ctx.canonical() + " of bools");
+  if ((add || mul || extreme) && d == v1::BOOL) return Status::Unsupported("lax." + ctx.canonical() + " of bools");
   const v1::DType work = d == v1::BOOL ? v1::UINT8 : d;  // Pad has no bool kernel
   bool identity = true;
   for (int k = 0; k < r; ++k) identity = identity && perm[k] == k;
@@ -242,10 +243,16 @@ Status LowerLaxScatter(const Node& node, const BoundCall& call, LoweringContext&
     for (int64_t k = 0; k < q; ++k) pads[r + k] = 1;
     target = ctx.EmitTemp("Pad", {in, ctx.Int64s(pads)});
   }
-  onnx::NodeProto* s = nullptr;
-  std::string out = ctx.EmitTemp("ScatterND", {target, idx, upd}, &s);
-  if (add) SetAttr(s, "reduction", std::string("add"));
-  if (mul) SetAttr(s, "reduction", std::string("mul"));
+  std::string out;
+  if (extreme) {
+    // ScatterND's max/min reductions are opset 18: a one-hot max over every update (lowerings_rest.cc).
+    IVY_RETURN_IF_ERROR(EmitScatterExtreme(ctx, target, idx, upd, q, nb, r - static_cast<int>(q), ctx.canonical() == "scatter_max", work, &out));
+  } else {
+    onnx::NodeProto* s = nullptr;
+    out = ctx.EmitTemp("ScatterND", {target, idx, upd}, &s);
+    if (add) SetAttr(s, "reduction", std::string("add"));
+    if (mul) SetAttr(s, "reduction", std::string("mul"));
+  }
   if (mode != "CLIP" && q > 0) {
     std::vector<int64_t> axes(q);
     for (int64_t k = 0; k < q; ++k) axes[k] = k;

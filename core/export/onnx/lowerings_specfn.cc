@@ -1,5 +1,5 @@
 // Lowerings of the special functions ONNX has no operator for: lgamma, digamma, polygamma (n = 0,
-// 1), mvlgamma, erfinv, ndtri, ndtr, log_ndtr, erfcx, entr, xlog1py, spherical_bessel_j0, the
+// 1; n >= 2 in lowerings_rest.cc), mvlgamma, erfinv, ndtri, ndtr, log_ndtr, erfcx, entr, xlog1py, spherical_bessel_j0, the
 // Bessel functions J0, J1, Y0, Y1, the modified Bessel functions i0, i0e, i1, i1e, K0, K1 (and
 // their scaled forms); frexp; gcd / lcm (unrolled Euclid); torch.special's
 // orthogonal polynomials for a Python-int n (unrolled recurrence); and the complex parts of real
@@ -249,11 +249,13 @@ Status LowerSpecFnUnary(const Node& node, const BoundCall& call, LoweringContext
     } else if (*k == 1) {
       c = "trigamma";
     } else {
-      return Status::Unsupported("polygamma with n=" + std::to_string(*k) +
-                                 " (n >= 2 needs the Hurwitz zeta function at negative arguments; only n = 0, 1 lower)");
+      // n >= 2: zeta(n + 1, x) in float64 (lowerings_rest.cc).
+      IVY_RETURN_IF_ERROR(EmitPolygammaHigh(ctx, in, d, *k, &out));
     }
   }
-  if (c == "lgamma") {
+  if (!out.empty()) {
+    // polygamma with n >= 2, computed above.
+  } else if (c == "lgamma") {
     out = g.lgamma(in);
   } else if (c == "digamma") {
     out = g.digamma(in);

@@ -166,6 +166,8 @@ const std::vector<Rename>& Renames() {
       {"jax", "reduce_xor", "reduce_xor", {{"axes", "dim"}}},
       {"jax", "scatter_add", "scatter_add", {{"operand", "input"}, {"scatter_indices", "indices"}}},
       {"jax", "scatter_mul", "scatter_mul", {{"operand", "input"}, {"scatter_indices", "indices"}}},
+      {"jax", "scatter_max", "scatter_max", {{"operand", "input"}, {"scatter_indices", "indices"}}},
+      {"jax", "scatter_min", "scatter_min", {{"operand", "input"}, {"scatter_indices", "indices"}}},
       // torch spellings.
       {"torch", "matmul", "matmul", {{"mat2", "other"}, {"vec", "other"}}},  // torch.mm, torch.mv
       {"torch", "outer", "outer", {{"vec2", "other"}}},
