@@ -334,6 +334,11 @@ IVY_LOWERING(LowerUniqueByFramework);
 IVY_LOWERING(LowerUniqueAll);
 IVY_LOWERING(LowerUniqueConsecutive);
 IVY_LOWERING(LowerLexsort);
+// lowerings_numpy.cc: atan2(y, x) of float tensors of dtype d (IEEE's signed zeros and
+// infinities), into `out` or, when it is empty, a new temporary; returns its name.
+std::string EmitAtan2(LoweringContext& ctx, const std::string& y, const std::string& x, v1::DType d,
+                      const std::string& out = "");
+
 // lowerings_complex.cc: complex values as float pairs [..., 2] (FFTs, stft, complex parts and
 // arithmetic); FindComplexLowering is the row for a node that reads or defines a complex value
 // (null: refused, its lowering does not handle pairs).

@@ -140,25 +140,6 @@ Status InputTensor(const BoundCall& call, ValueId* x) {
   return TensorParam(call, "input", x);
 }
 
-// atan2(y, x) of float tensors (as LowerAtan2 in lowerings_numpy.cc: IEEE's signed zeros and
-// infinities).
-std::string Atan2(LoweringContext& ctx, const std::string& y, const std::string& x, v1::DType d) {
-  const std::string zero = F(ctx, 0.0, d), one = F(ctx, 1.0, d), minus_one = F(ctx, -1.0, d);
-  auto sign_bit = [&](const std::string& v) {
-    return ctx.EmitTemp("Or", {ctx.EmitTemp("Less", {v, zero}), ctx.EmitTemp("Less", {ctx.EmitTemp("Div", {one, v}), zero})});
-  };
-  const std::string neg_x = sign_bit(x), neg_y = sign_bit(y);
-  const std::string both_zero = ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {x, zero}), ctx.EmitTemp("Equal", {y, zero})});
-  const std::string both_inf = ctx.EmitTemp("And", {ctx.EmitTemp("IsInf", {x}), ctx.EmitTemp("IsInf", {y})});
-  const std::string x_unit = ctx.EmitTemp("Where", {neg_x, minus_one, one});
-  const std::string y_unit = ctx.EmitTemp("Where", {neg_y, minus_one, one});
-  const std::string x2 = ctx.EmitTemp("Where", {ctx.EmitTemp("Or", {both_zero, both_inf}), x_unit, x});
-  const std::string y2 = ctx.EmitTemp("Where", {both_inf, y_unit, y});
-  const std::string t = ctx.EmitTemp("Atan", {ctx.EmitTemp("Div", {y2, x2})});
-  const std::string shift = ctx.EmitTemp("Where", {neg_y, F(ctx, -M_PI, d), F(ctx, M_PI, d)});
-  return ctx.EmitTemp("Where", {neg_x, ctx.EmitTemp("Add", {t, shift}), t});
-}
-
 // |re + i im| without overflow in re^2 + im^2: m * sqrt(1 + (n / m)^2), m = max(|re|, |im|),
 // n = min; inf where either part is infinite (even with a NaN other part), as hypot.
 std::string Hypot(LoweringContext& ctx, const std::string& re, const std::string& im, v1::DType d) {
@@ -718,7 +699,7 @@ Status LowerComplexUnary(const Node& node, const BoundCall& call, LoweringContex
   } else if (c == "abs") {
     out = Hypot(ctx, Part(ctx, p, 0), Part(ctx, p, 1), part);
   } else if (c == "angle") {
-    out = Atan2(ctx, Part(ctx, p, 1), Part(ctx, p, 0), part);
+    out = EmitAtan2(ctx, Part(ctx, p, 1), Part(ctx, p, 0), part);
   } else {
     return Status::Unsupported("the complex-pair lowering does not know canonical op '" + c + "'");
   }

@@ -32,6 +32,28 @@ std::string SignBit(LoweringContext& ctx, const std::string& v, v1::DType d) {
 
 }  // namespace
 
+// atan2(y, x) of float tensors of dtype d, into `out` (or a new name when empty): atan(y / x),
+// moved by ±pi (the sign of y) where x's sign bit is set, with IEEE's signed zeros and infinities.
+std::string EmitAtan2(LoweringContext& ctx, const std::string& y, const std::string& x, v1::DType d,
+                      const std::string& out) {
+  const std::string zero = F(ctx, 0.0, d), one = F(ctx, 1.0, d), minus_one = F(ctx, -1.0, d);
+  const std::string neg_x = SignBit(ctx, x, d), neg_y = SignBit(ctx, y, d);
+  const std::string both_zero =
+      ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {x, zero}), ctx.EmitTemp("Equal", {y, zero})});
+  const std::string both_inf = ctx.EmitTemp("And", {ctx.EmitTemp("IsInf", {x}), ctx.EmitTemp("IsInf", {y})});
+  const std::string x_unit = ctx.EmitTemp("Where", {neg_x, minus_one, one});
+  const std::string y_unit = ctx.EmitTemp("Where", {neg_y, minus_one, one});
+  const std::string x2 = ctx.EmitTemp("Where", {ctx.EmitTemp("Or", {both_zero, both_inf}), x_unit, x});
+  const std::string y2 = ctx.EmitTemp("Where", {both_inf, y_unit, y});
+  const std::string t = ctx.EmitTemp("Atan", {ctx.EmitTemp("Div", {y2, x2})});
+  const std::string shift = ctx.EmitTemp("Where", {neg_y, F(ctx, -M_PI, d), F(ctx, M_PI, d)});
+  // Where, not Add: atan(y / x) + 0 would turn -0 into +0.
+  const std::string moved = ctx.EmitTemp("Add", {t, shift});
+  if (out.empty()) return ctx.EmitTemp("Where", {neg_x, moved, t});
+  ctx.Emit("Where", {neg_x, moved, t}, {out});
+  return out;
+}
+
 // atan2(y, x) = atan(y / x), moved by ±pi (the sign of y) where x's sign bit is set. y / x is NaN
 // where both are zero or both infinite: there x becomes ±1 (its sign kept), and an infinite y
 // becomes ±1 too (atan2(±inf, ±inf) = ±pi/4, ±3pi/4; atan2(±0, ±0) = ±0, ±pi as IEEE says).
@@ -47,19 +69,7 @@ Status LowerAtan2(const Node& node, const BoundCall& call, LoweringContext& ctx)
   std::string y, x;
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *a, d, &y));
   IVY_RETURN_IF_ERROR(OperandAs(ctx, *b, d, &x));
-  const std::string zero = F(ctx, 0.0, d), one = F(ctx, 1.0, d), minus_one = F(ctx, -1.0, d);
-  const std::string neg_x = SignBit(ctx, x, d), neg_y = SignBit(ctx, y, d);
-  const std::string both_zero =
-      ctx.EmitTemp("And", {ctx.EmitTemp("Equal", {x, zero}), ctx.EmitTemp("Equal", {y, zero})});
-  const std::string both_inf = ctx.EmitTemp("And", {ctx.EmitTemp("IsInf", {x}), ctx.EmitTemp("IsInf", {y})});
-  const std::string x_unit = ctx.EmitTemp("Where", {neg_x, minus_one, one});
-  const std::string y_unit = ctx.EmitTemp("Where", {neg_y, minus_one, one});
-  const std::string x2 = ctx.EmitTemp("Where", {ctx.EmitTemp("Or", {both_zero, both_inf}), x_unit, x});
-  const std::string y2 = ctx.EmitTemp("Where", {both_inf, y_unit, y});
-  const std::string t = ctx.EmitTemp("Atan", {ctx.EmitTemp("Div", {y2, x2})});
-  const std::string shift = ctx.EmitTemp("Where", {neg_y, F(ctx, -M_PI, d), F(ctx, M_PI, d)});
-  // Where, not Add: atan(y / x) + 0 would turn -0 into +0.
-  ctx.Emit("Where", {neg_x, ctx.EmitTemp("Add", {t, shift}), t}, {ctx.Out(result)});
+  EmitAtan2(ctx, y, x, d, ctx.Out(result));
   return Status::Ok();
 }
 
