@@ -236,3 +236,16 @@ def test_autocast_inside_the_function_gives_eager_dtypes():
     want = f(x)
     assert got.dtype == want.dtype == torch.bfloat16
     torch.testing.assert_close(got, want)
+
+
+def test_a_result_computed_in_python_from_the_values_replays_under_its_guard():
+    # sum(v * 2 for v in x.tolist()) returns a float: the graph had no array output and the
+    # CLI refused it with a message about marking regions. It replays now, guarded on the values.
+    def total(x):
+        return sum(v * 2 for v in x.tolist())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = ivytrace.trace_graph(total, args=(torch.ones(4),))
+    assert g(torch.ones(4)) == total(torch.ones(4)) == 8.0
+    with pytest.raises(ivytrace.GuardError, match="tolist"):
+        g(torch.full((4,), 2.0))
