@@ -466,6 +466,7 @@ class _Specialization:
         # "file:line" where the traced call switched autograd or autocast (_ModeSwitches), or None
         self.grad_switch = None
         self.autocast_switch = None
+        self.grad_mode = None            # True/False: replayed under it (_ModeSwitches.grad_mode)
         self.backend = None              # "torch.compile" / "jax.jit" when return_backend_traced_fn
 
     def check_modes(self):
@@ -547,7 +548,11 @@ class _Specialization:
         if self.autocast_switch is not None or self.grad_switch is not None and \
                 _torch().is_grad_enabled() and _requires_grad_somewhere(values):
             raise _RunEagerly()
-        raw = self.fn(*values)
+        if self.grad_mode is not None:   # every op ran under the mode the program set
+            with _torch().set_grad_enabled(self.grad_mode):
+                raw = self.fn(*values)
+        else:
+            raw = self.fn(*values)
         if self.state_out:
             result, state = raw
             for slot, value in zip(self.state_out, state):
@@ -656,6 +661,7 @@ class Graph:
         spec = self._specs[0] if self._specs else None
         ok = spec is not None and not spec.modes and not spec.state_in and not spec.state_out and not spec.captured and \
             not spec.arg_modes and spec.grad_switch is None and spec.autocast_switch is None and \
+            spec.grad_mode is None and \
             spec._positional(self._sig)
         self._fast = (spec.fn, len(spec.arg_names), spec.out_spec) if ok else None
 
@@ -1028,39 +1034,76 @@ def _original_forward(module):
 
 class _ModeSwitches:
     """Where the traced call switched autograd (torch.no_grad, enable_grad, set_grad_enabled,
-    inference_mode) or autocast on or off: "file:line" of the program's code, or None.
+    inference_mode) or autocast on or off: "file:line" of the program's code, or None; and, for
+    autograd, the one mode every recorded op ran in when the program set it (`grad_mode`).
 
-    The recorder sees the ops, not these modes: ops computed under an inner no_grad replay with
-    gradients (a teacher's or EMA model's weights then received gradients, silently), and ops
-    under autocast replay in the inputs' dtype (float32 where eager gave bfloat16). Such a
-    graph runs the original function where the replay would differ (see _Specialization.run)."""
+    The recorder sees the ops, not these modes: ops computed under an inner no_grad replayed
+    with gradients (x.grad 3 where eager gives 1, silently), and ops under autocast replayed in
+    the inputs' dtype (float32 where eager gave bfloat16). A graph whose ops all ran under a mode
+    the program set (`with torch.no_grad(): return model(x)`) replays under that mode; one that
+    mixes modes, or enters autocast, runs the original function where the replay would differ
+    (see _Specialization.run)."""
 
-    def __init__(self):
+    def __init__(self, op_count):
         self.grad = None
         self.autocast = None
+        self.grad_mode = None      # True/False: the replay runs under it; None: the caller's
+        self._op_count = op_count  # op events recorded so far
+        self._events = []          # (op events before it, mode set) for each switch the program made
+        self._unknown = False      # inference_mode: its end is not seen
         self._saved = []
 
     def start(self):
         torch = _torch()
-        for owner, attr, kind in ((torch._C, "_set_grad_enabled", "grad"), (torch._C, "_InferenceMode", "grad"),
+        self._start = (self._op_count(), torch.is_grad_enabled())
+        for owner, attr, kind in ((torch._C, "_set_grad_enabled", "grad"), (torch._C, "_InferenceMode", "inference"),
                                   (torch, "set_autocast_enabled", "autocast")):
             prev = getattr(owner, attr, None)
             if prev is None:
                 continue
             self._saved.append((owner, attr, prev))
-            setattr(owner, attr, self._wrap(prev, kind))
+            wrapper = self._wrap(prev, kind)
+            # Named as what it replaces: the recorder skips that name (names.SKIP_TORCH).
+            wrapper.__name__ = wrapper.__qualname__ = attr
+            wrapper.__module__ = owner.__name__
+            setattr(owner, attr, wrapper)
 
     def stop(self):
         for owner, attr, prev in reversed(self._saved):
             setattr(owner, attr, prev)
         self._saved = []
+        self.grad_mode = self._one_mode() if self.grad is not None else None
+
+    def _one_mode(self):
+        """The mode every op ran in, when the program set it (not merely restored the caller's):
+        a switch to the caller's mode at trace time may be a restore (no_grad's exit sets the
+        mode it found), so ops after it follow the caller. None when ops ran both ways, or under
+        inference_mode (whose end is not seen): the graph then runs eagerly when it matters."""
+        if self._unknown:
+            return None
+        start_count, caller = self._start
+        bounds = [(start_count, None)] + [(n, None if m == caller else m) for n, m in self._events]
+        bounds.append((self._op_count(), "end"))
+        modes = {forced for (n, forced), (n2, _) in zip(bounds, bounds[1:]) if n2 > n}
+        if modes == {None} or not modes:
+            self.grad = None   # every op ran in the caller's mode: nothing to reproduce
+            return None
+        if len(modes) == 1:
+            return modes.pop()
+        return None
 
     def _wrap(self, prev, kind):
         def switch(*a, **k):
-            if getattr(self, kind) is None:
-                where = _program_frame(sys._getframe(1))
-                if where is not None:
-                    setattr(self, kind, where)
+            where = _program_frame(sys._getframe(1))
+            if where is not None:
+                if kind == "autocast":
+                    self.autocast = self.autocast or where
+                else:
+                    self.grad = self.grad or where
+                    if kind == "inference":
+                        self._unknown = True
+                    elif a:
+                        self._events.append((self._op_count(), bool(a[0])))
             return prev(*a, **k)
         return switch
 
@@ -1434,7 +1477,7 @@ def _trace_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_i
         spec.captured = None if freeze and _is_torch_module(fn) else r.captured_checks
         spec.arg_modes = r.arg_modes or None
         spec.live_captured = r.live_captured
-        spec.grad_switch, spec.autocast_switch = r.grad_switch, r.autocast_switch
+        spec.grad_switch, spec.autocast_switch, spec.grad_mode = r.grad_switch, r.autocast_switch, r.grad_mode
         if return_backend_traced_fn:
             _compile_backend(spec, target, r.static_positions, r.sym_positions)
         return spec, r.out, r.workdir
@@ -1586,7 +1629,7 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             if jax_rec is not None:
                 jax_rec.use_shape_plan(shape_plan)
             rid = rec.region_begin(name, inputs + extra, f.f_code.co_filename, f.f_lineno)
-            switches = _ModeSwitches() if "torch" in frameworks else None
+            switches = _ModeSwitches(lambda: rec.writer.op_events) if "torch" in frameworks else None
             try:
                 if switches is not None:
                     switches.start()
@@ -1688,7 +1731,8 @@ def _record_once(fn, args, kwargs, static_argnums, static_argnames, *, symbolic_
             rec.stop()
         return _Recorded(workdir=workdir, trace_path=trace_path, out=out, sym_args=sym_args, arg_names=arg_names,
                          captured_checks=captured_checks, arg_modes=arg_modes, live_captured=bool(captured_state),
-                         grad_switch=switches.grad if switches is not None else None,
+                         grad_switch=switches.grad if switches is not None and switches.grad_mode is None else None,
+                         grad_mode=switches.grad_mode if switches is not None else None,
                          autocast_switch=switches.autocast if switches is not None else None,
                          state_in=state_in, state_out=state_out, out_spec=out_spec, modes=modes,
                          static_positions=static_positions, sym_positions=sym_positions)

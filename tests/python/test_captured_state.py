@@ -249,3 +249,25 @@ def test_a_result_computed_in_python_from_the_values_replays_under_its_guard():
     assert g(torch.ones(4)) == total(torch.ones(4)) == 8.0
     with pytest.raises(ivytrace.GuardError, match="tolist"):
         g(torch.full((4,), 2.0))
+
+
+def test_a_function_whose_ops_all_run_under_no_grad_replays_under_no_grad():
+    # `def forward(x): with torch.no_grad(): return model(x)`: every op ran in the mode the
+    # program set, so the replay runs under it too (no gradients, as eager), not the original.
+    calls = []
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 2)
+
+    def forward(x):
+        calls.append(1)
+        with torch.no_grad():
+            return lin(x).relu()
+    g = ivytrace.trace_graph(forward, args=(torch.randn(4, 3),))
+    x = torch.randn(5, 3, requires_grad=True)
+    n = len(calls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ivytrace.StateWarning)
+        got = g(x)
+    assert len(calls) == n   # the replay ran
+    assert not got.requires_grad
+    torch.testing.assert_close(got, forward(x))

@@ -121,10 +121,7 @@ def test_static_dims_are_guarded_each_and_symbolic_ones_computed_from_the_input(
     g = ivytrace.trace_graph(fn, args=(_x((4, 3)),))
     trace = read_trace(str(g.save(os.path.join(g.plan_path + ".d.ivt"))))
     guards = {trace.string(r.op): r.value for r in trace.of_kind("guard")}
-    # No guard on x's whole shape; w, read from the closure on every call, is held to its own.
-    whole = [[it.i for it in r.value.tuple.items] for r in trace.of_kind("guard")
-             if trace.string(r.op) == "jax.Array.shape"]
-    assert whole == [[3, 5]], whole
+    assert "jax.Array.shape" not in guards                      # no guard on the whole shape
     assert guards["jax.Array.ndim"].i == 2
     assert guards["ivytrace.sym.__int__"].i == 3                 # x.shape[1] pinned
     assert guards["ivytrace.sym.__bool__"].b is True             # x.shape[0] >= 1

@@ -701,7 +701,7 @@ const std::pair<std::string_view, std::string_view> kRefused[] = {
     {"random_seed", "sets the global random generator's state: no tensor a graph computes (bake the draws: --bake-generators)"},
     {"prng_key", "builds, splits or folds a typed jax.random key (a key dtype, no ONNX tensor type): bake the draws (--bake-generators)"},
     {"tridiagonal_solve", "the Thomas algorithm (n dependent elimination steps, as a triangular solve): ONNX opset 17 has no op for it, and an unrolled graph per static size is not lowered"},
-    {"lax_polygamma", "XLA's chlo.polygamma takes the order m as an array (any value per element) and shifts zeta(m + 1, x) by a fixed 9, so it is not the true polygamma below x = -9 (polygamma(2, -10.3) gives 8.5e19): its exact graph is not reproduced (torch.polygamma lowers)"},
+    {"lax_polygamma", "XLA's chlo.polygamma takes the order m as an array (any value per element) and shifts zeta(m + 1, x) by a fixed 9, so it is not the true polygamma below x = -9 (polygamma(2, -10.3) gives 8.5e19): its exact graph is not reproduced (torch's polygamma lowers)"},
     {"allclose", "returns a Python bool, not a tensor: the trace keeps no value of it (code that branches on it records a guard)"},
     {"array_equal", "returns a Python bool, not a tensor: the trace keeps no value of it (code that branches on it records a guard)"},
 };
