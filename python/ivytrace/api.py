@@ -1063,7 +1063,8 @@ class _ModeSwitches:
                 continue
             self._saved.append((owner, attr, prev))
             wrapper = self._wrap(prev, kind)
-            # Named as what it replaces: the recorder skips that name (names.SKIP_TORCH).
+            # Named as what it replaces: the recorder records the same op (the switches dispatch
+            # to __torch_function__ modes; a dead op the graph drops), so traces are unchanged.
             wrapper.__name__ = wrapper.__qualname__ = attr
             wrapper.__module__ = owner.__name__
             setattr(owner, attr, wrapper)
@@ -1082,9 +1083,11 @@ class _ModeSwitches:
         if self._unknown:
             return None
         start_count, caller = self._start
-        bounds = [(start_count, None)] + [(n, None if m == caller else m) for n, m in self._events]
-        bounds.append((self._op_count(), "end"))
-        modes = {forced for (n, forced), (n2, _) in zip(bounds, bounds[1:]) if n2 > n}
+        # A switch the program makes is itself recorded, as one op event after the count taken
+        # in it: the ops in the mode it sets start after that event.
+        begins = [(start_count, None)] + [(n + 1, None if m == caller else m) for n, m in self._events]
+        ends = [n for n, _ in self._events] + [self._op_count()]
+        modes = {forced for (begin, forced), end in zip(begins, ends) if end > begin}
         if modes == {None} or not modes:
             self.grad = None   # every op ran in the caller's mode: nothing to reproduce
             return None

@@ -58,9 +58,6 @@ SKIP_TORCH = frozenset({
     # (recorded as ivytrace.sym ops); recorded as calls, their int result would be baked.
     "torch.sym_min", "torch.sym_max", "torch.sym_not", "torch.sym_float", "torch.sym_int", "torch.sym_ite",
     "torch.sym_sum", "torch.sym_sqrt",
-    # Autograd and autocast mode switches (torch.no_grad's enter and exit dispatch to the mode):
-    # no tensor in or out. trace_graph notes them itself (api._ModeSwitches).
-    "torch._C._set_grad_enabled", "torch.set_autocast_enabled", "torch._C._InferenceMode",
 })
 SHAPE_TORCH = frozenset({"torch.numel"})
 # Python functions of torch that dispatch to __torch_function__ themselves (handle_torch_function)
